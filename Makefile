@@ -1,0 +1,39 @@
+PYTHON ?= python3
+PORT ?= 8000
+PYTEST_ARGS ?=
+
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: venv run test bench check clean
+
+venv: $(STAMP)
+
+# Installs again only when pyproject.toml is newer than the last install.
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: venv
+	PORT=$(PORT) scripts/run.sh
+
+# Tests run tasks inline and keep their data in a throwaway directory.
+test: venv
+	@data=$$(mktemp -d) && trap 'rm -rf "$$data"' EXIT && \
+	EVALSITE_TASKS_SYNC=1 EVALSITE_DATA_DIR="$$data" $(PY) -m pytest $(PYTEST_ARGS)
+
+bench: venv
+	@set -e; for script in tests/bench/bench_*.py; do \
+	  [ -e "$$script" ] || { echo "no benchmarks in tests/bench"; break; }; \
+	  echo "== $$script"; $(PY) "$$script"; \
+	done
+
+check: venv
+	$(PY) manage.py check
+
+# Keeps .venv and data/ (your blueprints and runs).
+clean:
+	rm -rf staticfiles .pytest_cache build
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +

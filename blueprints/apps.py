@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class BlueprintsConfig(AppConfig):
+    name = "blueprints"
+    verbose_name = "Blueprints"

@@ -1,0 +1,1 @@
+"""Blueprints and their revisions (models arrive with the library)."""

@@ -1,0 +1,186 @@
+"""Settings for evalsite, read from the environment.
+
+Every variable is listed in the README's "Configuration" table. The defaults
+are safe for one person on one machine: SQLite in the data directory,
+django-q2's ORM broker, DEBUG off, only loopback hosts allowed.
+"""
+
+import importlib.util
+import os
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from evalsite.env import (
+    env_bool,
+    env_int,
+    env_list,
+    env_secret,
+    env_str,
+    parse_database_url,
+    persisted_secret_key,
+    sqlite_config,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+# A relative EVALSITE_DATA_DIR is taken from the project root, wherever
+# manage.py is started from.
+EVALSITE_DATA_DIR = BASE_DIR / Path(env_str("EVALSITE_DATA_DIR", "data")).expanduser()
+EVALSITE_DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+DEBUG = env_bool("EVALSITE_DEBUG", False)
+SECRET_KEY = env_secret("EVALSITE_SECRET_KEY") or persisted_secret_key(
+    EVALSITE_DATA_DIR / "secret_key"
+)
+ALLOWED_HOSTS = env_list("EVALSITE_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+
+INSTALLED_APPS = [
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "template_partials",
+    "django_q",
+    "blueprints",
+    "runs",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "evalsite.urls"
+WSGI_APPLICATION = "evalsite.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,  # template_partials swaps this for its own loader
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+            "builtins": ["template_partials.templatetags.partials"],
+        },
+    },
+]
+
+# Databases --------------------------------------------------------------------
+
+_database_url = env_secret("DATABASE_URL")
+DATABASES = {
+    "default": (
+        parse_database_url(_database_url, base_dir=BASE_DIR)
+        if _database_url
+        else sqlite_config(EVALSITE_DATA_DIR / "db.sqlite3")
+    )
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Tasks (django-q2) ------------------------------------------------------------
+# django-q2 reads Q_CLUSTER once, at import, so sync mode for tests is chosen
+# here from the environment rather than by overriding settings in a test.
+
+REDIS_URL = env_secret("REDIS_URL")
+if REDIS_URL and importlib.util.find_spec("redis") is None:
+    raise ImproperlyConfigured(
+        "REDIS_URL is set but the redis package is not installed: "
+        "run .venv/bin/pip install redis, or unset REDIS_URL to use the database as the broker."
+    )
+
+Q_CLUSTER = {
+    "name": "evalsite",
+    "workers": env_int("EVALSITE_WORKERS", 2, minimum=1),
+    # A task is stopped after `timeout` seconds and handed out again after
+    # `retry`; retry must be longer, or a slow task runs twice at once.
+    "timeout": 600,
+    "retry": 720,
+    "max_attempts": 3,
+    "sync": env_bool("EVALSITE_TASKS_SYNC", False),
+    "label": "Tasks",
+    **({"redis": REDIS_URL} if REDIS_URL else {"orm": "default"}),
+}
+
+# What runs may do (read by the engine and the run pages) ----------------------
+
+EVALSITE_CONCURRENCY = env_int("EVALSITE_CONCURRENCY", 20, minimum=1)
+# EVALSITE_CONCURRENCY_OPENAI=5 -> {"OPENAI": 5}: the provider is the model id's
+# prefix upper-cased.
+_CONCURRENCY_PREFIX = "EVALSITE_CONCURRENCY_"
+EVALSITE_CONCURRENCY_PER_PROVIDER = {
+    name.removeprefix(_CONCURRENCY_PREFIX): env_int(name, EVALSITE_CONCURRENCY, minimum=1)
+    for name in sorted(os.environ)
+    if name.startswith(_CONCURRENCY_PREFIX) and len(name) > len(_CONCURRENCY_PREFIX)
+}
+# The upstream's judges (see ../shared/reference/weval-behaviour.md, section 3.6).
+EVALSITE_DEFAULT_JUDGES = env_list(
+    "EVALSITE_DEFAULT_JUDGES",
+    [
+        "openrouter:google/gemini-2.5-flash",
+        "openrouter:openai/gpt-4.1-mini",
+        "openrouter:anthropic/claude-haiku-4.5",
+    ],
+)
+EVALSITE_BACKUP_JUDGE = env_str("EVALSITE_BACKUP_JUDGE", "openrouter:anthropic/claude-haiku-4.5")
+EVALSITE_EMBEDDINGS_MODEL = env_str("EVALSITE_EMBEDDINGS_MODEL")
+EVALSITE_BLUEPRINT_ENV = env_list("EVALSITE_BLUEPRINT_ENV")
+EVALSITE_CALL_HOSTS = env_list("EVALSITE_CALL_HOSTS")
+EVALSITE_ALLOW_CODE_JUDGES = env_bool("EVALSITE_ALLOW_CODE_JUDGES", False)
+EVALSITE_API_TOKEN = env_secret("EVALSITE_API_TOKEN")
+
+# Static files -----------------------------------------------------------------
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+# Serve straight from the apps' and project's static folders too, so pages
+# work before the first collectstatic (and in tests); an existing STATIC_ROOT
+# keeps whitenoise from warning that it is missing.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+STATIC_ROOT.mkdir(exist_ok=True)
+
+# Internationalisation ---------------------------------------------------------
+
+LANGUAGE_CODE = "en"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+# Logging ----------------------------------------------------------------------
+# Everything goes to stderr. Secrets live in settings and the environment,
+# never in log messages; the debug page hides them too.
+
+DEFAULT_EXCEPTION_REPORTER_FILTER = "evalsite.reporting.SecretsHiddenFilter"
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+    },
+    "handlers": {
+        "stderr": {"class": "logging.StreamHandler", "formatter": "plain"},
+    },
+    "root": {"handlers": ["stderr"], "level": "INFO"},
+    "loggers": {
+        "django": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
+    },
+}

@@ -1,0 +1,8 @@
+from django.urls import include, path
+
+from evalsite import views
+
+urlpatterns = [
+    path("", include("blueprints.urls")),
+    path("healthz", views.healthz, name="healthz"),
+]

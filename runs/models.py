@@ -1,0 +1,1 @@
+"""Runs, responses and point assessments (models arrive with the run engine)."""

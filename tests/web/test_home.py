@@ -1,0 +1,43 @@
+import re
+
+
+def test_the_home_page_names_the_product(client):
+    response = client.get("/")
+
+    assert response.status_code == 200
+    assert "<title>evalsite</title>" in response.text
+    assert 'class="site-name" href="/"' in response.text
+
+
+def test_the_home_page_loads_htmx_from_our_own_static_files(client):
+    response = client.get("/")
+
+    sources = re.findall(r'<script src="([^"]+)"', response.text)
+    htmx = [s for s in sources if re.fullmatch(r"/static/django_htmx/htmx[\w.-]*\.js", s)]
+    assert len(htmx) == 1
+    script = client.get(htmx[0])
+    script.close()
+    assert script.status_code == 200
+    assert not any(s.startswith(("http:", "https:", "//")) for s in sources)
+
+
+def test_the_home_page_sends_the_csrf_token_with_every_htmx_request(client):
+    response = client.get("/")
+
+    assert response.text.count("X-CSRFToken") == 1
+    assert re.search(r"<body hx-headers='\{\"X-CSRFToken\": \"\w+\"\}'>", response.text)
+
+
+def test_the_stylesheet_is_served_without_collectstatic(client):
+    response = client.get("/static/css/evalsite.css")
+    response.close()
+
+    assert response.status_code == 200
+
+
+def test_healthz_answers_ok_in_plain_text(client):
+    response = client.get("/healthz")
+
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/plain")
+    assert response.content == b"ok"
