@@ -1,0 +1,321 @@
+"""The registry of point functions: names, aliases, argument shapes, one-line help.
+
+This is the format's side of point functions (what a blueprint may write);
+`runs.engine.points` evaluates them. Names and aliases follow the upstream's
+registry (reference section 2.2) plus, per DESIGN.md:
+
+* deviation 9: `required_tools`, `prohibited_tools` and `max_calls`, which the
+  header fields `requiredTools`, `prohibitedTools` and `maxCalls` become;
+* deviation 16: `imatches_all_of` (the guide's spelling) is accepted, and one
+  leading `$` on a name is stripped.
+
+Lookups are case-sensitive, as upstream.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = [
+    "NAMES",
+    "ALIASES",
+    "resolve",
+    "suggest",
+    "check_args",
+    "regex_patterns",
+    "is_case_insensitive_regex",
+    "describe",
+    "takes_no_argument",
+]
+
+
+@dataclass(frozen=True)
+class _Spec:
+    shape: str  # a key of _SHAPE_CHECKS
+    description: str
+
+
+# Argument shapes. Each check returns True when the argument is acceptable.
+
+
+def _is_number(value: object) -> bool:
+    # YAML and JSON booleans arrive as bool, a subclass of int; JavaScript's
+    # `typeof` would call them booleans, not numbers.
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
+
+
+def _is_string_list(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _is_n_of(value: object) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and _is_number(value[0])
+        and _is_string_list(value[1])
+    )
+
+
+def _is_min_max(value: object) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and _is_number(value[0])
+        and _is_number(value[1])
+        and 0 <= value[0] <= value[1]
+    )
+
+
+def _is_count_range(value: object) -> bool:
+    if not isinstance(value, list) or not 1 <= len(value) <= 3:
+        return False
+    numbers_ok = all(_is_number(item) for item in value[:2])
+    name_ok = len(value) < 3 or isinstance(value[2], str)
+    return numbers_ok and name_ok
+
+
+def _is_tool_args_spec(value: object) -> bool:
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("name"), str)
+        and bool(value["name"])
+        and isinstance(value.get("where"), (dict, str))
+    )
+
+
+def _is_tool_order(value: object) -> bool:
+    return isinstance(value, list) and any(isinstance(item, str) for item in value)
+
+
+def _is_call_spec(value: object) -> bool:
+    return isinstance(value, dict) and (bool(value.get("service")) or bool(value.get("url")))
+
+
+def _is_non_negative_int(value: object) -> bool:
+    return _is_number(value) and value >= 0 and float(value).is_integer()
+
+
+_SHAPE_CHECKS: dict[str, tuple[Callable[[object], bool], str]] = {
+    "string": (lambda v: isinstance(v, str), "takes a string"),
+    "regex": (lambda v: isinstance(v, str), "takes a regex string"),
+    "strings": (_is_string_list, 'takes a list of strings: ["text", ...]'),
+    "regexes": (_is_string_list, 'takes a list of regex strings: ["pattern", ...]'),
+    "n_of_strings": (_is_n_of, 'takes [n, ["text", ...]]: a number and a list of strings'),
+    "n_of_regexes": (_is_n_of, 'takes [n, ["pattern", ...]]: a number and a list of regex strings'),
+    "min_max": (_is_min_max, "takes [min, max]: two numbers with 0 <= min <= max"),
+    "anything": (lambda v: True, "takes no argument"),
+    "js": (lambda v: isinstance(v, str), "takes a JavaScript expression or function body as a string"),
+    "call": (
+        _is_call_spec,
+        "takes an object with either `service` (a name from `externalServices`) or `url`, plus any parameters",
+    ),
+    "instruction": (lambda v: v is None or isinstance(v, str), "takes an optional instruction string"),
+    "tool_name": (lambda v: isinstance(v, str) and bool(v), "takes a tool name (a non-empty string)"),
+    "tool_args": (
+        _is_tool_args_spec,
+        "takes {name, where, normalizeWhitespace?}: a tool name and either an object the arguments "
+        "must contain or a JavaScript expression over `args`",
+    ),
+    "count_range": (_is_count_range, "takes [min, max, name?]: two numbers and an optional tool name"),
+    "tool_order": (_is_tool_order, 'takes a list of tool names in the order they must be called: ["a", "b"]'),
+    "tool_names": (_is_string_list, 'takes a list of tool names: ["search", ...]'),
+    "max_count": (_is_non_negative_int, "takes a whole number of calls, 0 or more"),
+}
+
+
+_BASE_FUNCTIONS: dict[str, _Spec] = {
+    "contains": _Spec("string", "substring (case-sensitive)"),
+    "icontains": _Spec("string", "case-insensitive substring"),
+    "contains_any_of": _Spec("strings", "contains at least one of the strings (case-sensitive)"),
+    "icontains_any_of": _Spec("strings", "contains at least one of the strings, ignoring case"),
+    "contains_all_of": _Spec("strings", "graded: share of the strings contained (case-sensitive)"),
+    "icontains_all_of": _Spec("strings", "graded: share of the strings contained, ignoring case"),
+    "contains_at_least_n_of": _Spec("n_of_strings", "graded: found / n of the strings, up to 1 (case-sensitive)"),
+    "icontains_at_least_n_of": _Spec("n_of_strings", "graded: found / n of the strings, up to 1, ignoring case"),
+    "matches": _Spec("regex", "JavaScript regex matches somewhere in the response (case-sensitive)"),
+    "imatches": _Spec("regex", "JavaScript regex matches somewhere, ignoring case"),
+    "matches_all_of": _Spec("regexes", "graded: share of the regexes that match (case-sensitive)"),
+    "imatch_all_of": _Spec("regexes", "graded: share of the regexes that match, ignoring case"),
+    "matches_at_least_n_of": _Spec("n_of_regexes", "graded: matching regexes / n, up to 1 (case-sensitive)"),
+    "imatch_at_least_n_of": _Spec("n_of_regexes", "graded: matching regexes / n, up to 1, ignoring case"),
+    "starts_with": _Spec("string", "response starts with the text exactly (no trimming)"),
+    "istarts_with": _Spec("string", "response starts with the text, ignoring case"),
+    "ends_with": _Spec("string", "response ends with the text exactly (no trimming)"),
+    "iends_with": _Spec("string", "response ends with the text, ignoring case"),
+    "contains_word": _Spec("string", "whole word or phrase, Unicode-aware boundaries (case-sensitive)"),
+    "icontains_word": _Spec("string", "whole word or phrase, Unicode-aware boundaries, ignoring case"),
+    "word_count_between": _Spec("min_max", "graded: word count within [min, max], partial credit outside"),
+    "is_json": _Spec("anything", "the whole response parses as a JSON object or array"),
+    "js": _Spec("js", "JavaScript expression or body over `r`/`response` and `context`, run in a sandbox"),
+    "call": _Spec("call", "external scoring service over HTTP (allowed hosts only)"),
+    "factcheck": _Spec("instruction", "upstream's hosted fact-checker (not supported here)"),
+    "tool_called": _Spec("tool_name", "the tool trace has at least one call to the tool"),
+    "tool_args_match": _Spec("tool_args", "a call to the tool has arguments matching `where`"),
+    "tool_call_count_between": _Spec("count_range", "number of tool calls (of one tool, if named) within [min, max]"),
+    "tool_call_order": _Spec("tool_order", "the tools were called in this order (other calls in between allowed)"),
+    "required_tools": _Spec("tool_names", "every listed tool was called (from `requiredTools`)"),
+    "prohibited_tools": _Spec("tool_names", "none of the listed tools was called (from `prohibitedTools`)"),
+    "max_calls": _Spec("max_count", "at most this many tool calls in the trace (from `maxCalls`)"),
+}
+
+# The upstream's negative variants: exactly these, no others (`not_is_json` does not exist).
+_NEGATED = [
+    "contains",
+    "icontains",
+    "contains_any_of",
+    "icontains_any_of",
+    "contains_all_of",
+    "icontains_all_of",
+    "matches",
+    "imatches",
+    "starts_with",
+    "istarts_with",
+    "ends_with",
+    "iends_with",
+    "contains_word",
+    "icontains_word",
+]
+
+_SPECS: dict[str, _Spec] = dict(_BASE_FUNCTIONS)
+for _base in _NEGATED:
+    _inner = _BASE_FUNCTIONS[_base]
+    _graded = _inner.description.startswith("graded")
+    _SPECS[f"not_{_base}"] = _Spec(
+        _inner.shape,
+        ("graded: 1 minus " if _graded else "NOT: ") + _inner.description.removeprefix("graded: "),
+    )
+
+NAMES: frozenset[str] = frozenset(_SPECS)
+
+# Extra spellings the upstream registry accepts, mapped to the canonical name.
+ALIASES: dict[str, str] = {
+    "contain": "contains",
+    "icontain": "icontains",
+    "icontain_any_of": "icontains_any_of",
+    "contain_all_of": "contains_all_of",
+    "icontain_all_of": "icontains_all_of",
+    "contain_at_least_n_of": "contains_at_least_n_of",
+    "icontain_at_least_n_of": "icontains_at_least_n_of",
+    "match": "matches",
+    "imatch": "imatches",
+    "match_all_of": "matches_all_of",
+    "imatches_all_of": "imatch_all_of",  # deviation 16: the guide's spelling
+    "match_at_least_n_of": "matches_at_least_n_of",
+    "istart_with": "istarts_with",
+    "iend_with": "iends_with",
+    "contain_word": "contains_word",
+    "icontain_word": "icontains_word",
+    "expr": "js",
+    "external": "call",
+    "not_contain": "not_contains",
+    "not_icontain": "not_icontains",
+    "not_contain_any_of": "not_contains_any_of",
+    "not_icontain_any_of": "not_icontains_any_of",
+    "not_contain_all_of": "not_contains_all_of",
+    "not_icontain_all_of": "not_icontains_all_of",
+    "not_match": "not_matches",
+    "not_imatch": "not_imatches",
+    "not_start_with": "not_starts_with",
+    "not_istart_with": "not_istarts_with",
+    "not_end_with": "not_ends_with",
+    "not_iend_with": "not_iends_with",
+    "not_contain_word": "not_contains_word",
+    "not_icontain_word": "not_icontains_word",
+}
+
+_REGEX_FUNCTIONS = {
+    "matches": False,
+    "imatches": True,
+    "not_matches": False,
+    "not_imatches": True,
+    "matches_all_of": False,
+    "imatch_all_of": True,
+    "matches_at_least_n_of": False,
+    "imatch_at_least_n_of": True,
+}
+
+
+def resolve(name: str) -> str | None:
+    """Any accepted spelling of a function name -> its canonical name; None if unknown."""
+    if not isinstance(name, str):
+        return None
+    if name.startswith("$"):
+        name = name[1:]  # deviation 16: `fn: $js` means `js`
+    if name in NAMES:
+        return name
+    if name in ALIASES:
+        return ALIASES[name]
+    # The upstream parser's prefix rewrite: `contain...` -> `contains...`, `match...` -> `matches...`.
+    for short, full in (("contain", "contains"), ("match", "matches")):
+        if name.startswith(short) and not name.startswith(full):
+            rewritten = full + name[len(short) :]
+            return rewritten if rewritten in NAMES else ALIASES.get(rewritten)
+    return None
+
+
+def suggest(name: str) -> str | None:
+    """The canonical name closest to a misspelt one, for a "did you mean" hint."""
+    if not isinstance(name, str):
+        return None
+    known = resolve(name)
+    if known is not None:
+        return known
+    bare = name.lstrip("$")
+    # The guide writes `imatches_...` where the registry has `imatch_...`.
+    if bare.startswith("imatches_") and resolve("imatch_" + bare[len("imatches_") :]):
+        return resolve("imatch_" + bare[len("imatches_") :])
+    # A truncated name (`word_count`) is too short for difflib but unambiguous.
+    extensions = [known_name for known_name in NAMES if known_name.startswith(bare)]
+    if len(bare) >= 4 and len(extensions) == 1:
+        return extensions[0]
+    close = difflib.get_close_matches(bare, sorted(NAMES), n=1, cutoff=0.75)
+    if close:
+        return close[0]
+    close = difflib.get_close_matches(bare, sorted(ALIASES), n=1, cutoff=0.75)
+    return ALIASES[close[0]] if close else None
+
+
+def check_args(name: str, args: object) -> str | None:
+    """None when `args` suits the (canonical) function; otherwise one sentence on the expected shape."""
+    spec = _SPECS.get(name)
+    if spec is None:
+        return f"`${name}` is not a point function"
+    check, expected = _SHAPE_CHECKS[spec.shape]
+    if check(args):
+        return None
+    return f"`${name}` {expected}"
+
+
+def takes_no_argument(name: str) -> bool:
+    """True for functions written bare, as a string point: `$is_json`, `$factcheck`."""
+    spec = _SPECS.get(name)
+    return spec is not None and spec.shape in ("anything", "instruction")
+
+
+def regex_patterns(name: str, args: object) -> list[str]:
+    """The JavaScript regex sources a call of `name` will compile (empty for non-regex functions)."""
+    if name not in _REGEX_FUNCTIONS:
+        return []
+    if isinstance(args, str):
+        return [args] if _SPECS[name].shape == "regex" else []
+    if _SPECS[name].shape in ("n_of_regexes",) and isinstance(args, list) and len(args) == 2:
+        args = args[1]
+    if _SPECS[name].shape in ("regexes", "n_of_regexes") and isinstance(args, list):
+        return [item for item in args if isinstance(item, str)]
+    return []
+
+
+def is_case_insensitive_regex(name: str) -> bool:
+    return _REGEX_FUNCTIONS.get(name, False)
+
+
+def describe(name: str) -> str:
+    """One line of help for the editor; accepts any spelling."""
+    canonical = resolve(name)
+    if canonical is None:
+        return "unknown point function"
+    return _SPECS[canonical].description
