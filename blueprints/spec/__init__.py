@@ -1,0 +1,7 @@
+"""What a blueprint says, in plain Python: parsing, validation, ids. Never imports Django."""
+
+from .diagnostics import Diagnostic
+from .parse import ParseResult, parse_blueprint
+from .schema import Blueprint, Message, Point, Prompt
+
+__all__ = ["Blueprint", "Diagnostic", "Message", "ParseResult", "Point", "Prompt", "parse_blueprint"]

@@ -1,0 +1,69 @@
+"""Blueprint files on disk: finding them and validating each one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator, Mapping
+
+from .collections import lookup_for_file, resolve_models
+from .diagnostics import Diagnostic
+from .parse import ParseResult, parse_blueprint
+
+BLUEPRINT_SUFFIXES = (".yml", ".yaml", ".json")
+
+
+@dataclass
+class FileReport:
+    path: str
+    result: ParseResult
+    model_count: int
+
+    @property
+    def ok(self) -> bool:
+        return self.result.ok
+
+
+def iter_blueprint_files(paths: Iterable[str | Path]) -> Iterator[Path]:
+    """Files as given, and folders searched recursively, skipping `models/` collection folders."""
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            for child in sorted(path.rglob("*")):
+                if (child.is_file() and child.suffix.lower() in BLUEPRINT_SUFFIXES
+                        and "models" not in child.relative_to(path).parts[:-1]
+                        and not any(part.startswith(".") for part in child.relative_to(path).parts)):
+                    yield child
+        else:
+            yield path
+
+
+def read_text(path: Path) -> str:
+    data = path.read_bytes()
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    return data.decode("utf-8")
+
+
+def validate_file(path: Path, *, stored_collections: Mapping[str, list[str]] | None = None,
+                  call_hosts: Iterable[str] = ()) -> FileReport:
+    try:
+        text = read_text(path)
+    except FileNotFoundError:
+        return _failed(path, "file not found", "check the path")
+    except UnicodeDecodeError as exc:
+        return _failed(path, f"the file is not UTF-8 text (byte {exc.start})", "save it as UTF-8")
+    except OSError as exc:
+        return _failed(path, f"cannot read the file: {exc.strerror}", None)
+    lookup = lookup_for_file(path, stored_collections)
+    result = parse_blueprint(text, path=str(path), collections=lookup, call_hosts=call_hosts)
+    models = 0
+    if result.blueprint is not None:
+        resolved, _ = resolve_models(result.blueprint.models if result.blueprint.models_given else [], lookup)
+        models = len(resolved)
+    return FileReport(str(path), result, models)
+
+
+def _failed(path: Path, message: str, hint: str | None) -> FileReport:
+    diag = Diagnostic("error", message, 1, 1, "", hint, "file")
+    return FileReport(str(path), ParseResult(None, [diag], []), 0)

@@ -1,0 +1,252 @@
+"""The normalised blueprint: what every other part of evalsite reads.
+
+The parser (``parse.py``) accepts every spelling the format allows and reports
+problems with their places; what comes out is this one shape. Field names are
+Python's; ``to_upstream()`` gives the upstream's camelCase JSON shape (the
+shape ``validate_blueprint --json`` prints and the conformance data uses).
+
+Points keep where they were written (``path``, ``line``, ``column``) so that a
+result page or an editor can point back at the source.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RenderAs = Literal["markdown", "html", "plaintext"]
+RENDER_AS_VALUES: tuple[str, ...] = ("markdown", "html", "plaintext")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False, populate_by_name=True)
+
+
+class Origin(_Model):
+    """Where something was written: the author's path and the 1-based position."""
+
+    path: str = ""
+    line: int | None = None
+    column: int | None = None
+
+
+class Message(_Model):
+    role: Literal["system", "user", "assistant"]
+    content: str | None  # None: an assistant turn to be generated
+
+    @property
+    def to_generate(self) -> bool:
+        return self.role == "assistant" and self.content is None
+
+
+class Point(_Model):
+    """One rubric point: judged text, or a deterministic function call."""
+
+    text: str | None = None
+    fn: str | None = None  # canonical name, no `$`
+    fn_args: Any = None
+    has_args: bool = False  # distinguishes "no argument" from an explicit null
+    multiplier: float = 1.0
+    citation: Any = None
+    path_id: str | None = None  # None: required; "path_2" or "not_path_0": an alternative path
+    inverted: bool = False  # from should_not
+    origin: Origin = Field(default_factory=Origin)
+
+    @property
+    def kind(self) -> Literal["function", "judged"]:
+        return "function" if self.fn else "judged"
+
+    def to_upstream(self) -> dict:
+        out: dict[str, Any] = {}
+        if self.fn:
+            out["fn"] = self.fn
+            if self.has_args:
+                out["fnArgs"] = self.fn_args
+        else:
+            out["text"] = self.text
+        out["multiplier"] = self.multiplier
+        if self.citation is not None:
+            out["citation"] = self.citation
+        return out
+
+
+PointItem = Union[Point, list[Point]]
+
+
+def block_to_upstream(block: list[PointItem]) -> list:
+    return [[p.to_upstream() for p in item] if isinstance(item, list) else item.to_upstream() for item in block]
+
+
+def iter_points(block: list[PointItem]):
+    for item in block:
+        if isinstance(item, list):
+            yield from item
+        else:
+            yield item
+
+
+class Prompt(_Model):
+    id: str
+    id_was_generated: bool = False
+    description: str | None = None
+    messages: list[Message]
+    ideal_response: str | None = None
+    system: str | None = None
+    system_set: bool = False  # `system: null` on a prompt is meaningful (no system prompt)
+    citation: Any = None
+    weight: float | None = None
+    render_as: RenderAs = "markdown"
+    temperature: float | None = None
+    no_cache: bool | None = None
+    required_tools: list[str] | None = None
+    prohibited_tools: list[str] | None = None
+    max_calls: int | None = None
+    tags: list[str] | None = None
+    points: list[PointItem] = Field(default_factory=list)
+    should_not: list[PointItem] | None = None
+    origin: Origin = Field(default_factory=Origin)
+
+    def all_points(self) -> list[Point]:
+        return [*iter_points(self.points), *iter_points(self.should_not or [])]
+
+    def to_upstream(self, *, include_id: bool = True) -> dict:
+        out: dict[str, Any] = {}
+        if include_id:
+            out["id"] = self.id
+        if self.description is not None:
+            out["description"] = self.description
+        out["messages"] = [m.model_dump() for m in self.messages]
+        if self.ideal_response is not None:
+            out["idealResponse"] = self.ideal_response
+        if self.system_set:
+            out["system"] = self.system
+        if self.citation is not None:
+            out["citation"] = self.citation
+        if self.weight is not None:
+            out["weight"] = self.weight
+        out["render_as"] = self.render_as
+        if self.temperature is not None:
+            out["temperature"] = self.temperature
+        if self.no_cache is not None:
+            out["noCache"] = self.no_cache
+        if self.required_tools is not None:
+            out["requiredTools"] = self.required_tools
+        if self.prohibited_tools is not None:
+            out["prohibitedTools"] = self.prohibited_tools
+        if self.max_calls is not None:
+            out["maxCalls"] = self.max_calls
+        if self.tags is not None:
+            out["tags"] = self.tags
+        out["points"] = block_to_upstream(self.points)
+        if self.should_not is not None:
+            out["should_not"] = block_to_upstream(self.should_not)
+        return out
+
+
+class Author(_Model):
+    name: str
+    url: str | None = None
+    image_url: str | None = None
+
+
+class Reference(_Model):
+    title: str
+    url: str | None = None
+
+
+class CustomModel(_Model):
+    id: str
+    url: str
+    model_name: str = Field(alias="modelName")
+    inherit: str
+    format: Literal["chat", "completions"] | None = None
+    prompt_format: Literal["conversational", "raw"] | None = Field(None, alias="promptFormat")
+    headers: dict[str, str] | None = None
+    parameters: dict[str, Any] | None = None
+    parameter_mapping: dict[str, str] | None = Field(None, alias="parameterMapping")
+    extra: dict[str, Any] = Field(default_factory=dict)  # reasoning options and the like, kept as written
+
+    def to_upstream(self) -> dict:
+        out = self.model_dump(by_alias=True, exclude_none=True, exclude={"extra"})
+        out.update(self.extra)
+        return out
+
+
+class Judge(_Model):
+    id: str | None = None
+    model: str
+    approach: Literal["standard", "prompt-aware", "holistic"] = "holistic"
+
+
+class CoverageConfig(_Model):
+    judges: list[Judge] | None = None
+    use_experimental_scale: bool = False
+
+
+class Blueprint(_Model):
+    id: str | None = None  # as written in the file (deprecated upstream; the path decides)
+    derived_id: str | None = None  # from the file's path, when known
+    title: str | None = None
+    description: str | None = None
+    author: Union[str, Author, None] = None
+    references: list[Reference] | None = None
+    tags: list[str] = Field(default_factory=list)
+    models: list[Union[str, CustomModel]] = Field(default_factory=list)
+    models_given: bool = False
+    system: str | None = None
+    systems: list[str | None] | None = None
+    temperature: float | None = None
+    temperatures: list[float] | None = None
+    point_defs: dict[str, Any] | None = None
+    render_as: RenderAs | None = None
+    no_cache: bool | None = None
+    coverage: CoverageConfig = Field(default_factory=CoverageConfig)
+    evaluation_config: dict[str, Any] | None = None  # as written, for the export
+    embedding_model: str | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_use: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+    external_services: dict[str, Any] | None = None
+    concurrency: int | None = None
+    fixtures: Any = None
+    prompts: list[Prompt] = Field(default_factory=list)
+
+    @property
+    def point_count(self) -> int:
+        return sum(len(p.all_points()) for p in self.prompts)
+
+    def to_upstream(self) -> dict:
+        out: dict[str, Any] = {}
+        if self.id is not None:
+            out["id"] = self.id
+        out["title"] = self.title if self.title is not None else self.derived_id
+        if self.description is not None:
+            out["description"] = self.description
+        if self.author is not None:
+            out["author"] = self.author if isinstance(self.author, str) else self.author.model_dump(exclude_none=True)
+        if self.references is not None:
+            out["references"] = [r.model_dump(exclude_none=True) for r in self.references]
+        out["tags"] = self.tags
+        out["models"] = [m if isinstance(m, str) else m.to_upstream() for m in self.models]
+        if self.system is not None:
+            out["system"] = self.system
+        optional = {
+            "systems": self.systems,
+            "temperature": self.temperature,
+            "temperatures": self.temperatures,
+            "point_defs": self.point_defs,
+            "render_as": self.render_as,
+            "noCache": self.no_cache,
+            "evaluationConfig": self.evaluation_config,
+            "embeddingModel": self.embedding_model,
+            "tools": self.tools,
+            "toolUse": self.tool_use,
+            "context": self.context,
+            "externalServices": self.external_services,
+            "concurrency": self.concurrency,
+            "fixtures": self.fixtures,
+        }
+        out.update({k: v for k, v in optional.items() if v is not None})
+        out["prompts"] = [p.to_upstream() for p in self.prompts]
+        return out
