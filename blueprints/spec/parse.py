@@ -433,13 +433,13 @@ class _Reader:
 
     def read_system(self, h, bp):
         system = h.get("system")
+        systems_key = "systems" if h.get("systems") is not None else None
         if isinstance(system, list):
-            if "systems" in h:
+            if systems_key:
                 self.error("both `system` (as a list) and `systems` are given", h, "system", ("system",),
                            "keep only `systems`", "systems")
             else:
-                h = {**h, "systems": system}
-                self.locator.values[(id(h), "systems")] = self.locator.where(h, "system")
+                systems_key = "system"  # a list under `system` means `systems`, as upstream
             system = None
         elif system is not None and not isinstance(system, str):
             self.error(f"`system` must be text, not {_type_name(system)}", h, "system", ("system",), code="type")
@@ -447,17 +447,18 @@ class _Reader:
         if not system and isinstance(h.get("systemPrompt"), str):
             system = h["systemPrompt"]
         bp.system = system or None
-        if "systems" in h and h["systems"] is not None:
-            systems = h["systems"]
-            if not isinstance(systems, list) or not all(s is None or isinstance(s, str) for s in systems):
-                self.error("Config file has invalid 'systems' (must be an array of strings or nulls).", h,
-                           "systems", ("systems",), code="systems")
-            elif sum(s is None for s in systems) > 1:
-                self.error("'systems' can contain at most one 'null' entry.", h, "systems", ("systems",),
-                           "use one `null` for the variant with no system prompt", "systems")
-            else:
-                bp.systems = systems
-                self.header_systems = systems
+        if systems_key is None:
+            return
+        systems = h[systems_key]
+        if not isinstance(systems, list) or not all(s is None or isinstance(s, str) for s in systems):
+            self.error("Config file has invalid 'systems' (must be an array of strings or nulls).", h, systems_key,
+                       (systems_key,), code="systems")
+        elif sum(s is None for s in systems) > 1:
+            self.error("'systems' can contain at most one 'null' entry.", h, systems_key, (systems_key,),
+                       "use one `null` for the variant with no system prompt", "systems")
+        else:
+            bp.systems = systems
+            self.header_systems = systems
 
     def read_temperatures(self, h, bp):
         if "temperature" in h and h["temperature"] is not None:
@@ -960,7 +961,7 @@ class _Reader:
             ipath = (*path, index)
             if isinstance(item, list) and not self.is_tuple_point(item):
                 inner_lists = item and all(isinstance(x, list) for x in item)
-                groups = [(x, raw if False else item, j, (*ipath, j)) for j, x in enumerate(item)] if inner_lists \
+                groups = [(x, item, j, (*ipath, j)) for j, x in enumerate(item)] if inner_lists \
                     else [(item, raw, index, ipath)]
                 for group, gcontainer, gkey, gpath in groups:
                     points = self.read_path(group, gpath, label, f"{prefix}{position}", inverted)
@@ -979,9 +980,9 @@ class _Reader:
         if paths and all(len(points) == 1 for points, _ in paths):
             points, (container, key0, gpath) = paths[0]
             count = len(paths)
-            self.warn(f"{'every one of these ' + str(count) + ' alternative paths has' if count > 1 else 'this alternative path has'}"
-                      " a single point, so only the best one counts and it weighs as much as all required points "
-                      "together", container, key0, gpath,
+            subject = f"every one of these {count} alternative paths has" if count > 1 else "this alternative path has"
+            self.warn(f"{subject} a single point, so only the best one counts and it weighs as much as all required "
+                      "points together", container, key0, gpath,
                       "if every point is required, remove the extra `- ` nesting (write a flat list); for "
                       "'any of these words' use `$contains_any_of`", "single-point-path")
         return out
@@ -1012,8 +1013,8 @@ class _Reader:
         line, column = self._position(container, key)
         origin = Origin(path=format_path(path), line=line, column=column)
         if isinstance(item, list):  # a legacy tuple point
-            return self.function_point(functions.resolve(item[0]), item[0], item[1], True, None, None, item, 1,
-                                       (*path, 1), origin, label, inverted)
+            return self.function_point(functions.resolve(item[0]), item[1], True, (item, 1, (*path, 1)), origin, label,
+                                       inverted)
         if isinstance(item, str):
             return self.string_point(item, container, key, path, origin, label, inverted)
         if isinstance(item, dict):
@@ -1031,8 +1032,7 @@ class _Reader:
             name = item[1:]
             canonical = functions.resolve(name)
             if canonical:
-                return self.function_point(canonical, name, None, False, None, None, container, key, path, origin,
-                                           label, inverted)
+                return self.function_point(canonical, None, False, (container, key, path), origin, label, inverted)
             quoted = _QUOTED_CALL.match(item)
             if quoted and functions.resolve(quoted.group(1)):
                 args = _quoted_call_args(functions.resolve(quoted.group(1)), quoted.group(2))
@@ -1040,8 +1040,8 @@ class _Reader:
                           "that call", container, key, path,
                           f"remove the outer quotes: `- ${quoted.group(1)}: {quoted.group(2).strip()}`",
                           "quoted-function")
-                return self.function_point(functions.resolve(quoted.group(1)), quoted.group(1), args, True, None,
-                                           None, container, key, path, origin, label, inverted)
+                return self.function_point(functions.resolve(quoted.group(1)), args, True, (container, key, path),
+                                           origin, label, inverted)
             first_word = re.split(r"[\s:(]", name, maxsplit=1)[0]
             suggestion = functions.suggest(first_word) if first_word else None
             self.warn(f"`{item[:40]}` starts with `$` but `{first_word}` is not a point function; it will be judged "
@@ -1070,8 +1070,9 @@ class _Reader:
             if canonical is None:
                 self.unknown_function(name, item, fn_key, (*path, fn_key))
                 return None
-            return self.function_point(canonical, name, item[fn_key], True, weight, weight_key, item, fn_key,
-                                       (*path, fn_key), origin, label, inverted, item.get("citation"))
+            return self.function_point(canonical, item[fn_key], True, (item, fn_key, (*path, fn_key)), origin, label,
+                                       inverted, weight=weight, weight_at=(item, weight_key, path),
+                                       citation=item.get("citation"))
         if item.get("text") or item.get("point") or item.get("fn"):
             self.unknown_keys(item, POINT_OBJECT_KEYS, path, "a point")
             text = item.get("text") or item.get("point")
@@ -1091,9 +1092,10 @@ class _Reader:
                     return None
                 args_key = "fnArgs" if "fnArgs" in item else ("arg" if "arg" in item else None)
                 args = item.get(args_key) if args_key else None
-                return self.function_point(canonical, name, args, args_key is not None, weight, weight_key,
-                                           item, args_key or "fn", (*path, args_key or "fn"), origin, label,
-                                           inverted, item.get("citation"))
+                return self.function_point(canonical, args, args_key is not None,
+                                           (item, args_key or "fn", (*path, args_key or "fn")), origin, label,
+                                           inverted, weight=weight, weight_at=(item, weight_key, path),
+                                           citation=item.get("citation"))
             text_key = "text" if item.get("text") else "point"
             if not isinstance(text, str):
                 self.error(f"`{text_key}` must be text, not {_type_name(text)}", item, text_key, (*path, text_key),
@@ -1140,13 +1142,15 @@ class _Reader:
                    container, key, (*path, key), "use 1 for a normal point, 2 for one that counts double", "weight")
         return None
 
-    def function_point(self, canonical, written, args, has_args, weight, weight_key, container, key, path, origin,
-                       label, inverted, citation=None) -> Point | None:
-        multiplier = self.read_multiplier(weight, container if weight_key else None, weight_key,
-                                          tuple(path[:-1]) if weight_key else path, label) \
-            if weight is not None else 1.0
-        if multiplier is None:
-            return None
+    def function_point(self, canonical, args, has_args, args_at, origin, label, inverted, *, weight=None,
+                       weight_at=None, citation=None) -> Point | None:
+        """A function point, checked. ``args_at`` and ``weight_at`` are (container, key, path) of those values."""
+        container, key, path = args_at
+        multiplier = 1.0
+        if weight is not None:
+            multiplier = self.read_multiplier(weight, *weight_at, label)
+            if multiplier is None:
+                return None
         problem = functions.check_args(canonical, args if has_args else None)
         if problem:
             self.error(problem, container, key, path, _args_hint(canonical), "arguments")
@@ -1218,7 +1222,7 @@ class _Reader:
         dpath = (self.defs_key, name)
         if isinstance(definition, str):
             line, column = self._position(self.defs_container, name)
-            point = self.function_point("js", "js", definition, True, None, None, self.defs_container, name, dpath,
+            point = self.function_point("js", definition, True, (self.defs_container, name, dpath),
                                         Origin(path=format_path(dpath), line=line, column=column), f"point_defs.{name}",
                                         False)
         elif isinstance(definition, dict):
