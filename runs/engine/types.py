@@ -1,0 +1,97 @@
+"""Shared value types of the engine: what a model call takes and gives, and what generation produces.
+
+These are the contracts between providers (runs/engine/providers), generation
+(runs/engine/generate.py), judging and scoring (runs/engine/judge.py,
+runs/engine/scoring.py) and the Django side that stores results. Plain
+dataclasses; never import Django here.
+
+Expected failures (timeouts, 429s, bad answers) are values (`error` set), not
+exceptions. Only bugs raise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable, Literal
+
+Purpose = Literal["candidate", "judge"]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """One call to a chat model.
+
+    ``model_id`` is a ``provider:model`` string or the id of a custom model object
+    from the blueprint. ``messages`` are ``{"role", "content"}`` dicts, with the
+    system prompt (if any) as the first message.
+    """
+
+    model_id: str
+    messages: tuple[dict, ...]
+    temperature: float | None = None
+    max_tokens: int | None = None
+    purpose: Purpose = "candidate"
+    use_cache: bool = True
+    # Where the call comes from. The fixtures provider answers by prompt id and
+    # generated-turn index; ``trial`` > 0 also enters the cache key, so that
+    # repeated trials are separate calls rather than one cached answer.
+    prompt_id: str | None = None
+    turn: int = 0  # index of the generated turn within the prompt (0 for the first)
+    trial: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResult:
+    text: str | None = None
+    error: str | None = None  # the reason, in words a reviewer can act on; None on success
+    retryable: bool = False  # whether trying again later could help (429, 5xx, timeout)
+    usage: Usage = field(default_factory=Usage)
+    latency_ms: float | None = None
+    attempts: int = 1
+    cached: bool = False
+    cost_usd: float | None = None  # None: unknown price, never "free"; 0.0 for a cache hit (nothing spent)
+    finish_reason: str | None = None  # as the provider said it ("stop", "length", "end_turn", ...)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+# Anything that can answer a ChatRequest: the provider router, a test fake.
+CompleteFn = Callable[[ChatRequest], Awaitable[ChatResult]]
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    role: str
+    content: str | None
+    generated: bool = False  # produced by the candidate model during this run
+
+
+@dataclass(frozen=True, slots=True)
+class GeneratedResponse:
+    """What generation produced for one prompt x model variant (x trial)."""
+
+    prompt_id: str
+    model_variant_id: str  # model[temp:T] or model[temp:T][sp_idx:i]
+    conversation: tuple[Turn, ...]  # system prompt, authored turns, generated turns (marked)
+    text: str | None  # the subject of scoring: all generated turns joined by a blank line
+    final_text: str | None  # the last assistant turn
+    tool_calls: tuple[dict, ...] = ()  # parsed TOOL_CALL lines: {"name", "arguments"}
+    error: str | None = None  # generation failed: nothing may be scored
+    usage: Usage = field(default_factory=Usage)
+    latency_ms: float | None = None
+    cost_usd: float | None = None
+    cached: bool = False
+    trial: int = 0
+    retryable: bool = False  # with error: whether generating again later could help
+    system_prompt: str | None = None  # the system prompt used (reference 5.2), for modelSystemPrompts
+    temperature: float | None = None  # the temperature sent (reference 5.3)
+    tool_call_problems: tuple[str, ...] = ()  # malformed TOOL_CALL lines, one sentence each
+    attempts: int = 0  # model calls made, retries included (0: nothing generated or all from cache)
