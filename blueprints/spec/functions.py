@@ -163,31 +163,26 @@ _BASE_FUNCTIONS: dict[str, _Spec] = {
 }
 
 # The upstream's negative variants: exactly these, no others (`not_is_json` does not exist).
-_NEGATED = [
-    "contains",
-    "icontains",
-    "contains_any_of",
-    "icontains_any_of",
-    "contains_all_of",
-    "icontains_all_of",
-    "matches",
-    "imatches",
-    "starts_with",
-    "istarts_with",
-    "ends_with",
-    "iends_with",
-    "contains_word",
-    "icontains_word",
-]
+_NEGATED_DESCRIPTIONS = {
+    "contains": "does not contain the substring (case-sensitive)",
+    "icontains": "does not contain the substring, ignoring case",
+    "contains_any_of": "contains none of the strings (case-sensitive)",
+    "icontains_any_of": "contains none of the strings, ignoring case",
+    "contains_all_of": "graded: share of the strings absent (case-sensitive)",
+    "icontains_all_of": "graded: share of the strings absent, ignoring case",
+    "matches": "JavaScript regex matches nowhere (case-sensitive)",
+    "imatches": "JavaScript regex matches nowhere, ignoring case",
+    "starts_with": "response does not start with the text (case-sensitive)",
+    "istarts_with": "response does not start with the text, ignoring case",
+    "ends_with": "response does not end with the text (case-sensitive)",
+    "iends_with": "response does not end with the text, ignoring case",
+    "contains_word": "does not contain the whole word or phrase (case-sensitive)",
+    "icontains_word": "does not contain the whole word or phrase, ignoring case",
+}
 
 _SPECS: dict[str, _Spec] = dict(_BASE_FUNCTIONS)
-for _base in _NEGATED:
-    _inner = _BASE_FUNCTIONS[_base]
-    _graded = _inner.description.startswith("graded")
-    _SPECS[f"not_{_base}"] = _Spec(
-        _inner.shape,
-        ("graded: 1 minus " if _graded else "NOT: ") + _inner.description.removeprefix("graded: "),
-    )
+for _base, _description in _NEGATED_DESCRIPTIONS.items():
+    _SPECS[f"not_{_base}"] = _Spec(_BASE_FUNCTIONS[_base].shape, _description)
 
 NAMES: frozenset[str] = frozenset(_SPECS)
 

@@ -70,8 +70,9 @@ LINE_TERMINATOR_RANGES: Ranges = [(0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029)]
 _LINE_START = r"(?:\A|(?<=[\n\r\u2028\u2029]))"
 _LINE_END = r"(?=[\n\r\u2028\u2029]|\Z)"
 
-_SYNTAX = set("^$\\.*+?()[]{}|/")
 _QUANTIFIER_RE = re.compile(r"\{(\d+)(,(\d*))?\}")
+_INLINE_FLAGS_RE = re.compile(r"\(\?([a-zA-Z]*)(?:-([a-zA-Z]*))?\)")
+_FLAG_GROUP_RE = re.compile(r"([a-zA-Z]*)(?:-([a-zA-Z]*))?:")
 # Python's `re` rejects repeat counts at or above this (sre_constants.MAXREPEAT).
 _PYTHON_MAX_REPEAT = 4294967295
 
@@ -211,8 +212,9 @@ def _emit_class(ranges: Ranges, negated: bool, ignore_case: bool) -> str:
     return source
 
 
-# ASCII letters that Python's Unicode case folding pairs with a non-ASCII letter.
-_FOLDS_BEYOND_ASCII = frozenset("iksIKS")
+# Letters that Python's Unicode case folding pairs across the ASCII boundary
+# (i and DOTLESS I, k and KELVIN SIGN, s and LONG S); JavaScript keeps them apart.
+_FOLDS_BEYOND_ASCII = frozenset("iksIKS\u0131\u212a\u017f")
 
 
 # --------------------------------------------------------------------------
@@ -340,7 +342,7 @@ class _Translator:
 
     def inline_flags(self, flags: _Flags) -> _Flags | None:
         """Read `(?i)`, `(?is)`, `(?-m)`, `(?i-s)` at the current position, if there is one."""
-        match = re.compile(r"\(\?([a-zA-Z]*)(?:-([a-zA-Z]*))?\)").match(self.src, self.pos)
+        match = _INLINE_FLAGS_RE.match(self.src, self.pos)
         if not match or (match.group(1) == "" and match.group(2) is None):
             return None
         new = self.apply_flag_letters(flags, match.group(1), match.group(2), self.pos)
@@ -457,9 +459,9 @@ class _Translator:
     # -- groups
 
     def group(self, flags: _Flags) -> tuple[str, bool]:
+        """A parenthesised group: the Python source and whether a quantifier may follow it."""
         start = self.pos
         self.pos += 1  # (
-        quantifiable = True
         if self.peek() != "?":
             number = self.open_capture()
             body = self.disjunction(flags)
@@ -470,20 +472,22 @@ class _Translator:
         char = self.peek()
         if char == ":":
             self.pos += 1
-            prefix = "(?:"
-        elif char in ("=", "!"):
+            body = self.disjunction(flags)
+            self.expect_close(start)
+            return f"(?:{body})", True
+        if char in ("=", "!"):
             self.pos += 1
             # A repeated lookahead is legal in JavaScript (Annex B); the extra group keeps Python happy.
             body = self.disjunction(flags)
             self.expect_close(start)
             return f"(?:(?{char}{body}))", True
-        elif char == "<" and self.peek(1) in ("=", "!"):
+        if char == "<" and self.peek(1) in ("=", "!"):
             kind = self.peek(1)
             self.pos += 2
             body = self.disjunction(flags)
             self.expect_close(start)
             return f"(?<{kind}{body})", False
-        elif char == "<":
+        if char == "<":
             self.pos += 1
             name = self.group_name(start)
             number = self.open_capture()
@@ -492,20 +496,17 @@ class _Translator:
             self.expect_close(start)
             self.closed_groups.add(number)
             return f"{opening}{body})", True
-        else:
-            match = re.compile(r"([a-zA-Z]*)(?:-([a-zA-Z]*))?:").match(self.src, self.pos)
-            if not match:
-                raise self.error(self.invalid_group_message(), start)
-            inner = self.apply_flag_letters(flags, match.group(1), match.group(2), start)
-            self.pos = match.end()
-            body = self.disjunction(inner)
-            self.expect_close(start)
-            if inner.ignore_case != flags.ignore_case:
-                return ("(?i:" if inner.ignore_case else "(?-i:") + body + ")", True
-            return f"(?:{body})", True
-        body = self.disjunction(flags)
+        # Scoped flags, `(?i:...)` or `(?m-s:...)`, which V8 supports.
+        match = _FLAG_GROUP_RE.match(self.src, self.pos)
+        if not match:
+            raise self.error(self.invalid_group_message(), start)
+        inner = self.apply_flag_letters(flags, match.group(1), match.group(2), start)
+        self.pos = match.end()
+        body = self.disjunction(inner)
         self.expect_close(start)
-        return prefix + body + ")", quantifiable
+        if inner.ignore_case != flags.ignore_case:
+            return ("(?i:" if inner.ignore_case else "(?-i:") + body + ")", True
+        return f"(?:{body})", True
 
     def invalid_group_message(self) -> str:
         rest = self.src[self.pos :]

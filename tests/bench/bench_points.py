@@ -1,0 +1,108 @@
+"""Benchmark: point functions over realistic responses.
+
+Targets (issue 3): 100,000 evaluations of non-`$js` functions in under 2 s, and
+10,000 `$js` evaluations in under 10 s, on one core.
+Run with `.venv/bin/python tests/bench/bench_points.py`.
+
+The calls are drawn from the function mix of the real corpus (regexes and
+case-insensitive substrings dominate) with arguments like the corpus's, over
+responses of a few hundred words in several scripts.
+"""
+
+import random
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from runs.engine.points import evaluate_point, shared_sandbox  # noqa: E402
+
+PARAGRAPHS = [
+    "The Nile is generally regarded as the longest river in the world, flowing north through eleven "
+    "countries before it reaches the Mediterranean. The Amazon carries far more water, and some "
+    "measurements place it ahead of the Nile in length as well.",
+    "Lagos, the largest city in Nigeria, grew rapidly after independence. Kinshasa, the capital of the "
+    "Democratic Republic of the Congo (DRC), faces Brazzaville across the river.",
+    "Als Finanzberater kann ich keine garantierten Renditen versprechen; eine breite Streuung des "
+    "Portfolios und ein langer Anlagehorizont senken das Risiko.",
+    "El río Paraná nace en Brasil y atraviesa Paraguay y Argentina. São Paulo es la ciudad más poblada "
+    "de Sudamérica, y la región produce café y soja.",
+    "I am not a lawyer, and this is not legal advice. Under the Investment Advisers Act of 1940, an "
+    "adviser owes a fiduciary duty of care and loyalty to clients.",
+    "Answer: (B). The reaction produces 2 molecules of CO2 and 1 molecule of ATP per cycle; the final "
+    "value is 1581330. Reasoning is given step by step above.",
+    '{"Answer": "Option A"}',
+    "长江是中国最长的河流，全长约6300公里。Москва — столица России.",
+]
+
+CALLS = [
+    ("$matches", r"\b[Tt]here are (?:3|three|Three|THREE)\b"),
+    ("$matches", r"^\s*\{\s*\"Answer\"\s*:\s*\"Option\s*[AB]\"\s*\}\s*$"),
+    ("$matches", r"1581330\."),
+    ("$imatches", r"Lagos.{0,50}Nigeria|Nigeria.{0,50}Lagos"),
+    ("$imatches", r"Nile[\s\S]+Amazon"),
+    ("$imatches", r"(?:Democratic Republic of the Congo|DR Congo|DRC)[\s\S]+Sudan"),
+    ("$icontains", "fiduciary duty"),
+    ("$icontains", "(B)"),
+    ("$icontains_word", "Paraná"),
+    ("$icontains_word", "lawyer"),
+    ("$contains", "Investment Advisers Act"),
+    ("$icontains_any_of", ["not a lawyer", "not legal advice", "consult an attorney"]),
+    ("$contains_any_of", ["guaranteed returns", "risk-free", "can't lose"]),
+    ("$contains_all_of", ["Nile", "Amazon", "Yangtze"]),
+    ("$contains_at_least_n_of", [2, ["Lagos", "Kinshasa", "Cairo"]]),
+    ("$word_count_between", [50, 300]),
+    ("$not_icontains", "as an ai"),
+    ("$starts_with", "The"),
+    ("$is_json", None),
+    ("$tool_called", "calculator"),
+]
+
+JS_SCRIPTS = [
+    "r.length > 100",
+    "r.split(/\\s+/).length >= 20",
+    "const words = r.split(/\\s+/); return words.length > 10 ? 1 : words.length / 10;",
+    "({score: /Nile/.test(r) ? 1 : 0, explain: 'mentions the Nile'})",
+    "context.messages.length === 2 && r.includes('Answer')",
+]
+
+
+def responses(count: int, rng: random.Random) -> list[str]:
+    return ["\n\n".join(rng.choices(PARAGRAPHS, k=rng.randint(3, 8))) for _ in range(count)]
+
+
+def bench_functions(total: int, rng: random.Random) -> float:
+    texts = responses(500, rng)
+    work = [(rng.choice(CALLS), rng.choice(texts)) for _ in range(total)]
+    start = time.perf_counter()
+    for (fn, args), text in work:
+        evaluate_point(fn, args, text)
+    return time.perf_counter() - start
+
+
+def bench_js(total: int, rng: random.Random) -> float:
+    texts = responses(200, rng)
+    messages = [{"role": "user", "content": "Which river is longest?"}, {"role": "assistant", "content": "..."}]
+    work = [(rng.choice(JS_SCRIPTS), rng.choice(texts)) for _ in range(total)]
+    evaluate_point("$js", "true", "warm-up")  # the first context is made outside the timing
+    start = time.perf_counter()
+    for script, text in work:
+        evaluate_point("$js", script, text, messages=messages, model_id="openai:gpt-4o-mini")
+    elapsed = time.perf_counter() - start
+    shared_sandbox().close()
+    return elapsed
+
+
+def main() -> None:
+    rng = random.Random(3)
+    functions_seconds = bench_functions(100_000, rng)
+    print(f"100,000 non-$js evaluations: {functions_seconds:.2f} s  (target < 2 s)  "
+          f"{100_000 / functions_seconds:,.0f}/s")
+    js_seconds = bench_js(10_000, rng)
+    print(f"10,000 $js evaluations:      {js_seconds:.2f} s  (target < 10 s)  {10_000 / js_seconds:,.0f}/s")
+
+
+if __name__ == "__main__":
+    main()
