@@ -1,0 +1,351 @@
+"""Assessing one response: every point scored (by its function or by the judges), then the response's score.
+
+``assess_response`` is the one entry point, for a task and for a test alike:
+no Django, no globals. It takes the prompt as authored, what generation
+produced, who judges, and the function that reaches models; it gives back
+each point's assessment, the score (or why there is none), the worked
+calculation, similarity to the ideal, judge agreement and judge usage.
+
+Expected failures are values: a failed generation, a judge that could not be
+reached or answered nonsense, a function that errored. They never become a
+score. Only bugs raise (a point with both text and a function cannot come
+out of the parser, so meeting one here is a bug).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Literal, Mapping
+
+from blueprints.spec.schema import Point, Prompt
+
+from .judge import Consensus, JudgePlan, JudgeTask, JudgeVerdict, criteria_list, judge_point
+from .points import InvalidPoint, display_text
+from .points import evaluate_point as real_evaluate_point
+from .scoring import (
+    AlphaResult,
+    Calculation,
+    EmbedFn,
+    JudgeAgreement,
+    Rating,
+    calculate,
+    judge_agreement,
+    round2,
+    round_half_up,
+    similarity_to_ideal,
+    textbook_alpha,
+)
+from .types import CompleteFn, GeneratedResponse, Turn
+
+ScoreBasis = Literal["coverage", "similarity"]
+PointEvaluator = Callable[..., Any]  # runs.engine.points.evaluate_point, sync or async
+
+
+def key_point_text(point: Point) -> str:
+    """The text a point is shown and exported by: its criterion, or ``Function: fn(<JSON of args>)``."""
+    if point.fn:
+        return display_text(point.fn, point.fn_args if point.has_args else None)
+    return point.text or ""
+
+
+INVERTED_PREFIX = "[INVERTED] "
+
+
+@dataclass(frozen=True, slots=True)
+class PointAssessment:
+    """One point of one response: the point as authored, its score or why it has none, and who said so."""
+
+    point: Point
+    score: float | None  # final: after should_not inversion; None: not scored
+    raw_score: float | None = None  # the function's or the judges' score before inversion
+    reflection: str | None = None  # the explanation shown to a reviewer
+    error: str | None = None  # why there is no score; never set together with a score
+    warning: str | None = None  # scored, but some judges failed or the backup stood in
+    judge_model_id: str | None = None  # consensus(<judge id>, ...) for judged points
+    verdicts: tuple[JudgeVerdict, ...] = ()  # every judge asked, failed ones included
+    judge_std_dev: float | None = None  # population std-dev of the answering judges
+    disagreement: bool = False  # judge_std_dev > 0.3
+    backup_used: bool = False
+    original_score: float | None = None  # the judges' or function's score when a reviewer overrode it
+    overridden: bool = False
+
+    @property
+    def kind(self) -> Literal["function", "judged"]:
+        return self.point.kind
+
+    @property
+    def multiplier(self) -> float:
+        return self.point.multiplier
+
+    @property
+    def path_id(self) -> str | None:
+        return self.point.path_id
+
+    @property
+    def inverted(self) -> bool:
+        return self.point.inverted
+
+    @property
+    def key_point_text(self) -> str:
+        return key_point_text(self.point)
+
+    @property
+    def individual_judgements(self) -> tuple[JudgeVerdict, ...]:
+        """The judges that answered (failed judges are not judgements; they are in ``failed_judges``)."""
+        return tuple(v for v in self.verdicts if v.ok)
+
+    @property
+    def failed_judges(self) -> tuple[JudgeVerdict, ...]:
+        return tuple(v for v in self.verdicts if not v.ok)
+
+    def ratings(self) -> list[Rating]:
+        return [Rating(v.judge.label, v.score, v.judge.model, v.judge.approach) for v in self.individual_judgements]
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeUsage:
+    """Judge calls for one response (or, summed, for a run), kept apart from the candidates' usage."""
+
+    calls: int = 0  # requests sent, repairs included
+    failed_verdicts: int = 0
+    cached_verdicts: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = 0.0  # None: some call's price is unknown
+
+    def __add__(self, other: JudgeUsage) -> JudgeUsage:
+        cost = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
+        return JudgeUsage(self.calls + other.calls, self.failed_verdicts + other.failed_verdicts,
+                          self.cached_verdicts + other.cached_verdicts, self.input_tokens + other.input_tokens,
+                          self.output_tokens + other.output_tokens, cost)
+
+    @classmethod
+    def of(cls, verdicts: list[JudgeVerdict]) -> JudgeUsage:
+        costs = [v.cost_usd for v in verdicts if v.calls]
+        return cls(
+            calls=sum(v.calls for v in verdicts),
+            failed_verdicts=sum(1 for v in verdicts if not v.ok),
+            cached_verdicts=sum(1 for v in verdicts if v.cached),
+            input_tokens=sum(v.input_tokens or 0 for v in verdicts),
+            output_tokens=sum(v.output_tokens or 0 for v in verdicts),
+            cost_usd=None if any(c is None for c in costs) else float(sum(costs)),
+        )
+
+    def to_dict(self) -> dict:
+        return {"calls": self.calls, "failedVerdicts": self.failed_verdicts, "cachedVerdicts": self.cached_verdicts,
+                "inputTokens": self.input_tokens, "outputTokens": self.output_tokens, "costUsd": self.cost_usd}
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseAssessment:
+    prompt_id: str
+    model_variant_id: str
+    trial: int
+    point_assessments: tuple[PointAssessment, ...]
+    score: float | None  # avgCoverageExtent (2 places), or similarity for an ideal-only prompt; None: not evaluated
+    score_basis: ScoreBasis | None = None
+    not_evaluated_reason: str | None = None
+    calculation: Calculation | None = None
+    similarity: float | None = None  # cosine similarity of the final answer to the ideal
+    similarity_error: str | None = None
+    judge_agreement: JudgeAgreement | None = None  # the upstream's figures for this response
+    judge_usage: JudgeUsage = JudgeUsage()
+    generation_error: str | None = None
+
+    @property
+    def evaluated(self) -> bool:
+        return self.score is not None
+
+    @property
+    def key_points_count(self) -> int:
+        return len(self.point_assessments)
+
+
+# --------------------------------------------------------------------------
+
+
+def _conversation(prompt: Prompt, response: GeneratedResponse) -> tuple[Turn, ...]:
+    if response.conversation:
+        return response.conversation
+    turns = [Turn(role="system", content=prompt.system)] if prompt.system else []
+    return (*turns, *(Turn(role=m.role, content=m.content) for m in prompt.messages))
+
+
+async def _assess_function_point(point: Point, evaluate_point: PointEvaluator, subject: str,
+                                 conversation: tuple[Turn, ...], response: GeneratedResponse,
+                                 prompt: Prompt, external_services: Any) -> PointAssessment:
+    result = evaluate_point(
+        point.fn,
+        point.fn_args if point.has_args else None,
+        subject,
+        messages=[{"role": t.role, "content": t.content} for t in conversation],
+        model_id=response.model_variant_id,
+        tool_calls=list(response.tool_calls) or None,  # None: the function parses the trace itself
+        prompt_id=prompt.id,
+        external_services=external_services,
+    )
+    if inspect.isawaitable(result):
+        result = await result
+    if result.error is not None or result.score is None:
+        error = result.error or f"Function '{point.fn}' gave no score"
+        return PointAssessment(point=point, score=None, reflection=f"Error: {error}", error=error)
+    raw = float(result.score)
+    reflection = result.explain or f"Function '{point.fn}' evaluated to {round_half_up(raw, 2):.2f}."
+    return PointAssessment(point=point, score=1 - raw if point.inverted else raw, raw_score=raw,
+                           reflection=reflection)
+
+
+def judged_point_assessment(point: Point, verdict: Consensus) -> PointAssessment:
+    """A text point's assessment from its judges' consensus: inverted for should_not, errors kept as errors."""
+    common = dict(point=point, verdicts=verdict.verdicts, judge_std_dev=verdict.std_dev,
+                  disagreement=verdict.disagreement, backup_used=verdict.backup_used)
+    if verdict.score is None:
+        return PointAssessment(score=None, reflection=f"Error: {verdict.error}", error=verdict.error, **common)
+    # The consensus is already on the 0.01 grid; rounding again keeps 1 - 0.13 from printing as 0.8699999.
+    final = round2(1 - verdict.score) if point.inverted else verdict.score
+    reflection = (INVERTED_PREFIX if point.inverted else "") + (verdict.reflection or "")
+    return PointAssessment(score=final, raw_score=verdict.score, reflection=reflection, warning=verdict.warning,
+                           judge_model_id=verdict.judge_model_id, **common)
+
+
+def _no_score_reason(assessments: tuple[PointAssessment, ...]) -> str:
+    errors = [a.error for a in assessments if a.error]
+    if errors and len(set(errors)) == 1:
+        return f"no point could be scored: {errors[0]}"
+    if errors:
+        return f"no point could be scored ({len(errors)} errors; the first: {errors[0]})"
+    return "no point could be scored"
+
+
+def _check_points(prompt: Prompt) -> None:
+    for point in prompt.all_points():
+        if point.text and point.fn:
+            # The parser rejects such a point; reaching here means a caller built one by hand.
+            raise InvalidPoint("Point object cannot have both 'text' and a function ('fn' or idiomatic). "
+                             f"Prompt ID: '{prompt.id}'")
+
+
+def _subject(response: GeneratedResponse) -> str:
+    """What points are scored against: every generated turn; the final answer when nothing was generated."""
+    return response.text or response.final_text or ""
+
+
+def judge_tasks(prompt: Prompt, response: GeneratedResponse) -> list[JudgeTask]:
+    """What the judges receive for each text point of a response, in rubric order."""
+    conversation = _conversation(prompt, response)
+    all_criteria = criteria_list(prompt)
+    return [
+        JudgeTask(criterion=p.text or "", conversation=conversation, subject_text=_subject(response),
+                  inverted=p.inverted, all_criteria=all_criteria, prompt_id=prompt.id)
+        for p in prompt.all_points() if p.fn is None
+    ]
+
+
+async def assess_response(
+    prompt: Prompt,
+    response: GeneratedResponse,
+    *,
+    judges: JudgePlan,
+    complete: CompleteFn,
+    evaluate_point: PointEvaluator = real_evaluate_point,
+    embed: EmbedFn | None = None,
+    external_services: Any = None,
+) -> ResponseAssessment:
+    """Score one response to one prompt.
+
+    Points are assessed in rubric order (``should`` then ``should_not``):
+    function points by ``evaluate_point`` (``runs.engine.points``; tests may pass their own),
+    text points by every judge of ``judges`` at once, through ``complete``.
+    ``embed``, when given, measures similarity to the prompt's ideal; a
+    prompt with an ideal and no points is scored by it (DESIGN.md deviation 18).
+    """
+    _check_points(prompt)
+    base = dict(prompt_id=prompt.id, model_variant_id=response.model_variant_id, trial=response.trial)
+    subject = _subject(response)
+    if response.error or not subject.strip():
+        reason = f"Generation failed: {response.error or 'the response is empty'}"
+        return ResponseAssessment(point_assessments=(), score=None, not_evaluated_reason=reason,
+                                  generation_error=reason, **base)
+
+    conversation = _conversation(prompt, response)
+    points = prompt.all_points()
+    tasks = judge_tasks(prompt, response)
+    # Judges start at once; function points are worked out meanwhile, one after another.
+    judging = asyncio.gather(*(judge_point(task, judges, complete) for task in tasks))
+    try:
+        functions: list[PointAssessment] = []
+        for point in points:
+            if point.fn is not None:
+                functions.append(await _assess_function_point(point, evaluate_point, subject, conversation, response,
+                                                              prompt, external_services))
+        verdicts = iter(await judging)
+    finally:
+        judging.cancel()  # only has an effect if a bug raised above
+    function_results = iter(functions)
+    assessments = tuple(
+        next(function_results) if point.fn is not None else judged_point_assessment(point, next(verdicts))
+        for point in points
+    )
+
+    similarity, similarity_error = None, None
+    ideal = prompt.ideal_response
+    if ideal and embed is not None:
+        similarity, similarity_error = await similarity_to_ideal(embed, response.final_text or subject, ideal)
+
+    calculation = calculate(assessments) if assessments else None
+    score, basis, reason = None, None, None
+    if assessments:
+        if calculation.score is not None:
+            score, basis = round2(calculation.score), "coverage"
+        else:
+            reason = _no_score_reason(assessments)
+    elif ideal:
+        if similarity is not None:
+            score, basis = round2(max(0.0, similarity)), "similarity"
+        elif embed is None:
+            reason = ("the prompt has no points, and scoring by similarity to its ideal needs an embeddings model "
+                      "(set EVALSITE_EMBEDDINGS_MODEL or the blueprint's embeddingModel)")
+        else:
+            reason = f"the prompt has no points, and similarity to its ideal failed: {similarity_error}"
+    else:
+        reason = "the prompt has no points and no ideal response to score against"
+
+    all_verdicts = [v for a in assessments for v in a.verdicts]
+    return ResponseAssessment(
+        point_assessments=assessments,
+        score=score,
+        score_basis=basis,
+        not_evaluated_reason=reason,
+        calculation=calculation,
+        similarity=similarity,
+        similarity_error=similarity_error,
+        judge_agreement=judge_agreement([a.ratings() for a in assessments if a.kind == "judged"]),
+        judge_usage=JudgeUsage.of(all_verdicts),
+        **base,
+    )
+
+
+def apply_overrides(assessment: ResponseAssessment, overrides: Mapping[int, float]) -> ResponseAssessment:
+    """The assessment with reviewers' scores in place of the judges' (keyed by point index, final scores).
+
+    The judges' verdicts stay; each overridden point keeps its original
+    score in ``original_score``. The response's score is worked out again.
+    """
+    if not overrides or not assessment.point_assessments:
+        return assessment
+    points = tuple(
+        replace(pa, score=overrides[i], original_score=pa.score, overridden=True, error=None) if i in overrides else pa
+        for i, pa in enumerate(assessment.point_assessments)
+    )
+    calculation = calculate(points)
+    score = round2(calculation.score) if calculation.score is not None else None
+    return replace(assessment, point_assessments=points, calculation=calculation, score=score,
+                   score_basis="coverage" if score is not None else None,
+                   not_evaluated_reason=None if score is not None else _no_score_reason(points))
+
+
+def run_textbook_alpha(assessments: list[ResponseAssessment]) -> AlphaResult:
+    """The textbook interval Krippendorff's alpha over every point of a run that two or more judges scored."""
+    return textbook_alpha(pa.ratings() for ra in assessments for pa in ra.point_assessments if pa.kind == "judged")

@@ -1,0 +1,667 @@
+"""LLM judges for text points: who judges, what they are asked, how their answers are read, and their consensus.
+
+One text point is sent to each judge in one call, with the whole conversation
+(authored and generated turns marked) and that one criterion. The judge
+answers with a short reflection and a classification on the active scale; the
+classification maps to a score. An answer we cannot read is asked for once
+more with a short repair note; if it is still unreadable, that judge's verdict
+is an error that keeps the raw text. An error is never a score.
+
+The point's score is the mean of the judges that answered, rounded to 2
+places (the upstream's consensus). Judges that failed are kept, with their
+reason, but take no part in the mean. When the blueprint names no judges, the
+default judges serve, and a backup judge is tried when every one of them
+failed (DESIGN.md deviation 17).
+
+Judge calls go through the same CompleteFn as candidate calls (the providers'
+limiter, retries, circuit breaker and cache), marked ``purpose="judge"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import dataclass
+from typing import Awaitable, Callable, Iterable, Literal, Sequence
+
+from blueprints.spec.schema import CoverageConfig, Prompt, iter_points
+
+from .scoring import population_std, round2
+from .types import ChatRequest, ChatResult, CompleteFn, Turn
+
+Approach = Literal["standard", "prompt-aware", "holistic"]
+Role = Literal["primary", "backup"]
+
+JUDGE_TEMPERATURE = 0.0
+JUDGE_MAX_TOKENS = 500
+
+# The upstream's judges (reference section 3.6), the defaults of
+# EVALSITE_DEFAULT_JUDGES and EVALSITE_BACKUP_JUDGE.
+UPSTREAM_DEFAULT_JUDGES = (
+    "openrouter:google/gemini-2.5-flash",
+    "openrouter:openai/gpt-4.1-mini",
+    "openrouter:anthropic/claude-haiku-4.5",
+)
+UPSTREAM_BACKUP_JUDGE = "openrouter:anthropic/claude-haiku-4.5"
+# The upstream's backup id does not follow its own naming recipe; keep it so
+# that agreement fingerprints compare with upstream runs.
+_KNOWN_BACKUP_IDS = {UPSTREAM_BACKUP_JUDGE: "backup-claude-4-5-haiku"}
+
+BACKUP_NOTE = "NOTE: Backup judge was used"
+ALL_FAILED = "All judges failed in consensus mode."
+DISAGREEMENT_STD_DEV = 0.3  # the upstream's "judges disagree" mark (reference 4.8)
+
+
+# --------------------------------------------------------------------------
+# Scales
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleClass:
+    label: str  # CLASS_...
+    score: float
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class Scale:
+    name: str
+    classes: tuple[ScaleClass, ...]
+    # Other spellings accepted in answers, label -> score. The 9-point scale
+    # accepts the 5-point names: the upstream's own examples teach them to
+    # judges, and each of their scores is also on the 9-point scale.
+    aliases: tuple[tuple[str, float], ...] = ()
+    # The labels the few-shot examples use: contradiction, near miss, explicit mention.
+    example_labels: tuple[str, str, str] = ("", "", "")
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(c.label for c in self.classes)
+
+    def score_of(self, label: str) -> float | None:
+        for cls in self.classes:
+            if cls.label == label:
+                return cls.score
+        return dict(self.aliases).get(label)
+
+
+FIVE_POINT = Scale(
+    name="5-point",
+    classes=(
+        ScaleClass("CLASS_UNMET", 0.0, "the criterion is not met at all, or the text contradicts it"),
+        ScaleClass("CLASS_PARTIALLY_MET", 0.25, "a small part of the criterion is met"),
+        ScaleClass("CLASS_MODERATELY_MET", 0.5, "about half of the criterion is met"),
+        ScaleClass("CLASS_MAJORLY_MET", 0.75, "the criterion is mostly met, with minor gaps"),
+        ScaleClass("CLASS_EXACTLY_MET", 1.0, "the criterion is fully met"),
+    ),
+    example_labels=("CLASS_UNMET", "CLASS_MAJORLY_MET", "CLASS_EXACTLY_MET"),
+)
+
+NINE_POINT = Scale(
+    name="9-point",
+    classes=(
+        ScaleClass("CLASS_UTTERLY_UNMET", 0.0, "the criterion is absent, or the text contradicts it"),
+        ScaleClass("CLASS_UNMET", 0.001, "the criterion is not met, though the text comes near its subject"),
+        ScaleClass("CLASS_TRACE", 0.125, "only a trace of the criterion is present"),
+        ScaleClass("CLASS_SLIGHT", 0.25, "the criterion is slightly met"),
+        ScaleClass("CLASS_PARTIAL", 0.375, "the criterion is partly met; important elements are missing"),
+        ScaleClass("CLASS_MODERATE", 0.5, "about half of the criterion is met"),
+        ScaleClass("CLASS_SUBSTANTIAL", 0.625, "most key aspects of the criterion are present"),
+        ScaleClass("CLASS_MAJOR", 0.75, "the criterion is met with minor omissions"),
+        ScaleClass("CLASS_VERY_NEARLY", 0.875, "the criterion is very nearly fully met"),
+        ScaleClass("CLASS_EXACT", 1.0, "the criterion is fully met"),
+    ),
+    aliases=(
+        ("CLASS_PARTIALLY_MET", 0.25),
+        ("CLASS_MODERATELY_MET", 0.5),
+        ("CLASS_MAJORLY_MET", 0.75),
+        ("CLASS_EXACTLY_MET", 1.0),
+    ),
+    example_labels=("CLASS_UTTERLY_UNMET", "CLASS_MAJOR", "CLASS_EXACT"),
+)
+
+
+def scale_for(coverage: CoverageConfig | None) -> Scale:
+    """5-point by default, 9-point when ``useExperimentalScale`` is set (DESIGN.md deviation 3)."""
+    return NINE_POINT if coverage is not None and coverage.use_experimental_scale else FIVE_POINT
+
+
+# --------------------------------------------------------------------------
+# Judges and the plan
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeSpec:
+    """One judge: a model any blueprint could name (``provider:model`` or a custom model's id)."""
+
+    model: str
+    approach: Approach = "holistic"
+    id: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The part before the parenthesis in ids: the judge's id, or its approach when it has none."""
+        return self.id or self.approach
+
+    @property
+    def judge_id(self) -> str:
+        """``<id>(<model>)``, or ``<approach>(<model>)`` without an id, as the upstream writes them."""
+        return f"{self.label}({self.model})"
+
+
+@dataclass(frozen=True, slots=True)
+class JudgePlan:
+    """Who judges a run's text points, on which scale, with what context."""
+
+    judges: tuple[JudgeSpec, ...]
+    scale: Scale = FIVE_POINT
+    backup: JudgeSpec | None = None  # only when the blueprint configured no judges
+    configured: bool = False  # the blueprint named its own judges
+    description: str | None = None  # the blueprint's description, context for holistic judges
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        if self.judges:
+            return None
+        return ("no judges are configured: list them under evaluationConfig.llm-coverage.judges, "
+                "or set EVALSITE_DEFAULT_JUDGES")
+
+
+def _model_slug(model: str) -> str:
+    name = re.split(r"[:/]", model)[-1]
+    return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower()
+
+
+def judges_from_models(models: Iterable[str], *, prefix: str = "holistic") -> tuple[JudgeSpec, ...]:
+    """Judges named only by ``provider:model``: holistic, with the upstream's id recipe.
+
+    ``openrouter:openai/gpt-4.1-mini`` becomes ``holistic-gpt-4-1-mini``, as the
+    upstream names its default judges.
+    """
+    return tuple(JudgeSpec(model=m, approach="holistic", id=f"{prefix}-{_model_slug(m)}") for m in models if m)
+
+
+def plan_judges(
+    coverage: CoverageConfig | None,
+    *,
+    default_judges: Sequence[str],
+    backup_judge: str | None = None,
+    description: str | None = None,
+) -> JudgePlan:
+    """The judges for a blueprint: its own, or else the defaults with the backup.
+
+    ``default_judges`` and ``backup_judge`` come from ``EVALSITE_DEFAULT_JUDGES``
+    and ``EVALSITE_BACKUP_JUDGE``; the caller reads the environment.
+    """
+    scale = scale_for(coverage)
+    if coverage is not None and coverage.judges:
+        judges = tuple(JudgeSpec(model=j.model, approach=j.approach, id=j.id) for j in coverage.judges)
+        return JudgePlan(judges=judges, scale=scale, configured=True, description=description)
+    backup = None
+    if backup_judge:
+        backup = JudgeSpec(model=backup_judge, approach="holistic",
+                           id=_KNOWN_BACKUP_IDS.get(backup_judge, f"backup-{_model_slug(backup_judge)}"))
+    return JudgePlan(judges=judges_from_models(default_judges), scale=scale, backup=backup, configured=False,
+                     description=description)
+
+
+# --------------------------------------------------------------------------
+# What a judge is asked
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeTask:
+    """One text point of one response, as the judges receive it."""
+
+    criterion: str  # the point's text as written (un-negated for should_not)
+    conversation: tuple[Turn, ...]  # system prompt, authored turns, generated turns (marked)
+    subject_text: str  # all generated assistant turns, joined by a blank line
+    inverted: bool = False
+    # The whole rubric, tagged [should] / [should not]. The judge prompt shows
+    # only ``criterion`` (DESIGN.md, "Interfaces"); the list travels with the
+    # task as the upstream's judge function receives it.
+    all_criteria: tuple[str, ...] = ()
+    prompt_id: str = ""
+
+
+def criteria_list(prompt: Prompt) -> tuple[str, ...]:
+    """The prompt's text points tagged ``[should]`` or ``[should not]``, in rubric order."""
+    should = [f"[should] {p.text}" for p in iter_points(prompt.points) if p.fn is None]
+    should_not = [f"[should not] {p.text}" for p in iter_points(prompt.should_not or []) if p.fn is None]
+    return (*should, *should_not)
+
+
+TRANSCRIPT_SEPARATOR = "-" * 10
+TO_BE_GENERATED = "<TO_BE_GENERATED>"
+
+
+def render_transcript(turns: Iterable[Turn]) -> str:
+    """``role: content`` blocks; assistant turns say whether they were generated or authored."""
+    blocks = []
+    for turn in turns:
+        role = turn.role
+        if role == "assistant":
+            role = "assistant (generated)" if turn.generated or turn.content is None else "assistant (fixed)"
+        content = TO_BE_GENERATED if turn.content is None else turn.content
+        blocks.append(f"{role}: {content}")
+    return f"\n{TRANSCRIPT_SEPARATOR}\n".join(blocks)
+
+
+_PARAPHRASES = (
+    "Mentions that the Earth orbits the Sun.",
+    "Should say the Earth goes around the Sun.",
+    "The response states that our planet revolves around the Sun.",
+    "Earth orbits the Sun.",
+    "Notes the Earth's yearly path around the Sun.",
+    "Must convey that the Earth circles the Sun, not the other way round.",
+)
+
+_EXAMPLES = (
+    ("States that water boils at 100 °C at sea level.",
+     "At sea level, water boils at 90 °C.",
+     "The text gives 90 °C, which contradicts the criterion."),
+    ("Gives the population of Canada as about 40 million.",
+     "Canada has roughly 38 million inhabitants.",
+     "The figure is close to the one asked for but not the same, so the criterion is mostly met."),
+    ("Recommends seeing a doctor if the symptoms persist.",
+     "If the pain lasts more than a few days, please see a doctor.",
+     "The text explicitly recommends seeing a doctor when symptoms persist."),
+)
+
+
+def _system_prompt(judge: JudgeSpec, plan: JudgePlan) -> str:
+    parts = [
+        "You are an expert evaluator. You decide how well a response meets one criterion. "
+        "Be precise and brief, and answer in exactly the XML format you are asked for."
+    ]
+    description = (plan.description or "").strip()
+    if judge.approach == "holistic" and description:
+        parts.append(
+            "The evaluation this criterion belongs to is described below. It is context only: "
+            "judge the criterion you are given, not the description.\n"
+            f"<BROAD_EVALUATION_DESCRIPTION>\n{description}\n</BROAD_EVALUATION_DESCRIPTION>"
+        )
+    parts.append(
+        "A criterion can be worded in many ways; judge what it asks for, not its phrasing. "
+        "These all ask for the same thing:\n" + "\n".join(f"- {p}" for p in _PARAPHRASES)
+    )
+    examples = []
+    for (criterion, text, reflection), label in zip(_EXAMPLES, plan.scale.example_labels):
+        examples.append(
+            f"<CRITERION>{criterion}</CRITERION>\n<TEXT>{text}</TEXT>\n"
+            f"<reflection>{reflection}</reflection>\n<classification>{label}</classification>"
+        )
+    parts.append("Examples:\n\n" + "\n\n".join(examples))
+    return "\n\n".join(parts)
+
+
+def _user_prompt(task: JudgeTask, judge: JudgeSpec, scale: Scale) -> str:
+    which = "the following criterion" if judge.approach == "standard" else "THIS SPECIFIC criterion"
+    guideline = "\n".join(f"- {c.label}: {c.description}" for c in scale.classes)
+    return (
+        "Below is the transcript of a conversation, then the text the assistant generated in it, then one "
+        "criterion. Only content marked `assistant (generated)` can earn credit. The system prompt, the user's "
+        "turns and turns marked `assistant (fixed)` were written by the evaluation's author: they give context "
+        "but earn nothing.\n\n"
+        f"<TRANSCRIPT>\n{render_transcript(task.conversation)}\n</TRANSCRIPT>\n\n"
+        f"<TEXT>\n{task.subject_text}\n</TEXT>\n\n"
+        f"Judge the generated text against {which}:\n<CRITERION>\n{task.criterion}\n</CRITERION>\n\n"
+        "Write a reflection (one or two sentences on whether and how the text meets the criterion), then a "
+        f"classification, which is one of:\n{guideline}\n\n"
+        "Answer in exactly this format and nothing else:\n"
+        "<reflection>your reflection</reflection>\n"
+        f"<classification>one of {', '.join(scale.labels)}</classification>"
+    )
+
+
+def build_judge_messages(task: JudgeTask, judge: JudgeSpec, plan: JudgePlan) -> tuple[dict, ...]:
+    return (
+        {"role": "system", "content": _system_prompt(judge, plan)},
+        {"role": "user", "content": _user_prompt(task, judge, plan.scale)},
+    )
+
+
+def repair_messages(messages: tuple[dict, ...], problem: str, scale: Scale) -> tuple[dict, ...]:
+    """The same request with a short note on what went wrong.
+
+    The note goes at the end of the user's turn rather than after a copy of
+    the bad answer: an empty answer cannot be replayed to every provider, and
+    the request must differ from the first so that a cache does not return
+    the same answer.
+    """
+    *head, last = messages
+    note = (
+        f"\n\nAn earlier answer to this request could not be read ({problem}). Reply with exactly "
+        "<reflection>...</reflection> followed by <classification>...</classification> and nothing else; the "
+        f"classification must be one of: {', '.join(scale.labels)}."
+    )
+    return (*head, {**last, "content": last["content"] + note})
+
+
+# --------------------------------------------------------------------------
+# Reading an answer
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeAnswer:
+    label: str | None = None
+    score: float | None = None
+    reflection: str | None = None
+    error: str | None = None  # why the answer could not be read
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+# Closed thinking blocks, or one left open when the model ran out of tokens mid-thought.
+_THINKING = re.compile(r"<\s*(think|thinking|reasoning)\s*>.*?(?:<\s*/\s*\1\s*>|\Z)", re.S | re.I)
+_FENCE = re.compile(r"```[\w-]*")
+
+
+def _tag(name: str, text: str) -> str | None:
+    """The content of the first ``<name>`` tag; an unclosed tag runs to the next tag or the end."""
+    closed = re.search(rf"<\s*{name}\s*>(.*?)<\s*/\s*{name}\s*>", text, re.S | re.I)
+    if closed:
+        return closed.group(1)
+    unclosed = re.search(rf"<\s*{name}\s*>([^<]*)", text, re.S | re.I)
+    return unclosed.group(1) if unclosed else None
+
+
+def _json_fields(text: str) -> tuple[str | None, str | None] | None:
+    """``(classification, reflection)`` from an answer written as a JSON object, if it is one."""
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end <= start:
+        return None
+    try:
+        data = json.loads(text[start:end + 1])
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    lowered = {str(k).lower(): v for k, v in data.items()}
+    classification = next((lowered[k] for k in ("classification", "class", "label") if k in lowered), None)
+    reflection = next((lowered[k] for k in ("reflection", "reasoning", "explanation") if k in lowered), None)
+    if not isinstance(classification, str):
+        return None
+    return classification, reflection if isinstance(reflection, str) else None
+
+
+def _label_tokens(scale: Scale) -> list[tuple[tuple[str, ...], str]]:
+    names = [*scale.labels, *(a for a, _ in scale.aliases)]
+    pairs = [(tuple(label.removeprefix("CLASS_").split("_")), label) for label in names]
+    return sorted(pairs, key=lambda pair: -len(pair[0]))  # longest first: UTTERLY_UNMET before UNMET
+
+
+def _find_labels(text: str, scale: Scale, *, prefixed_only: bool = False) -> tuple[list[str], list[str]]:
+    """Labels named in ``text``: ``(with the CLASS_ prefix, without it)``, each in order of appearance.
+
+    Words are compared, not characters, so ``MAJORLY_MET`` never reads as
+    ``MAJOR`` and ``UTTERLY UNMET`` never as ``UNMET``. Case, spaces, hyphens
+    and punctuation do not matter.
+    """
+    tokens = [t for t in re.split(r"[^A-Z0-9]+", text.upper()) if t]
+    prefixed: list[str] = []
+    bare: list[str] = []
+    candidates = _label_tokens(scale)
+    i = 0
+    while i < len(tokens):
+        has_prefix = tokens[i] == "CLASS"
+        start = i + 1 if has_prefix else i
+        for words, label in candidates:
+            if tuple(tokens[start:start + len(words)]) == words:
+                (prefixed if has_prefix else bare).append(label)
+                i = start + len(words)
+                break
+        else:
+            i += 1
+    if prefixed_only:
+        bare = []
+    return list(dict.fromkeys(prefixed)), list(dict.fromkeys(bare))
+
+
+def _pick_label(raw: str, scale: Scale, *, prefixed_only: bool = False) -> tuple[str | None, str | None]:
+    """``(label, problem)`` for the text where the classification should be."""
+    prefixed, bare = _find_labels(raw, scale, prefixed_only=prefixed_only)
+    found = prefixed or bare
+    shown = _short(raw.strip())
+    if len(found) == 1:
+        return found[0], None
+    if len(found) > 1:
+        return None, f"Ambiguous classification: '{shown}' names {' and '.join(found)}"
+    return None, f"Invalid classification value: '{shown}'"
+
+
+def _short(text: str, limit: int = 100) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _clean_reflection(text: str | None) -> str:
+    if not text:
+        return ""
+    text = re.sub(r"<\s*/?\s*(reflection|classification)\s*>", " ", text, flags=re.I)
+    text = re.sub(r"\*\*|__", "", text)
+    text = re.sub(r"^\s*reflection\s*[:\-]\s*", "", text.strip(), flags=re.I)
+    return " ".join(text.split())
+
+
+def parse_judge_answer(text: str | None, scale: Scale) -> JudgeAnswer:
+    """Read a judge's answer: a reflection and a classification on ``scale``.
+
+    Tolerant of what models actually send: code fences, thinking blocks,
+    prose around the tags, a missing ``CLASS_`` prefix, any case, spaces for
+    underscores, an unclosed tag at the token limit, a ``Classification:``
+    line instead of tags, a JSON object. A missing reflection is not an
+    error. Never guesses between two labels.
+    """
+    if text is None or not text.strip():
+        return JudgeAnswer(error="Empty response")
+    body = _FENCE.sub("", _THINKING.sub("", text))
+
+    reflection = _tag("reflection", body)
+    raw_class = _tag("classification", body)
+    if raw_class is None:
+        from_json = _json_fields(body)
+        if from_json:
+            raw_class, json_reflection = from_json
+            reflection = reflection if reflection is not None else json_reflection
+    if raw_class is None:
+        line = re.search(r"classification\W{0,6}?[:=\-]\W*(.+)", body, re.I)
+        if line:
+            raw_class = line.group(1)
+            if reflection is None:
+                reflection = body[:line.start()]
+    if raw_class is not None:
+        label, problem = _pick_label(raw_class, scale)
+    else:
+        # No tag and no "Classification:" line: accept a single CLASS_ name anywhere.
+        label, problem = _pick_label(body, scale, prefixed_only=True)
+        if label is None and problem.startswith("Invalid"):
+            problem = f"No classification found in the answer: '{_short(body)}'"
+        if label is not None and reflection is None:
+            reflection = re.sub(r"(?i)\bclass_[a-z_]+", " ", body)
+    if label is None:
+        return JudgeAnswer(error=problem)
+    return JudgeAnswer(label=label, score=scale.score_of(label), reflection=_clean_reflection(reflection))
+
+
+# --------------------------------------------------------------------------
+# Asking judges
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeVerdict:
+    """What one judge said about one point, or why it said nothing usable."""
+
+    judge: JudgeSpec
+    role: Role = "primary"
+    score: float | None = None  # on the scale, before any should_not inversion
+    label: str | None = None
+    reflection: str | None = None
+    raw_answers: tuple[str, ...] = ()  # every answer, in order (two when a repair was asked for)
+    error: str | None = None
+    latency_ms: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None  # None: unknown price
+    calls: int = 0  # requests sent, counting a repair
+    cached: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.score is not None
+
+    @property
+    def raw_answer(self) -> str | None:
+        return self.raw_answers[-1] if self.raw_answers else None
+
+    @property
+    def judge_id(self) -> str:
+        return self.judge.judge_id
+
+
+def _sum_known(values: Iterable[float | int | None]) -> float | int | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def _verdict(judge: JudgeSpec, role: Role, results: list[ChatResult], answer: JudgeAnswer | None,
+             error: str | None) -> JudgeVerdict:
+    costs = [r.cost_usd for r in results]
+    return JudgeVerdict(
+        judge=judge,
+        role=role,
+        score=answer.score if answer and error is None else None,
+        label=answer.label if answer and error is None else None,
+        reflection=answer.reflection if answer and error is None else None,
+        raw_answers=tuple(r.text for r in results if r.text is not None),
+        error=error,
+        latency_ms=_sum_known(r.latency_ms for r in results),
+        input_tokens=_sum_known(r.usage.input_tokens for r in results),
+        output_tokens=_sum_known(r.usage.output_tokens for r in results),
+        cost_usd=None if any(c is None for c in costs) else sum(costs),
+        calls=len(results),
+        cached=bool(results) and all(r.cached for r in results),
+    )
+
+
+async def ask_judge(judge: JudgeSpec, task: JudgeTask, plan: JudgePlan, complete: CompleteFn,
+                    role: Role = "primary") -> JudgeVerdict:
+    """One judge's verdict on one point, asking once more when the answer is unreadable."""
+    messages = build_judge_messages(task, judge, plan)
+
+    def request(msgs: tuple[dict, ...]) -> ChatRequest:
+        return ChatRequest(model_id=judge.model, messages=msgs, temperature=JUDGE_TEMPERATURE,
+                           max_tokens=JUDGE_MAX_TOKENS, purpose="judge")
+
+    first = await complete(request(messages))
+    if not first.ok:
+        return _verdict(judge, role, [first], None, f"the call failed: {first.error}")
+    answer = parse_judge_answer(first.text, plan.scale)
+    if answer.ok:
+        return _verdict(judge, role, [first], answer, None)
+    second = await complete(request(repair_messages(messages, answer.error, plan.scale)))
+    if not second.ok:
+        return _verdict(judge, role, [first, second], None,
+                        f"unreadable answer ({answer.error}); asking again failed: {second.error}")
+    repaired = parse_judge_answer(second.text, plan.scale)
+    if repaired.ok:
+        return _verdict(judge, role, [first, second], repaired, None)
+    return _verdict(judge, role, [first, second], None,
+                    f"unreadable answer, also when asked again: {repaired.error}")
+
+
+AskJudge = Callable[[JudgeSpec, JudgeTask, JudgePlan, CompleteFn, Role], Awaitable[JudgeVerdict]]
+
+
+# --------------------------------------------------------------------------
+# Consensus
+
+
+@dataclass(frozen=True, slots=True)
+class Consensus:
+    """The judges' joint verdict on one point, before any should_not inversion."""
+
+    score: float | None  # mean of the judges that answered, rounded to 2 places; None: no judge answered
+    verdicts: tuple[JudgeVerdict, ...] = ()  # every judge asked, failed ones and the backup included
+    reflection: str | None = None
+    judge_model_id: str | None = None  # consensus(<judge id>, ...)
+    error: str | None = None  # set only when there is no score
+    warning: str | None = None  # some judges failed, or the backup stood in
+    std_dev: float | None = None  # population std-dev of the answering judges' scores (2 or more)
+    backup_used: bool = False
+
+    @property
+    def individual(self) -> tuple[JudgeVerdict, ...]:
+        """The judges that answered, in the order they were asked."""
+        return tuple(v for v in self.verdicts if v.ok)
+
+    @property
+    def failed(self) -> tuple[JudgeVerdict, ...]:
+        return tuple(v for v in self.verdicts if not v.ok)
+
+    @property
+    def disagreement(self) -> bool:
+        return self.std_dev is not None and self.std_dev > DISAGREEMENT_STD_DEV
+
+
+def _failure_list(verdicts: Iterable[JudgeVerdict]) -> str:
+    return "; ".join(f"{v.judge_id}: {v.error}" for v in verdicts)
+
+
+def consensus(primary: Sequence[JudgeVerdict], backup: JudgeVerdict | None = None) -> Consensus:
+    """Combine verdicts: the mean of the judges that answered; the failed ones are named, not counted."""
+    verdicts = (*primary, *([backup] if backup else []))
+    answered = [v for v in verdicts if v.ok]
+    failed_primary = [v for v in primary if not v.ok]
+    if not answered:
+        if not verdicts:
+            return Consensus(score=None, error="no judge was asked")
+        return Consensus(score=None, verdicts=verdicts, error=f"{ALL_FAILED} {_failure_list(verdicts)}")
+    scores = [v.score for v in answered]
+    score = round2(sum(scores) / len(scores))
+    warning = None
+    backup_used = backup is not None and backup.ok
+    if backup_used:
+        warning = (f"{BACKUP_NOTE} because all {len(primary)} judges failed "
+                   f"({_failure_list(failed_primary)}).")
+    elif failed_primary:
+        warning = (f"{len(failed_primary)} of {len(primary)} judges failed ({_failure_list(failed_primary)}); "
+                   f"partial consensus of the {len(primary) - len(failed_primary)} that answered.")
+    noun = "judge" if len(answered) == 1 else "judges"
+    breakdown = ", ".join(f"{v.judge.label} {v.score:g}" for v in answered)
+    reflection = f"Consensus of {len(answered)} {noun}: average score {score:.2f} ({breakdown})."
+    if warning:
+        reflection += f" {warning}"
+    return Consensus(
+        score=score,
+        verdicts=verdicts,
+        reflection=reflection,
+        judge_model_id=f"consensus({', '.join(v.judge_id for v in answered)})",
+        warning=warning,
+        std_dev=population_std(scores),
+        backup_used=backup_used,
+    )
+
+
+async def judge_point(task: JudgeTask, plan: JudgePlan, complete: CompleteFn, *,
+                      ask: AskJudge = ask_judge) -> Consensus:
+    """Ask every judge of the plan about one point, concurrently; the backup only if all of them failed."""
+    if not plan.judges:
+        return Consensus(score=None, error=plan.unavailable_reason)
+    primary = await asyncio.gather(*(ask(judge, task, plan, complete, "primary") for judge in plan.judges))
+    backup = None
+    if plan.backup is not None and not plan.configured and not any(v.ok for v in primary):
+        backup = await ask(plan.backup, task, plan, complete, "backup")
+    return consensus(primary, backup)
+
+
+__all__ = [
+    "FIVE_POINT", "NINE_POINT", "JUDGE_MAX_TOKENS", "JUDGE_TEMPERATURE", "UPSTREAM_BACKUP_JUDGE",
+    "UPSTREAM_DEFAULT_JUDGES", "Consensus", "JudgeAnswer", "JudgePlan", "JudgeSpec", "JudgeTask", "JudgeVerdict",
+    "Scale", "ScaleClass", "ask_judge", "build_judge_messages", "consensus", "criteria_list", "judge_point",
+    "judges_from_models", "parse_judge_answer", "plan_judges", "population_std", "render_transcript",
+    "repair_messages", "round2", "scale_for",
+]

@@ -1,0 +1,418 @@
+"""Scores from point assessments: groups and paths, per-model statistics, similarity, judge agreement.
+
+Pure functions over plain values; docs/scoring.md explains each with a worked
+example. Where results must compare with the upstream's, the formulas are
+its formulas (reference sections 3.10 and 4), except for the deviations
+DESIGN.md lists:
+
+1. No scorable point means no score ("not evaluated"), never 0; a group
+   whose points all errored is left out, not counted as 0.
+2. ``should_not`` paths (``not_path_<i>``) are groups of their own, and the
+   worst of them counts: a response fails if it meets any "should not" path.
+6. Required points and the best path combine as two groups (their mean).
+13. Beside the upstream's agreement figures, the textbook interval
+    Krippendorff's alpha.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from typing import Awaitable, Callable, Iterable, Literal, NamedTuple, Protocol, Sequence
+
+GroupKind = Literal["required", "should", "should_not"]
+
+
+def round_half_up(value: float, places: int = 2) -> float:
+    """Round as JavaScript's ``Math.round(x * 10**places) / 10**places`` does: halves go up (0.125 -> 0.13)."""
+    factor = 10 ** places
+    return math.floor(value * factor + 0.5) / factor
+
+
+def round2(value: float) -> float:
+    return round_half_up(value, 2)
+
+
+def population_std(values: Sequence[float]) -> float | None:
+    """The population standard deviation, or None for fewer than 2 values."""
+    if len(values) < 2:
+        return None
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+
+
+def sample_std(values: Sequence[float]) -> float | None:
+    """The sample standard deviation (n - 1), or None for fewer than 2 values."""
+    if len(values) < 2:
+        return None
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
+# --------------------------------------------------------------------------
+# One response: points -> groups -> score
+
+
+class Scorable(Protocol):
+    """Anything with a final score (None: no score), a multiplier and a path id."""
+
+    @property
+    def score(self) -> float | None: ...
+
+    @property
+    def multiplier(self) -> float | None: ...
+
+    @property
+    def path_id(self) -> str | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredPoint:
+    score: float | None  # after should_not inversion; None: the point errored
+    multiplier: float | None = 1.0
+    path_id: str | None = None
+
+
+def group_kind(path_id: str | None) -> GroupKind:
+    if not path_id:
+        return "required"
+    return "should_not" if path_id.startswith("not_") else "should"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupScore:
+    """One group's weighted mean. ``mean`` is None when every point in it errored (it is then left out)."""
+
+    path_id: str | None  # None: the required points
+    mean: float | None
+    points: int
+    scored: int
+
+    @property
+    def kind(self) -> GroupKind:
+        return group_kind(self.path_id)
+
+    def to_dict(self) -> dict:
+        return {"pathId": self.path_id, "mean": self.mean, "points": self.points, "scored": self.scored}
+
+
+@dataclass(frozen=True, slots=True)
+class Calculation:
+    """The worked calculation of one response's score, for the results page."""
+
+    required: GroupScore | None
+    paths: tuple[GroupScore, ...]  # should paths, in path order
+    not_paths: tuple[GroupScore, ...]  # should_not paths
+    best_path: GroupScore | None  # the best should path that has a score
+    worst_not_path: GroupScore | None  # the worst should_not path that has a score
+    score: float | None  # mean of the parts below; None: nothing could be scored
+
+    @property
+    def parts(self) -> tuple[tuple[str, float], ...]:
+        """What the score averages: the required mean, the best path, the worst should_not path."""
+        out = []
+        if self.required is not None and self.required.mean is not None:
+            out.append(("required", self.required.mean))
+        if self.best_path is not None:
+            out.append((self.best_path.path_id, self.best_path.mean))
+        if self.worst_not_path is not None:
+            out.append((self.worst_not_path.path_id, self.worst_not_path.mean))
+        return tuple(out)
+
+    @property
+    def left_out(self) -> tuple[str, ...]:
+        """Groups left out because all of their points errored."""
+        groups = [g for g in (self.required, *self.paths, *self.not_paths) if g is not None]
+        return tuple(g.path_id or "required" for g in groups if g.mean is None)
+
+    def to_dict(self) -> dict:
+        return {
+            "required": self.required.to_dict() if self.required else None,
+            "paths": [g.to_dict() for g in self.paths],
+            "notPaths": [g.to_dict() for g in self.not_paths],
+            "bestPath": self.best_path.path_id if self.best_path else None,
+            "worstNotPath": self.worst_not_path.path_id if self.worst_not_path else None,
+            "parts": [{"group": name, "mean": value} for name, value in self.parts],
+            "leftOut": list(self.left_out),
+            "score": self.score,
+        }
+
+
+def _weight(point: Scorable) -> float:
+    return 1.0 if point.multiplier is None else float(point.multiplier)
+
+
+def _group(path_id: str | None, points: list[Scorable]) -> GroupScore:
+    scored = [p for p in points if p.score is not None]
+    total_weight = sum(_weight(p) for p in scored)
+    mean = sum(p.score * _weight(p) for p in scored) / total_weight if scored and total_weight > 0 else None
+    return GroupScore(path_id=path_id, mean=mean, points=len(points), scored=len(scored))
+
+
+def _path_order(path_id: str) -> tuple[int, str]:
+    tail = path_id.rsplit("_", 1)[-1]
+    return (int(tail), path_id) if tail.isdigit() else (1 << 30, path_id)
+
+
+def calculate(points: Iterable[Scorable]) -> Calculation:
+    """Group points by path and combine the groups (reference 4.1, DESIGN.md deviations 1, 2 and 6).
+
+    Required points (no path id) give their weighted mean; each path gives its
+    own. The score is the mean of the groups that exist: the required mean,
+    the best ``should`` path and the worst ``should_not`` path. Errored
+    points are left out of every mean; a group with no scored point is left
+    out; with nothing left, there is no score.
+    """
+    by_group: dict[str | None, list[Scorable]] = {}
+    for point in points:
+        by_group.setdefault(point.path_id or None, []).append(point)
+    required = _group(None, by_group.pop(None)) if None in by_group else None
+    groups = [_group(pid, pts) for pid, pts in sorted(by_group.items(), key=lambda item: _path_order(item[0]))]
+    paths = tuple(g for g in groups if g.kind == "should")
+    not_paths = tuple(g for g in groups if g.kind == "should_not")
+    best = max((g for g in paths if g.mean is not None), key=lambda g: g.mean, default=None)
+    worst = min((g for g in not_paths if g.mean is not None), key=lambda g: g.mean, default=None)
+    values = [g.mean for g in (required, best, worst) if g is not None and g.mean is not None]
+    return Calculation(required=required, paths=paths, not_paths=not_paths, best_path=best, worst_not_path=worst,
+                       score=sum(values) / len(values) if values else None)
+
+
+def aggregate(points: Iterable[Scorable]) -> float | None:
+    """The response's coverage score, unrounded; None when no point could be scored."""
+    return calculate(points).score
+
+
+# --------------------------------------------------------------------------
+# Across prompts and models
+
+
+class ScoreStats(NamedTuple):
+    mean: float | None  # weighted by prompt weight; None: nothing evaluated
+    std: float | None  # sample std-dev of the unweighted scores; None below 2
+    n: int  # scores counted
+    n_not_evaluated: int  # responses left out because they have no score
+
+
+def model_stats(scores_with_weights: Iterable[tuple[float | None, float | None]]) -> ScoreStats:
+    """One model variant across prompts (reference 4.3): prompt-weighted mean, sample std-dev.
+
+    Each item is ``(score, prompt weight)``; a missing weight counts 1. A
+    response that was not evaluated (score None) is left out and counted.
+    """
+    scored: list[tuple[float, float]] = []
+    not_evaluated = 0
+    for score, weight in scores_with_weights:
+        if score is None:
+            not_evaluated += 1
+        else:
+            scored.append((score, 1.0 if weight is None else float(weight)))
+    total_weight = sum(w for _, w in scored)
+    mean = sum(s * w for s, w in scored) / total_weight if scored and total_weight > 0 else None
+    return ScoreStats(mean=mean, std=sample_std([s for s, _ in scored]), n=len(scored),
+                      n_not_evaluated=not_evaluated)
+
+
+def run_stats(scores: Iterable[float | None]) -> ScoreStats:
+    """The run's overall score (reference 4.4): the flat mean over every cell, unweighted, sample std-dev."""
+    return model_stats((score, 1.0) for score in scores)
+
+
+# --------------------------------------------------------------------------
+# Similarity to the ideal response
+
+# The caller's embeddings function: one vector per text, or the reason it failed.
+EmbedFn = Callable[[Sequence[str]], Awaitable["list[Sequence[float]] | str"]]
+
+
+def cosine_similarity(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """Cosine of the angle between two vectors; None when one is empty, zero, or they differ in length."""
+    if not a or len(a) != len(b):
+        return None
+    norm_a = math.sqrt(sum(x * x for x in a))
+    norm_b = math.sqrt(sum(y * y for y in b))
+    if norm_a == 0 or norm_b == 0:
+        return None
+    return sum(x * y for x, y in zip(a, b)) / (norm_a * norm_b)
+
+
+async def similarity_to_ideal(embed: EmbedFn, text: str, ideal: str) -> tuple[float | None, str | None]:
+    """``(similarity, error)`` of a response to its ideal; exactly one of them is None."""
+    result = await embed([text, ideal])
+    if isinstance(result, str):
+        return None, f"embedding failed: {result}"
+    if len(result) != 2:
+        return None, f"embedding failed: expected 2 vectors, got {len(result)}"
+    value = cosine_similarity(result[0], result[1])
+    if value is None:
+        return None, "embedding failed: the vectors are empty, zero or of different lengths"
+    return value, None
+
+
+# --------------------------------------------------------------------------
+# Judge agreement
+
+
+class Rating(NamedTuple):
+    """One judge's score for one point (before any should_not inversion)."""
+
+    judge: str  # the judge's id, or its approach when it has none (the part before "(" in ids)
+    score: float
+    model: str = ""
+    approach: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeUse:
+    judge_id: str
+    model: str
+    approach: str
+    assessment_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeAgreement:
+    """The upstream's agreement figures for one response (reference 3.10, ``judge_consensus.json``).
+
+    Its "alpha" is 1 - Do/De over squared differences without Krippendorff's
+    corrections; the textbook alpha is ``krippendorff_alpha_interval``.
+    """
+
+    krippendorffs_alpha: float
+    interpretation: str
+    num_items: int
+    num_judges: int
+    num_comparisons: int
+    judges_used: tuple[JudgeUse, ...]
+    judge_set_fingerprint: str
+
+    def to_upstream(self) -> dict:
+        return {
+            "krippendorffsAlpha": self.krippendorffs_alpha,
+            "interpretation": self.interpretation,
+            "numItems": self.num_items,
+            "numJudges": self.num_judges,
+            "numComparisons": self.num_comparisons,
+            "judgesUsed": [{"judgeId": u.judge_id, "model": u.model, "approach": u.approach,
+                            "assessmentCount": u.assessment_count} for u in self.judges_used],
+            "judgeSetFingerprint": self.judge_set_fingerprint,
+        }
+
+
+def _sum_squared_pair_differences(values: Sequence[float]) -> float:
+    """Σ (a - b)² over the unordered pairs of ``values``, in linear time: n · Σ (v - mean)²."""
+    if len(values) < 2:
+        return 0.0
+    mean = sum(values) / len(values)
+    return len(values) * sum((v - mean) ** 2 for v in values)
+
+
+def interpret_alpha(alpha: float, pooled_variance: float) -> str:
+    if alpha >= 0.8:
+        return "reliable"
+    if alpha >= 0.667:
+        return "tentative"
+    if abs(alpha) < 0.1 and pooled_variance < 0.02:
+        return "unstable"
+    return "unreliable"
+
+
+def judge_set_fingerprint(judges: Iterable[str]) -> str:
+    """First 12 hex digits of SHA-256 over the sorted, unique judge labels joined by commas."""
+    return hashlib.sha256(",".join(sorted(set(judges))).encode("utf-8")).hexdigest()[:12]
+
+
+def judge_agreement(points: Sequence[Sequence[Rating]]) -> JudgeAgreement | None:
+    """The upstream's agreement figures over the points two or more judges scored; None without such a point.
+
+    Do is the mean squared difference over the pairs of scores within a
+    point; De the mean over all pairs of the pooled scores; alpha = 1 - Do/De
+    rounded to 3 places, and 1 when the scores do not vary at all.
+    """
+    items = [list(ratings) for ratings in points if len(ratings) >= 2]
+    if not items:
+        return None
+    comparisons = sum(len(r) * (len(r) - 1) // 2 for r in items)
+    observed = sum(_sum_squared_pair_differences([x.score for x in r]) for r in items) / comparisons
+    pooled = [x.score for r in items for x in r]
+    expected = _sum_squared_pair_differences(pooled) / (len(pooled) * (len(pooled) - 1) / 2)
+    pooled_mean = sum(pooled) / len(pooled)
+    pooled_variance = sum((v - pooled_mean) ** 2 for v in pooled) / len(pooled)
+    if expected == 0:
+        alpha, interpretation = 1.0, "reliable"
+    else:
+        alpha = round_half_up(1 - observed / expected, 3)
+        interpretation = interpret_alpha(alpha, pooled_variance)
+    counts: dict[str, JudgeUse] = {}
+    for ratings in points:
+        for r in ratings:
+            use = counts.get(r.judge)
+            counts[r.judge] = JudgeUse(r.judge, r.model, r.approach, (use.assessment_count if use else 0) + 1)
+    used = tuple(sorted(counts.values(), key=lambda u: -u.assessment_count))
+    return JudgeAgreement(
+        krippendorffs_alpha=alpha,
+        interpretation=interpretation,
+        num_items=len(items),
+        num_judges=len(items[0]),
+        num_comparisons=comparisons,
+        judges_used=used,
+        judge_set_fingerprint=judge_set_fingerprint(counts),
+    )
+
+
+def krippendorff_alpha_interval(matrix: Sequence[Sequence[float | None]]) -> float | None:
+    """The textbook interval Krippendorff's alpha (Krippendorff 2011, δ² = (a - b)²).
+
+    ``matrix`` is reliability data: one row per judge, one column per point,
+    None (or NaN) where a judge gave no score. Only points with two or more
+    scores count. Returns None when alpha is undefined: no such point, or no
+    variation at all among their scores.
+
+    alpha = 1 - (n - 1) · Σ_u [Σ_{i≠j in u} δ² / (m_u - 1)] / Σ_{i≠j} δ²
+    with n the number of pairable scores, m_u the scores of point u.
+    """
+    width = max((len(row) for row in matrix), default=0)
+    units = []
+    for column in range(width):
+        values = [row[column] for row in matrix if column < len(row)]
+        values = [float(v) for v in values if v is not None and not math.isnan(v)]
+        if len(values) >= 2:
+            units.append(values)
+    if not units:
+        return None
+    pooled = [v for unit in units for v in unit]
+    n = len(pooled)
+    # Ordered pairs: twice the unordered sums.
+    within = sum(2 * _sum_squared_pair_differences(unit) / (len(unit) - 1) for unit in units)
+    total = 2 * _sum_squared_pair_differences(pooled)
+    if total == 0:
+        return None
+    return 1 - (n - 1) * within / total
+
+
+@dataclass(frozen=True, slots=True)
+class AlphaResult:
+    """The textbook alpha over a run, and what it rests on."""
+
+    alpha: float | None  # None: undefined (no point with two scores, or no variation)
+    points: int  # points with scores from two or more judges
+    judges: int  # distinct judges among them
+
+    def to_dict(self) -> dict:
+        return {"krippendorffsAlphaInterval": self.alpha, "points": self.points, "judges": self.judges}
+
+
+def textbook_alpha(points: Iterable[Sequence[Rating]]) -> AlphaResult:
+    """The textbook interval alpha over all points two or more judges scored (DESIGN.md deviation 13).
+
+    Each item holds one point's ratings, from any response of the run. A
+    judge that rated one point twice would be a bug upstream of here.
+    """
+    rated = [list(ratings) for ratings in points if len(ratings) >= 2]
+    judges = sorted({r.judge for ratings in rated for r in ratings})
+    row_of = {judge: i for i, judge in enumerate(judges)}
+    matrix: list[list[float | None]] = [[None] * len(rated) for _ in judges]
+    for column, ratings in enumerate(rated):
+        for r in ratings:
+            matrix[row_of[r.judge]][column] = r.score
+    return AlphaResult(alpha=krippendorff_alpha_interval(matrix), points=len(rated), judges=len(judges))
