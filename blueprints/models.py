@@ -1,1 +1,279 @@
-"""Blueprints and their revisions (models arrive with the library)."""
+"""What an evaluation says: blueprints, their revisions, and named model collections.
+
+A ``Blueprint`` is the thing a person names and finds in the library; its text
+lives in ``BlueprintRevision`` rows, which are never edited: every save (and
+every import of changed text, and every restore) makes a new one, so a run can
+always show the exact text it was produced from. The blueprint keeps a copy of
+the few fields the library lists and sorts by, taken from its current revision.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
+from django.db import models, transaction
+from django.db.models.functions import Lower
+from django.utils import timezone
+from django.utils.text import slugify
+
+from blueprints.spec import parse_blueprint
+from blueprints.spec.model_ids import is_collection_name
+
+BLUEPRINT_ID_RE = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
+validate_blueprint_id = RegexValidator(
+    rf"^{BLUEPRINT_ID_RE}\Z",
+    "Use letters, digits, '-', '_' and '.', starting with a letter or digit "
+    "(a path such as subdir/name becomes subdir__name).",
+)
+validate_collection_name = RegexValidator(
+    r"^[A-Z0-9_-]*[A-Z][A-Z0-9_-]*\Z",
+    "A collection name is upper case: letters A-Z, digits, '_' and '-' (for example CORE).",
+)
+
+DIALECT_WEVAL = "weval"
+_TITLE_LINE = re.compile(r"^(?:title|configTitle)\s*:\s*(.+?)\s*$", re.M)
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class BlueprintQuerySet(models.QuerySet):
+    def for_library(self):
+        """Rows for the library: the current revision's counts, never its (large) text."""
+        return self.select_related("current_revision").defer(
+            "current_revision__text", "current_revision__files", "current_revision__import_report",
+            "current_revision__extras", "description",
+        )
+
+
+class Blueprint(models.Model):
+    slug = models.CharField(
+        "id", max_length=200, unique=True, validators=[validate_blueprint_id],
+        help_text="Used in addresses and results. From the file path on import, from the title otherwise.",
+    )
+    title = models.CharField(max_length=500)
+    description = models.TextField(blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    # "|a|b|": lets the library filter by one tag with a plain LIKE, on every database.
+    tags_key = models.CharField(max_length=2000, blank=True, default="")
+    current_revision = models.ForeignKey(
+        "BlueprintRevision", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    objects = BlueprintQuerySet.as_manager()
+
+    class Meta:
+        ordering = [Lower("title")]
+        indexes = [
+            models.Index(Lower("title"), name="blueprint_title_lower"),
+            models.Index(fields=["tags_key"], name="blueprint_tags_key"),
+        ]
+
+    def __str__(self):
+        return self.slug
+
+    def get_absolute_url(self):
+        from django.urls import reverse
+
+        return reverse("blueprints:detail", args=[self.slug])
+
+    # --- revisions ------------------------------------------------------------------
+
+    def save_revision(self, text: str, *, files: dict | None = None, summary: str = "",
+                      import_report: dict | None = None, extras: dict | None = None,
+                      collections=None) -> tuple["BlueprintRevision", bool]:
+        """Make ``text`` the current revision; returns ``(revision, created)``.
+
+        Text (and companion files) identical to the current revision's makes no new
+        revision. The blueprint must be saved first. ``collections`` is a lookup for
+        the parser (``ModelCollection.lookup()`` when not given).
+        """
+        files = files or {}
+        digest = sha256_text(text)
+        current = self.current_revision
+        if current is not None and current.sha256 == digest and current.files == files:
+            return current, False
+        lookup = collections if collections is not None else ModelCollection.lookup()
+        result = parse_blueprint(text, blueprint_id=self.slug, collections=lookup)
+        bp = result.blueprint
+        with transaction.atomic():
+            last = self.revisions.order_by("-number").values_list("number", flat=True).first() or 0
+            revision = BlueprintRevision.objects.create(
+                blueprint=self, number=last + 1, text=text, files=files, sha256=digest,
+                dialect=DIALECT_WEVAL, summary=summary[:300], import_report=import_report or {},
+                extras=extras or {}, is_valid=result.ok, error_count=len(result.errors),
+                warning_count=len(result.warnings),
+                prompt_count=len(bp.prompts) if bp else None,
+                point_count=bp.point_count if bp else None,
+            )
+            self.current_revision = revision
+            if bp is not None:
+                self.title = (bp.title or self.title or self.slug)[:500]
+                self.description = bp.description or ""
+                self.set_tags(bp.tags)
+            elif not self.title:
+                self.title = title_from_text(text) or self.slug
+            self.updated_at = revision.created_at
+            self.save()
+        return revision, True
+
+    def restore(self, revision: "BlueprintRevision") -> tuple["BlueprintRevision", bool]:
+        """Make an old revision's text current again, as a new revision."""
+        if revision.blueprint_id != self.pk:
+            raise ValueError("that revision belongs to another blueprint")
+        return self.save_revision(revision.text, files=revision.files, extras=revision.extras,
+                                  summary=f"Restored revision {revision.number}")
+
+    def set_tags(self, tags: list[str]):
+        self.tags = list(tags)
+        self.tags_key = "".join(f"|{t}" for t in self.tags) + "|" if self.tags else ""
+
+    def rename(self, new_slug: str):
+        """Change the id; refuses one that is taken or malformed (ValidationError)."""
+        validate_blueprint_id(new_slug)
+        if Blueprint.objects.filter(slug=new_slug).exclude(pk=self.pk).exists():
+            raise ValidationError(f"The id '{new_slug}' is already used by another blueprint.")
+        self.slug = new_slug
+        self.updated_at = timezone.now()
+        self.save(update_fields=["slug", "updated_at"])
+
+    # --- runs -----------------------------------------------------------------------
+
+    def last_run(self):
+        """The newest run of this blueprint (any revision), or None.
+
+        The `runs` app owns runs and this app must not import it, so the run model
+        is reached through the reverse relation named ``runs`` that it adds to
+        Blueprint (or, failing that, to BlueprintRevision). Until it exists,
+        every blueprint is "never run".
+        """
+        relation = _runs_relation(Blueprint)
+        if relation is not None:
+            return getattr(self, relation.get_accessor_name()).order_by("-pk").first()
+        relation = _runs_relation(BlueprintRevision)
+        if relation is not None:
+            lookup = f"{relation.field.name}__blueprint"
+            return relation.related_model._default_manager.filter(**{lookup: self}).order_by("-pk").first()
+        return None
+
+    @classmethod
+    def unique_slug_for(cls, title: str) -> str:
+        """An unused id made from a title: "My Test!" -> "my-test", then "my-test-2"..."""
+        base = slugify(title)[:180].strip("-_.") or "blueprint"
+        slug, n = base, 2
+        while cls.objects.filter(slug=slug).exists():
+            slug, n = f"{base}-{n}", n + 1
+        return slug
+
+
+def _runs_relation(model):
+    for relation in model._meta.related_objects:
+        if relation.get_accessor_name() == "runs":
+            return relation
+    return None
+
+
+def title_from_text(text: str) -> str | None:
+    """A title for text that does not parse: the `title:` line, if there is one."""
+    match = _TITLE_LINE.search(text)
+    if not match:
+        return None
+    return match.group(1).strip().strip("'\"")[:500] or None
+
+
+class BlueprintRevision(models.Model):
+    """One saved text of a blueprint. Never edited: a change is a new revision."""
+
+    blueprint = models.ForeignKey(Blueprint, on_delete=models.CASCADE, related_name="revisions")
+    number = models.PositiveIntegerField()
+    text = models.TextField()
+    files = models.JSONField(default=dict, blank=True)  # companion files: {relative path: text}
+    sha256 = models.CharField(max_length=64)
+    dialect = models.CharField(max_length=20, default=DIALECT_WEVAL)
+    summary = models.CharField(max_length=300, blank=True)  # "Imported from x.yml", "Restored revision 2"
+    import_report = models.JSONField(default=dict, blank=True)
+    extras = models.JSONField(default=dict, blank=True)  # fields kept aside on import
+    is_valid = models.BooleanField(default=False)
+    error_count = models.PositiveIntegerField(default=0)
+    warning_count = models.PositiveIntegerField(default=0)
+    prompt_count = models.PositiveIntegerField(null=True, blank=True)
+    point_count = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["blueprint", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["blueprint", "number"], name="revision_number_unique"),
+        ]
+
+    def __str__(self):
+        return f"{self.blueprint_id} r{self.number}"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None and not self._state.adding:
+            raise ValueError("A blueprint revision is never edited; save the blueprint's new text as a new revision.")
+        super().save(*args, **kwargs)
+
+    @property
+    def can_run(self) -> bool:
+        return self.is_valid
+
+    @property
+    def short_sha(self) -> str:
+        return self.sha256[:10]
+
+    def parse(self, collections=None):
+        lookup = collections if collections is not None else ModelCollection.lookup()
+        return parse_blueprint(self.text, blueprint_id=self.blueprint.slug, collections=lookup)
+
+
+class ModelCollection(models.Model):
+    """A named list of model ids (``CORE``) that a blueprint's ``models:`` may name."""
+
+    name = models.CharField(max_length=100, unique=True, validators=[validate_collection_name])
+    source = models.CharField(max_length=500, blank=True)  # where it came from: a file path, "edited in evalsite"
+    updated_at = models.DateTimeField(default=timezone.now)
+    # Last: from here on, `models` in this class body is the field, not django.db.models.
+    models = models.JSONField(default=list, blank=True)  # may be empty, as FRONTIER.json is in Weval's repository
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+    def clean(self):
+        if not is_collection_name(self.name):
+            raise ValidationError({"name": "A collection name is upper case, e.g. CORE."})
+        if not isinstance(self.models, list) or not all(isinstance(m, str) and m.strip() for m in self.models):
+            raise ValidationError({"models": "A collection is a list of model ids such as openai:gpt-4o-mini."})
+
+    @classmethod
+    def lookup(cls):
+        """A function for the parser's ``collections=``: name -> model ids, or None if unknown.
+
+        Reads the table once, so one parse costs one query however many names it asks about.
+        """
+        stored = {name: list(models) for name, models in cls.objects.values_list("name", "models")}
+        return stored.get
+
+    @classmethod
+    def store(cls, name: str, model_ids: list[str], source: str = "") -> tuple["ModelCollection", bool]:
+        """Create or replace a collection; returns ``(collection, changed)``."""
+        model_ids = [m.strip() for m in model_ids if m.strip()]
+        existing = cls.objects.filter(name=name).first()
+        if existing is not None and existing.models == model_ids:
+            return existing, False
+        collection = existing or cls(name=name)
+        collection.models = model_ids
+        collection.source = source[:500]
+        collection.updated_at = timezone.now()
+        collection.full_clean()
+        collection.save()
+        return collection, True

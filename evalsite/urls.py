@@ -4,5 +4,6 @@ from evalsite import views
 
 urlpatterns = [
     path("", include("blueprints.urls")),
+    path("", include("runs.urls")),
     path("healthz", views.healthz, name="healthz"),
 ]

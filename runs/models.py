@@ -1,1 +1,205 @@
-"""Runs, responses and point assessments (models arrive with the run engine)."""
+"""Doing a run, and what came out of it.
+
+A ``Run`` pins one ``BlueprintRevision``. Starting it creates one ``Response``
+row per prompt x model variant x trial, all ``pending``; workers claim them in
+chunks with a conditional update, so a duplicate task delivery does nothing
+and a restart never redoes a finished item. Each response is generated and
+then judged at once; its ``PointAssessment`` rows keep every judge's verdict.
+When the last item finishes, the run's aggregates are stored on the row, so
+pages never recompute them from every assessment.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import F, Q
+from django.utils import timezone
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+FINISHED = (RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED)
+
+
+class Run(models.Model):
+    revision = models.ForeignKey("blueprints.BlueprintRevision", on_delete=models.PROTECT, related_name="runs")
+    blueprint = models.ForeignKey("blueprints.Blueprint", on_delete=models.CASCADE, related_name="runs")
+    label = models.CharField(max_length=80, db_index=True)  # hash of the whole revision text (deviation 12)
+    status = models.CharField(max_length=12, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True)
+    source = models.CharField(max_length=12, default="web")  # web, cli, api
+    # What the run resolved at start: model ids (custom model objects as dicts), the judge plan, options.
+    resolved_models = models.JSONField(default=list)
+    judges = models.JSONField(default=dict)
+    options = models.JSONField(default=dict)  # fresh, trials, max_tokens, ...
+    cancel_requested = models.BooleanField(default=False)
+
+    items_total = models.PositiveIntegerField(default=0)
+    items_done = models.PositiveIntegerField(default=0)
+    items_failed = models.PositiveIntegerField(default=0)
+    judge_calls_total = models.PositiveIntegerField(default=0)
+    judge_calls_done = models.PositiveIntegerField(default=0)
+    judge_calls_failed = models.PositiveIntegerField(default=0)
+
+    candidate_input_tokens = models.BigIntegerField(default=0)
+    candidate_output_tokens = models.BigIntegerField(default=0)
+    candidate_cost_usd = models.FloatField(default=0.0)
+    candidate_cost_unknown = models.PositiveIntegerField(default=0)  # calls whose price we do not know
+    judge_input_tokens = models.BigIntegerField(default=0)
+    judge_output_tokens = models.BigIntegerField(default=0)
+    judge_cost_usd = models.FloatField(default=0.0)
+    judge_cost_unknown = models.PositiveIntegerField(default=0)
+
+    waiting = models.JSONField(default=dict, blank=True)  # model id -> "429 from openai, attempt 2 of 3 in 12 s"
+    aggregates = models.JSONField(default=dict, blank=True)  # per model variant, per cell, agreement; at the end
+    error = models.TextField(blank=True)
+
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["blueprint", "-created_at"], name="run_blueprint_recent")]
+
+    def __str__(self):
+        return f"run {self.pk} of {self.blueprint_id} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in FINISHED
+
+    @property
+    def overall_score(self) -> float | None:
+        return (self.aggregates or {}).get("overall", {}).get("mean")
+
+    def add_progress(self, **deltas) -> None:
+        """Add to counters in one UPDATE, so concurrent workers never lose each other's counts."""
+        Run.objects.filter(pk=self.pk).update(**{name: F(name) + value for name, value in deltas.items() if value})
+
+
+class ResponseStatus(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"  # generation failed, or every judge call failed: shown, retried by "retry failed"
+
+
+class Response(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="responses")
+    prompt_id = models.CharField(max_length=300)
+    prompt_index = models.PositiveIntegerField(default=0)  # the prompt's place in the blueprint
+    variant_id = models.CharField(max_length=400)  # model[temp:T] or model[temp:T][sp_idx:i]
+    model_id = models.CharField(max_length=300)  # the base model
+    trial = models.PositiveSmallIntegerField(default=0)
+    status = models.CharField(max_length=10, choices=ResponseStatus.choices, default=ResponseStatus.PENDING)
+    claimed_by = models.CharField(max_length=100, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+
+    conversation = models.JSONField(default=list)  # [{role, content, generated}]
+    text = models.TextField(null=True, blank=True)  # the subject of scoring: all generated turns
+    final_text = models.TextField(null=True, blank=True)
+    tool_calls = models.JSONField(default=list)
+    latency_ms = models.FloatField(null=True, blank=True)
+    input_tokens = models.IntegerField(null=True, blank=True)
+    output_tokens = models.IntegerField(null=True, blank=True)
+    cost_usd = models.FloatField(null=True, blank=True)
+    cached = models.BooleanField(default=False)
+    error = models.TextField(blank=True)  # generation failed: nothing was scored
+
+    score = models.FloatField(null=True, blank=True)  # coverage (2 places), overrides applied; None: not evaluated
+    judged_score = models.FloatField(null=True, blank=True)  # the same before any override
+    score_basis = models.CharField(max_length=12, blank=True)
+    not_evaluated_reason = models.TextField(blank=True)
+    similarity = models.FloatField(null=True, blank=True)
+    calculation = models.JSONField(default=dict, blank=True)  # the worked calculation, for the response page
+    agreement = models.JSONField(default=dict, blank=True)  # the upstream's judge-agreement figures
+    judge_usage = models.JSONField(default=dict, blank=True)
+    judge_errors = models.PositiveIntegerField(default=0)  # judge verdicts that failed (retry-failed redoes them)
+    violated_should_not = models.BooleanField(default=False)
+    disagreement = models.BooleanField(default=False)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["prompt_index", "variant_id", "trial"]
+        constraints = [
+            # By position, not id: two prompts sharing an id (a warning) still both run.
+            models.UniqueConstraint(fields=["run", "prompt_index", "variant_id", "trial"], name="response_unique_item"),
+        ]
+        indexes = [
+            models.Index(fields=["run", "status"], name="response_run_status"),
+            models.Index(fields=["run", "variant_id"], name="response_run_variant"),
+            models.Index(fields=["run", "prompt_index"], name="response_run_prompt"),
+        ]
+
+    def __str__(self):
+        return f"{self.prompt_id} x {self.variant_id}"
+
+    @property
+    def evaluated(self) -> bool:
+        return self.score is not None
+
+
+class PointAssessment(models.Model):
+    response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="assessments")
+    position = models.PositiveIntegerField()  # rubric order as authored (should, then should_not)
+    kind = models.CharField(max_length=10)  # function or judged
+    text = models.TextField(blank=True)  # the criterion, for judged points
+    fn = models.CharField(max_length=60, blank=True)
+    fn_args = models.JSONField(null=True, blank=True)
+    citation = models.JSONField(null=True, blank=True)
+    multiplier = models.FloatField(default=1.0)
+    path_id = models.CharField(max_length=40, blank=True)  # "" required; path_2; not_path_0
+    inverted = models.BooleanField(default=False)
+    key_point_text = models.TextField(blank=True)
+    source_line = models.PositiveIntegerField(null=True, blank=True)
+
+    score = models.FloatField(null=True, blank=True)  # after inversion; None: not evaluated
+    raw_score = models.FloatField(null=True, blank=True)
+    reflection = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    warning = models.TextField(blank=True)
+    judge_model_id = models.CharField(max_length=500, blank=True)
+    verdicts = models.JSONField(default=list, blank=True)  # every judge asked: id, model, score, reflection, raw...
+    judge_std_dev = models.FloatField(null=True, blank=True)
+    disagreement = models.BooleanField(default=False)
+    backup_used = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [models.UniqueConstraint(fields=["response", "position"], name="assessment_unique_position")]
+
+    def __str__(self):
+        return self.key_point_text[:80]
+
+    @property
+    def effective_score(self) -> float | None:
+        override = getattr(self, "override", None)
+        return override.score if override is not None else self.score
+
+
+class PointOverride(models.Model):
+    """A reviewer's score for one assessment. The judges' verdict stays; aggregates use this."""
+
+    assessment = models.OneToOneField(PointAssessment, on_delete=models.CASCADE, related_name="override")
+    score = models.FloatField()
+    reason = models.TextField()
+    who = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=Q(score__gte=0) & Q(score__lte=1), name="override_score_0_1")]
+
+
+class CachedResponse(models.Model):
+    """The response cache shared by every worker (keyed by provider, model, messages and parameters)."""
+
+    key = models.CharField(max_length=64, unique=True)
+    value = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now)

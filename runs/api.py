@@ -1,0 +1,170 @@
+"""A small JSON API: start a run, read its status and progress, read its results, control it.
+
+When ``EVALSITE_API_TOKEN`` is set every call needs ``Authorization: Bearer <token>``;
+without it the API answers only to the loopback address. Requests that change
+anything must send JSON (``Content-Type: application/json``): a web page in
+the user's browser cannot send that to us without a CORS preflight, which we
+never grant, so a loopback-only API is not open to cross-site requests.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+from functools import wraps
+
+from django.conf import settings
+from django.db import transaction
+from django.http import JsonResponse
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_POST
+
+from blueprints.models import Blueprint
+from blueprints.services import create_from_text
+
+from . import services
+from .exports import run_to_json
+from .models import Run
+
+
+def _error(status: int, message: str, **extra) -> JsonResponse:
+    return JsonResponse({"error": message, **extra}, status=status)
+
+
+def _is_loopback(address: str | None) -> bool:
+    try:
+        return ipaddress.ip_address(address or "").is_loopback
+    except ValueError:
+        return False
+
+
+def api_view(view):
+    @csrf_exempt
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        token = settings.EVALSITE_API_TOKEN
+        if token:
+            given = request.headers.get("Authorization", "")
+            if not given.startswith("Bearer ") or not hmac.compare_digest(given[7:].strip(), token):
+                return _error(401, "send Authorization: Bearer <EVALSITE_API_TOKEN>")
+        elif not _is_loopback(request.META.get("REMOTE_ADDR")):
+            return _error(403, "the API answers only on the loopback address unless EVALSITE_API_TOKEN is set")
+        if request.method == "POST" and request.content_type != "application/json":
+            return _error(415, "send a JSON body with Content-Type: application/json")
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def _body(request) -> dict | JsonResponse:
+    try:
+        data = json.loads(request.body or b"{}")
+    except json.JSONDecodeError as exc:
+        return _error(400, f"the body is not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
+    if not isinstance(data, dict):
+        return _error(400, "the body must be a JSON object")
+    return data
+
+
+def run_status(run: Run, request) -> dict:
+    return {
+        "id": run.pk,
+        "blueprint": run.blueprint.slug,
+        "revision": run.revision.number,
+        "status": run.status,
+        "label": run.label,
+        "items": {"total": run.items_total, "done": run.items_done, "failed": run.items_failed},
+        "judgeCalls": {"total": run.judge_calls_total, "done": run.judge_calls_done,
+                       "failed": run.judge_calls_failed},
+        "waiting": run.waiting,
+        "problems": run.options.get("problems", []),
+        "createdAt": run.created_at.isoformat(),
+        "startedAt": run.started_at.isoformat() if run.started_at else None,
+        "finishedAt": run.finished_at.isoformat() if run.finished_at else None,
+        "score": run.overall_score,
+        "models": {k: {"mean": v["mean"], "std": v["std"], "n": v["n"], "notEvaluated": v["notEvaluated"]}
+                   for k, v in (run.aggregates or {}).get("variants", {}).items()},
+        "urls": {
+            "status": request.build_absolute_uri(reverse("runs:api-run", args=[run.pk])),
+            "results": request.build_absolute_uri(reverse("runs:api-results", args=[run.pk])),
+            "page": request.build_absolute_uri(reverse("runs:detail", args=[run.pk])),
+        },
+    }
+
+
+def _strings(data: dict, key: str) -> list[str] | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",")]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"`{key}` must be a list of model ids")
+    return [v for v in value if v]
+
+
+@api_view
+@require_POST
+def start(request):
+    data = _body(request)
+    if isinstance(data, JsonResponse):
+        return data
+    text, slug = data.get("blueprint"), data.get("blueprintId")
+    if text is not None and not isinstance(text, str):
+        return _error(400, "`blueprint` must be the blueprint's text (YAML or JSON)")
+    if text is None and not isinstance(slug, str):
+        return _error(400, "send `blueprint` (its text) or `blueprintId` (a stored blueprint's id)")
+    try:
+        models, judges = _strings(data, "models"), _strings(data, "judges")
+    except ValueError as exc:
+        return _error(400, str(exc))
+    with transaction.atomic():
+        if text is not None and slug:
+            blueprint, _ = Blueprint.objects.get_or_create(slug=slug, defaults={"title": slug})
+            blueprint.save_revision(text, summary="Sent to the API")
+        elif text is not None:
+            blueprint, _ = create_from_text(text, summary="Sent to the API")
+        else:
+            blueprint = Blueprint.objects.filter(slug=slug).first()
+            if blueprint is None:
+                return _error(404, f"no blueprint with the id '{slug}'")
+        try:
+            run = services.start_run(blueprint, models=models, judges=judges, fresh=bool(data.get("fresh")),
+                                     trials=int(data.get("trials") or 1), source="api")
+        except services.RunRefused as refused:
+            transaction.set_rollback(text is not None and not slug)  # keep nothing from a refused one-off text
+            return _error(422, refused.message, problems=refused.problems, blueprint=blueprint.slug)
+    return JsonResponse(run_status(run, request), status=201)
+
+
+@api_view
+@require_GET
+def run_detail(request, run_id):
+    run = get_object_or_404(Run.objects.select_related("blueprint", "revision"), pk=run_id)
+    return JsonResponse(run_status(run, request))
+
+
+@api_view
+@require_GET
+def run_results(request, run_id):
+    run = get_object_or_404(Run.objects.select_related("blueprint", "revision"), pk=run_id)
+    return JsonResponse(run_to_json(run), json_dumps_params={"ensure_ascii": False})
+
+
+@api_view
+@require_POST
+def control(request, run_id, action):
+    if action not in ("cancel", "resume", "retry-failed"):
+        return _error(404, f"unknown action '{action}': use cancel, resume or retry-failed")
+    run = get_object_or_404(Run.objects.select_related("blueprint", "revision"), pk=run_id)
+    if action == "cancel":
+        services.cancel_run(run)
+    elif action == "resume":
+        services.resume_run(run)
+    elif action == "retry-failed":
+        services.retry_failed(run)
+    run.refresh_from_db()
+    return JsonResponse(run_status(run, request))

@@ -1,0 +1,101 @@
+"""The run pipeline: every work item generated and then judged at once, concurrently.
+
+Pure Python: it takes work items (prompt x model variant x trial), the
+function that reaches models, the judge plan and a callback that stores each
+finished item. Limits per provider live in the router; here only the number
+of items in flight is bounded, so memory stays flat however large the run.
+
+An item whose code hits a bug is recorded as failed with the error (and the
+traceback goes to the log) rather than stopping its neighbours: one broken
+item must not cost a reviewer the rest of the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Iterable
+
+from blueprints.spec.schema import Prompt
+
+from .assess import ResponseAssessment, assess_response
+from .generate import ModelVariant, generate
+from .judge import JudgePlan
+from .points import evaluate_point as real_evaluate_point
+from .types import CompleteFn, GeneratedResponse
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkItem:
+    key: Any  # the caller's handle (a database id)
+    prompt: Prompt
+    variant: ModelVariant
+    trial: int = 0
+    existing: GeneratedResponse | None = None  # a kept generation to judge again (retry of failed judge calls)
+
+
+@dataclass(frozen=True, slots=True)
+class ItemResult:
+    item: WorkItem
+    response: GeneratedResponse
+    assessment: ResponseAssessment | None
+    internal_error: str | None = None  # a bug in our code, recorded instead of a score
+
+
+@dataclass
+class PipelineOptions:
+    max_in_flight: int = 64
+    max_tokens: int | None = None
+    use_cache: bool = True
+    embed: Any = None
+    external_services: Any = None
+    evaluate_point: Callable[..., Any] = field(default=real_evaluate_point)
+
+
+async def process_item(item: WorkItem, *, complete: CompleteFn, judges: JudgePlan,
+                       options: PipelineOptions) -> ItemResult:
+    response = item.existing or await generate(item.prompt, item.variant, complete, max_tokens=options.max_tokens,
+                                               use_cache=options.use_cache, trial=item.trial)
+    assessment = await assess_response(
+        item.prompt, response, judges=judges, complete=complete, evaluate_point=options.evaluate_point,
+        embed=options.embed, external_services=options.external_services,
+    )
+    return ItemResult(item, response, assessment)
+
+
+async def run_items(
+    items: Iterable[WorkItem],
+    *,
+    complete: CompleteFn,
+    judges: JudgePlan,
+    on_result: Callable[[ItemResult], Awaitable[None]],
+    should_stop: Callable[[], Awaitable[bool]] | None = None,
+    options: PipelineOptions | None = None,
+) -> tuple[int, int]:
+    """Process items; returns (finished, skipped because of a stop request)."""
+    options = options or PipelineOptions()
+    gate = asyncio.Semaphore(max(1, options.max_in_flight))
+    finished = skipped = 0
+
+    async def one(item: WorkItem) -> None:
+        nonlocal finished, skipped
+        async with gate:
+            if should_stop is not None and await should_stop():
+                skipped += 1
+                return
+            try:
+                result = await process_item(item, complete=complete, judges=judges, options=options)
+            except Exception as exc:  # a bug: keep it visible on the item, keep the run going
+                log.exception("internal error on %s x %s", item.prompt.id, item.variant.variant_id)
+                response = GeneratedResponse(prompt_id=item.prompt.id, model_variant_id=item.variant.id_for(item.prompt),
+                                             conversation=(), text=None, final_text=None,
+                                             error=f"internal error: {type(exc).__name__}: {exc}", trial=item.trial)
+                result = ItemResult(item, response, None, internal_error=response.error)
+            await on_result(result)
+            finished += 1
+
+    await asyncio.gather(*(one(item) for item in items))
+    return finished, skipped

@@ -1,0 +1,135 @@
+"""python manage.py run_blueprint PATH_OR_ID [--models a,b] [--judges x,y] [--fresh] [--enqueue] [--json OUT]"""
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from django.core.management.base import BaseCommand
+
+from blueprints.models import Blueprint, ModelCollection
+from blueprints import services as blueprint_services
+from blueprints.spec.collections import lookup_for_file
+from blueprints.spec.files import read_text
+from blueprints.spec.ids import blueprint_id_for_file
+from runs.exports import run_to_json
+from runs.services import Progress, RunRefused, run_inline, start_run
+
+
+def _csv(value):
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+class Command(BaseCommand):
+    help = ("Run a blueprint file or a stored blueprint in this process (no worker needed), store it like any other "
+            "run, and print a per-model score table. Exit 0 when the run completed (even with failed items), 1 when "
+            "it failed or was cancelled, 2 when the blueprint cannot run.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("target", metavar="PATH_OR_ID", help="a blueprint file, or the id of a stored blueprint")
+        parser.add_argument("--models", help="comma-separated models replacing the blueprint's (may name its "
+                                             "custom models or a collection)")
+        parser.add_argument("--judges", help="comma-separated provider:model judges replacing the blueprint's")
+        parser.add_argument("--fresh", action="store_true", help="do not use cached responses")
+        parser.add_argument("--trials", type=int, default=1, help="responses per prompt and model (default 1)")
+        parser.add_argument("--enqueue", action="store_true", help="hand the run to the workers and print its id")
+        parser.add_argument("--json", metavar="OUT", help="also write the result file (as export_run --format json)")
+
+    def handle(self, *args, **options):
+        blueprint, collections = self._blueprint(options["target"])
+        try:
+            run = start_run(blueprint, models=_csv(options["models"]), judges=_csv(options["judges"]),
+                            fresh=options["fresh"], trials=options["trials"], source="cli",
+                            collections=collections, enqueue=options["enqueue"])
+        except RunRefused as refused:
+            self.stderr.write(f"cannot run: {refused.message}")
+            for problem in refused.problems:
+                self.stderr.write(f"  {problem}")
+            raise SystemExit(2)
+        for problem in run.options.get("problems", []):
+            self.stderr.write(f"warning: {problem}")
+        if options["enqueue"]:
+            self.stdout.write(str(run.pk))
+            return
+        self.stderr.write(f"run {run.pk}: {run.items_total} items ({blueprint.slug})")
+        bar = _Bar(run.items_total, self.stderr)
+        run = run_inline(run, progress=Progress(on_item=bar.step, on_wait=bar.wait))
+        bar.close()
+        self._table(run)
+        if options["json"]:
+            Path(options["json"]).write_text(json.dumps(run_to_json(run), ensure_ascii=False, indent=2),
+                                             encoding="utf-8")
+            self.stderr.write(f"wrote {options['json']}")
+        if run.status != "done":
+            raise SystemExit(1)
+
+    def _blueprint(self, target):
+        path = Path(target)
+        stored = ModelCollection.lookup()
+        if path.is_file():
+            text = read_text(path)
+            slug = blueprint_id_for_file(str(path))
+            companions = blueprint_services._companions(path.resolve(), text, path.resolve().parent)
+            outcome = blueprint_services.import_files([(f"{slug.replace('__', '/')}{path.suffix}", text, companions)],
+                                   via="run_blueprint")
+            item = outcome.items[0]
+            if item.blueprint is None:
+                self.stderr.write(f"cannot run: {item.message}")
+                raise SystemExit(2)
+            return item.blueprint, lookup_for_file(path, {})  # files near it first...
+        blueprint = Blueprint.objects.filter(slug=target).first()
+        if blueprint is None:
+            self.stderr.write(f"cannot run: '{target}' is neither a file nor the id of a stored blueprint")
+            raise SystemExit(2)
+        return blueprint, stored
+
+    def _table(self, run):
+        variants = (run.aggregates or {}).get("variants", {})
+        width = max([len("model")] + [len(v) for v in variants])
+        self.stdout.write(f"{'model'.ljust(width)}  score   ±std   n  not evaluated  failed")
+        for variant_id, stats in sorted(variants.items(), key=lambda kv: -(kv[1]["mean"] or -1)):
+            mean = "  n/a" if stats["mean"] is None else f"{stats['mean']:.3f}"
+            std = "   - " if stats["std"] is None else f"{stats['std']:.3f}"
+            self.stdout.write(f"{variant_id.ljust(width)}  {mean}  {std}  {stats['n']:>2}  {stats['notEvaluated']:>13}"
+                              f"  {stats['failed']:>6}")
+        overall = (run.aggregates or {}).get("overall", {})
+        if overall.get("mean") is not None:
+            self.stdout.write(f"overall {overall['mean']:.3f} over {overall['n']} model variant(s); run {run.pk} "
+                              f"{run.status}")
+        else:
+            self.stdout.write(f"run {run.pk} {run.status}: nothing could be scored")
+
+
+class _Bar:
+    """A progress bar on a terminal; a line every tenth of the run otherwise."""
+
+    def __init__(self, total, stream):
+        self.total, self.stream, self.done, self.failed = total, stream, 0, 0
+        self.tty = hasattr(stream, "isatty") and stream.isatty() or sys.stderr.isatty()
+        self.last_line = -1
+        self.started = time.monotonic()
+
+    def step(self, response):
+        self.done += 1
+        self.failed += response.status == "failed"
+        if self.tty:
+            filled = int(30 * self.done / max(1, self.total))
+            self.stream.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total}"
+                              f"{f', {self.failed} failed' if self.failed else ''}", ending="")
+            self.stream.flush()
+        else:
+            tenth = 10 * self.done // max(1, self.total)
+            if tenth != self.last_line:
+                self.last_line = tenth
+                self.stream.write(f"{self.done}/{self.total} items done{f', {self.failed} failed' if self.failed else ''}"
+                                  f" ({time.monotonic() - self.started:.1f} s)")
+
+    def wait(self, model_id, message):
+        if self.tty:
+            self.stream.write(f"\r{model_id}: {message}".ljust(70), ending="")
+        else:
+            self.stream.write(f"{model_id}: {message}")
+
+    def close(self):
+        if self.tty:
+            self.stream.write("")

@@ -1,0 +1,639 @@
+"""Starting, executing, cancelling, resuming and finishing runs: the glue between the engine and the database.
+
+Views, tasks and commands stay thin by calling these functions. The engine
+(runs/engine) does the work in plain Python; this module loads ids, builds the
+engine's inputs from stored rows and settings, and saves what comes back.
+
+Work is split into chunks of ``Response`` rows. A chunk claims its rows with a
+conditional UPDATE (pending, or running under a claim that is dead or whose
+lease ran out), so a duplicate task delivery does nothing and a restarted
+worker never redoes a finished item.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from functools import lru_cache
+from typing import Callable
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections, connections, transaction
+from django.db.models import Count, F, Q
+from django.utils import timezone
+
+from blueprints.models import Blueprint, BlueprintRevision, ModelCollection
+from blueprints.spec.collections import resolve_models
+from blueprints.spec.schema import Blueprint as SpecBlueprint
+from blueprints.spec.schema import CustomModel
+from runs.engine.assess import ResponseAssessment
+from runs.engine.generate import ModelVariant, expand_variants
+from runs.engine.judge import JudgePlan, JudgeSpec, judges_from_models, plan_judges, scale_for
+from runs.engine.pipeline import ItemResult, PipelineOptions, WorkItem, run_items
+from runs.engine.providers import Router, check_models, fixtures_from_blueprint, settings_from_env
+from runs.engine.scoring import Rating, model_stats, round2, run_stats, textbook_alpha
+from runs.engine.types import GeneratedResponse, Turn
+
+from .cache import DatabaseCache
+from .models import FINISHED, PointAssessment, Response, ResponseStatus, Run, RunStatus
+
+log = logging.getLogger(__name__)
+
+CHUNK_SIZE = 50  # items per task: enough to keep calls in flight, few enough to finish inside the task timeout
+HEARTBEAT_S = 10
+
+
+class RunRefused(Exception):
+    """The blueprint cannot run as it stands; ``problems`` say why, with lines where there are any."""
+
+    def __init__(self, message: str, problems: list[str] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.problems = problems or []
+
+    def __str__(self):
+        return "\n".join([self.message, *self.problems])
+
+
+def claim_lease() -> timedelta:
+    return timedelta(seconds=float(os.environ.get("EVALSITE_CLAIM_LEASE_S") or 120))
+
+
+# --- starting ---------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=32)
+def _parsed(revision_id: int, sha256: str) -> SpecBlueprint:
+    revision = BlueprintRevision.objects.select_related("blueprint").get(pk=revision_id)
+    result = revision.parse(collections=lambda name: None)
+    if result.blueprint is None:
+        raise RunRefused("the revision has errors", [e.format(revision.blueprint.slug) for e in result.errors])
+    return result.blueprint
+
+
+def parsed_blueprint(revision: BlueprintRevision) -> SpecBlueprint:
+    return _parsed(revision.pk, revision.sha256)
+
+
+def _custom_models(bp: SpecBlueprint) -> dict[str, CustomModel]:
+    return {m.id: m for m in bp.models if isinstance(m, CustomModel)}
+
+
+def resolve_run_models(bp: SpecBlueprint, requested: list[str] | None, collections) -> list[str | CustomModel]:
+    """The models a run uses: ``requested`` (ids, custom model ids, collections) or the blueprint's."""
+    customs = _custom_models(bp)
+    if requested:
+        wanted = [customs.get(m, m) for m in requested]
+    else:
+        wanted = list(bp.models) if bp.models_given else ["CORE"]
+    models, missing = resolve_models(wanted, collections)
+    if missing:
+        raise RunRefused(
+            f"unknown model collection{'s' if len(missing) > 1 else ''}: {', '.join(missing)}",
+            [f"'{name}' is neither a stored collection nor a models/{name}.json beside the blueprint; import it "
+             f"(python manage.py import_blueprints DIR reads DIR/models/*.json) or list models explicitly"
+             for name in missing],
+        )
+    if not models:
+        raise RunRefused("No models to evaluate after resolving collections.")
+    return models
+
+
+def judge_plan_for(bp: SpecBlueprint, requested: list[str] | None) -> JudgePlan:
+    if requested:
+        specs = judges_from_models(requested)
+        return JudgePlan(judges=specs, scale=scale_for(bp.coverage), configured=True, description=bp.description)
+    return plan_judges(bp.coverage, default_judges=settings.EVALSITE_DEFAULT_JUDGES,
+                       backup_judge=settings.EVALSITE_BACKUP_JUDGE or None, description=bp.description)
+
+
+def _plan_to_json(plan: JudgePlan) -> dict:
+    def spec(j: JudgeSpec | None):
+        return None if j is None else {"id": j.id, "model": j.model, "approach": j.approach}
+
+    return {"judges": [spec(j) for j in plan.judges], "backup": spec(plan.backup), "configured": plan.configured,
+            "scale": plan.scale.name}
+
+
+def _plan_from_json(data: dict, bp: SpecBlueprint) -> JudgePlan:
+    judges = tuple(JudgeSpec(**j) for j in data.get("judges", []))
+    backup = JudgeSpec(**data["backup"]) if data.get("backup") else None
+    scale = scale_for(bp.coverage)
+    return JudgePlan(judges=judges, scale=scale, backup=backup, configured=data.get("configured", False),
+                     description=bp.description)
+
+
+def run_label(revision: BlueprintRevision) -> str:
+    """Deviation 12: the label hashes the whole revision text (and its companion files)."""
+    digest = hashlib.sha256(revision.text.encode("utf-8"))
+    for name in sorted(revision.files or {}):
+        digest.update(f"\0{name}\0{revision.files[name]}".encode("utf-8"))
+    return digest.hexdigest()[:16]
+
+
+def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None, models: list[str] | None = None,
+              judges: list[str] | None = None, fresh: bool = False, trials: int = 1, source: str = "web",
+              collections=None, enqueue: bool = True) -> Run:
+    """Create a run and its items; with ``enqueue``, hand it to the workers once the transaction commits.
+
+    Raises RunRefused when the blueprint has errors or names an unknown collection.
+    """
+    revision = revision or blueprint.current_revision
+    if revision is None:
+        raise RunRefused("the blueprint has no saved text yet")
+    lookup = collections or ModelCollection.lookup()
+    result = revision.parse(collections=lookup)
+    if result.blueprint is None:
+        raise RunRefused(f"'{blueprint.slug}' has errors; fix them before running",
+                         [e.format(blueprint.slug) for e in result.errors])
+    bp = result.blueprint
+    resolved = resolve_run_models(bp, models, lookup)
+    plan = judge_plan_for(bp, judges)
+    customs = _custom_models(bp)
+    fixtures, fixture_problems = fixtures_from_blueprint(bp.fixtures, revision.files)
+    problems = [p.message for p in check_models(resolved, os.environ, custom_models=customs, fixtures=fixtures)]
+    if any(p.fn is None for prompt in bp.prompts for p in prompt.all_points()):
+        judge_models = [j.model for j in plan.judges]
+        problems += [f"judge {p.message}" for p in check_models(judge_models, os.environ, custom_models=customs)]
+    problems += fixture_problems
+    variants = expand_variants(bp, resolved)
+    judged_points = {i: sum(1 for p in prompt.all_points() if p.fn is None) for i, prompt in enumerate(bp.prompts)}
+    trials = max(1, int(trials))
+    with transaction.atomic():
+        run = Run.objects.create(
+            revision=revision, blueprint=blueprint, label=run_label(revision), source=source,
+            resolved_models=[m.to_upstream() if isinstance(m, CustomModel) else m for m in resolved],
+            judges=_plan_to_json(plan),
+            options={"fresh": fresh, "trials": trials, "problems": problems,
+                     "requestedModels": models or None, "requestedJudges": judges or None},
+        )
+        rows = [
+            Response(run=run, prompt_id=prompt.id, prompt_index=index, variant_id=variant.id_for(prompt),
+                     model_id=variant.base_model_id, trial=trial)
+            for index, prompt in enumerate(bp.prompts) for variant in variants for trial in range(trials)
+        ]
+        Response.objects.bulk_create(rows, batch_size=500)
+        run.items_total = len(rows)
+        run.judge_calls_total = sum(judged_points[r.prompt_index] for r in rows) * len(plan.judges)
+        run.save(update_fields=["items_total", "judge_calls_total"])
+        if not rows:
+            finish_run(run.pk)
+        elif enqueue:
+            transaction.on_commit(lambda: enqueue_pending(run.pk))
+    return run
+
+
+def enqueue_pending(run_id: int) -> int:
+    """Hand every unclaimed item of a run to the workers, in chunks. Returns the number of tasks."""
+    from django_q.tasks import async_task
+
+    ids = list(Response.objects.filter(run_id=run_id, status=ResponseStatus.PENDING)
+               .order_by("prompt_index", "variant_id", "trial").values_list("pk", flat=True))
+    chunks = [ids[i:i + CHUNK_SIZE] for i in range(0, len(ids), CHUNK_SIZE)]
+    for chunk in chunks:
+        async_task("runs.tasks.run_chunk", run_id, chunk, task_name=f"run {run_id}: {len(chunk)} items",
+                   group=f"run-{run_id}")
+    return len(chunks)
+
+
+# --- executing --------------------------------------------------------------------------
+
+
+def worker_token() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def _claim_is_dead(claimed_by: str) -> bool:
+    """A claim by a process of this machine that no longer exists is dead at once; others wait for the lease."""
+    try:
+        host, pid, _ = claimed_by.split(":", 2)
+        pid = int(pid)
+    except ValueError:
+        return True
+    if host != socket.gethostname():
+        return False
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def _claimable(now) -> Q:
+    return Q(status=ResponseStatus.PENDING) | Q(status=ResponseStatus.RUNNING, claimed_at__lt=now - claim_lease())
+
+
+def claim(run_id: int, response_ids: list[int], token: str) -> list[int]:
+    """Claim the given items that nobody holds; returns the ids now ours."""
+    now = timezone.now()
+    dead = [pk for pk, by in Response.objects.filter(pk__in=response_ids, status=ResponseStatus.RUNNING)
+            .values_list("pk", "claimed_by") if _claim_is_dead(by)]
+    Response.objects.filter(Q(pk__in=response_ids, run_id=run_id) & (_claimable(now) | Q(pk__in=dead,
+                                                                      status=ResponseStatus.RUNNING))).update(
+        status=ResponseStatus.RUNNING, claimed_by=token, claimed_at=now, attempts=F("attempts") + 1)
+    return list(Response.objects.filter(pk__in=response_ids, claimed_by=token, status=ResponseStatus.RUNNING)
+                .values_list("pk", flat=True))
+
+
+@dataclass
+class Progress:
+    """Hooks for a caller that shows progress (the CLI's bar)."""
+
+    on_item: Callable[[Response], None] | None = None
+    on_wait: Callable[[str, str], None] | None = None
+
+
+def execute_chunk(run_id: int, response_ids: list[int], *, progress: Progress | None = None) -> None:
+    """Claim and process these items of a run, then finish the run if nothing is left."""
+    run = Run.objects.select_related("revision", "blueprint").get(pk=run_id)
+    if run.is_finished:
+        return
+    if run.cancel_requested:
+        maybe_finish(run_id)
+        return
+    Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(status=RunStatus.RUNNING,
+                                                                  started_at=timezone.now())
+    token = worker_token()
+    claimed = claim(run_id, response_ids, token)
+    if claimed:
+        try:
+            asyncio.run(_execute(run, claimed, token, progress or Progress()))
+        finally:
+            close_old_connections()
+    maybe_finish(run_id)
+
+
+def _work_items(run: Run, bp: SpecBlueprint, rows: list[Response]) -> list[WorkItem]:
+    customs = _custom_models(bp)
+    models = [customs.get(m["id"]) if isinstance(m, dict) else m for m in run.resolved_models]
+    variants = expand_variants(bp, [m for m in models if m is not None])
+    by_key: dict[tuple[int, str], ModelVariant] = {}
+    for index, prompt in enumerate(bp.prompts):
+        for variant in variants:
+            by_key.setdefault((index, variant.id_for(prompt)), variant)
+    items = []
+    for row in rows:
+        variant = by_key.get((row.prompt_index, row.variant_id))
+        prompt = bp.prompts[row.prompt_index] if row.prompt_index < len(bp.prompts) else None
+        if variant is None or prompt is None or prompt.id != row.prompt_id:
+            raise RuntimeError(f"run {run.pk}: item {row.prompt_id} x {row.variant_id} no longer matches its revision")
+        existing = _stored_generation(row) if row.text and not row.error else None
+        items.append(WorkItem(key=row.pk, prompt=prompt, variant=variant, trial=row.trial, existing=existing))
+    return items
+
+
+def _stored_generation(row: Response) -> GeneratedResponse:
+    """A generation kept from an earlier attempt (retry-failed re-judges it without generating again)."""
+    return GeneratedResponse(
+        prompt_id=row.prompt_id, model_variant_id=row.variant_id,
+        conversation=tuple(Turn(t["role"], t.get("content"), t.get("generated", False)) for t in row.conversation),
+        text=row.text, final_text=row.final_text, tool_calls=tuple(row.tool_calls), cached=True, trial=row.trial,
+    )
+
+
+def build_router(run: Run, bp: SpecBlueprint, *, on_wait=None) -> Router:
+    fixtures, _ = fixtures_from_blueprint(bp.fixtures, run.revision.files)
+    provider_settings = settings_from_env(os.environ)
+    return Router(provider_settings, custom_models=_custom_models(bp), fixtures=fixtures, cache=DatabaseCache(),
+                  blueprint_concurrency=bp.concurrency, on_wait=on_wait, fresh=bool(run.options.get("fresh")))
+
+
+async def _execute(run: Run, claimed: list[int], token: str, progress: Progress) -> None:
+    bp = await sync_to_async(parsed_blueprint)(run.revision)
+    rows = await sync_to_async(lambda: list(Response.objects.filter(pk__in=claimed)))()
+    items = await sync_to_async(_work_items)(run, bp, rows)
+    plan = _plan_from_json(run.judges, bp)
+    stop = _StopCheck(run.pk)
+    waits = _WaitBoard(run.pk, progress.on_wait)
+    heartbeat = asyncio.create_task(_heartbeat(token))
+    options = PipelineOptions(max_in_flight=int(os.environ.get("EVALSITE_ITEMS_IN_FLIGHT") or 64),
+                              external_services=bp.external_services)
+    try:
+        async with build_router(run, bp, on_wait=waits.on_wait) as router:
+            async def on_result(result: ItemResult) -> None:
+                row = await sync_to_async(save_result)(run.pk, token, result)
+                if row is not None and progress.on_item:
+                    progress.on_item(row)
+
+            await run_items(items, complete=router.complete, judges=plan, on_result=on_result,
+                            should_stop=stop.should_stop, options=options)
+    finally:
+        heartbeat.cancel()
+        await sync_to_async(_release)(token)
+        await waits.clear()
+        await sync_to_async(connections.close_all)()
+
+
+class _StopCheck:
+    """Reads the run's cancel flag at most once a second."""
+
+    def __init__(self, run_id: int):
+        self.run_id = run_id
+        self.checked = 0.0
+        self.stopped = False
+
+    async def should_stop(self) -> bool:
+        if not self.stopped and time.monotonic() - self.checked > 1.0:
+            self.checked = time.monotonic()
+            self.stopped = await sync_to_async(
+                lambda: Run.objects.filter(pk=self.run_id, cancel_requested=True).exists())()
+        return self.stopped
+
+
+class _WaitBoard:
+    """Keeps ``Run.waiting`` saying what is waiting and why, for the run page."""
+
+    def __init__(self, run_id: int, echo=None):
+        self.run_id = run_id
+        self.echo = echo
+        self.entries: dict[str, str] = {}
+
+    async def on_wait(self, model_id: str, reason: str, attempt: int, max_attempts: int, delay_s: float) -> None:
+        from runs.engine.providers import describe_wait
+
+        message = describe_wait(reason, attempt, max_attempts, delay_s)
+        self.entries[model_id] = message
+        if self.echo:
+            self.echo(model_id, message)
+        entries = dict(self.entries)
+        await sync_to_async(lambda: Run.objects.filter(pk=self.run_id).update(waiting=entries))()
+
+    async def clear(self) -> None:
+        if self.entries:
+            await sync_to_async(lambda: Run.objects.filter(pk=self.run_id).update(waiting={}))()
+
+
+async def _heartbeat(token: str) -> None:
+    while True:
+        await asyncio.sleep(HEARTBEAT_S)
+        await sync_to_async(lambda: Response.objects.filter(claimed_by=token, status=ResponseStatus.RUNNING)
+                            .update(claimed_at=timezone.now()))()
+
+
+def _release(token: str) -> None:
+    """Items this worker claimed but did not start (a cancel) go back to pending."""
+    Response.objects.filter(claimed_by=token, status=ResponseStatus.RUNNING).update(
+        status=ResponseStatus.PENDING, claimed_by="", claimed_at=None)
+
+
+# --- saving -----------------------------------------------------------------------------
+
+
+def _verdict_json(v) -> dict:
+    return {
+        "judgeId": v.judge_id, "model": v.judge.model, "approach": v.judge.approach, "role": v.role,
+        "score": v.score, "label": v.label, "reflection": v.reflection, "rawAnswers": list(v.raw_answers),
+        "error": v.error, "latencyMs": v.latency_ms, "inputTokens": v.input_tokens,
+        "outputTokens": v.output_tokens, "costUsd": v.cost_usd, "calls": v.calls, "cached": v.cached,
+    }
+
+
+def _assessment_rows(row: Response, assessment: ResponseAssessment) -> list[PointAssessment]:
+    from runs.engine.assess import key_point_text
+
+    out = []
+    for position, pa in enumerate(assessment.point_assessments):
+        point = pa.point
+        out.append(PointAssessment(
+            response=row, position=position, kind=pa.kind, text=point.text or "", fn=point.fn or "",
+            fn_args=point.fn_args if point.has_args else None, citation=point.citation,
+            multiplier=point.multiplier, path_id=point.path_id or "", inverted=point.inverted,
+            key_point_text=key_point_text(point), source_line=point.origin.line,
+            score=pa.score, raw_score=pa.raw_score, reflection=pa.reflection or "", error=pa.error or "",
+            warning=pa.warning or "", judge_model_id=pa.judge_model_id or "",
+            verdicts=[_verdict_json(v) for v in pa.verdicts], judge_std_dev=pa.judge_std_dev,
+            disagreement=pa.disagreement, backup_used=pa.backup_used,
+        ))
+    return out
+
+
+def save_result(run_id: int, token: str, result: ItemResult) -> Response | None:
+    """Store one finished item and move the run's counters. A stale worker's result is dropped."""
+    response, assessment = result.response, result.assessment
+    failed = bool(response.error) or assessment is None
+    verdicts = [v for pa in (assessment.point_assessments if assessment else ()) for v in pa.verdicts
+                if v.role == "primary"]
+    judge_ok = sum(1 for v in verdicts if v.ok)
+    judge_failed = len(verdicts) - judge_ok
+    usage = assessment.judge_usage if assessment else None
+    fields = dict(
+        status=ResponseStatus.FAILED if failed else ResponseStatus.DONE,
+        conversation=[{"role": t.role, "content": t.content, "generated": t.generated} for t in response.conversation],
+        text=response.text, final_text=response.final_text, tool_calls=list(response.tool_calls),
+        latency_ms=response.latency_ms, input_tokens=response.usage.input_tokens,
+        output_tokens=response.usage.output_tokens, cost_usd=response.cost_usd, cached=response.cached,
+        error=response.error or "", finished_at=timezone.now(), claimed_by="", claimed_at=None,
+    )
+    if assessment is not None:
+        fields.update(
+            score=assessment.score, judged_score=assessment.score, score_basis=assessment.score_basis or "",
+            not_evaluated_reason=assessment.not_evaluated_reason or "", similarity=assessment.similarity,
+            calculation=assessment.calculation.to_dict() if assessment.calculation else {},
+            agreement=assessment.judge_agreement.to_upstream() if assessment.judge_agreement else {},
+            judge_usage=usage.to_dict(), judge_errors=judge_failed,
+            violated_should_not=any(pa.inverted and pa.score is not None and pa.score < 0.5
+                                    for pa in assessment.point_assessments),
+            disagreement=any(pa.disagreement for pa in assessment.point_assessments),
+        )
+    else:
+        fields.update(score=None, judged_score=None, not_evaluated_reason=response.error or "")
+    with transaction.atomic():
+        updated = Response.objects.filter(pk=result.item.key, claimed_by=token).update(**fields)
+        if not updated:
+            return None  # another worker took this item over; its result counts, not ours
+        row = Response.objects.get(pk=result.item.key)
+        PointAssessment.objects.filter(response=row).delete()
+        if assessment is not None:
+            PointAssessment.objects.bulk_create(_assessment_rows(row, assessment))
+        candidate_cost_known = response.cost_usd is not None or result.item.existing is not None
+        counters = dict(
+            items_done=1, items_failed=1 if failed else 0,
+            judge_calls_done=judge_ok, judge_calls_failed=judge_failed,
+            candidate_input_tokens=0 if result.item.existing else (response.usage.input_tokens or 0),
+            candidate_output_tokens=0 if result.item.existing else (response.usage.output_tokens or 0),
+            candidate_cost_usd=0 if result.item.existing else (response.cost_usd or 0),
+            candidate_cost_unknown=0 if candidate_cost_known or response.cached else 1,
+            judge_input_tokens=usage.input_tokens if usage else 0,
+            judge_output_tokens=usage.output_tokens if usage else 0,
+            judge_cost_usd=(usage.cost_usd or 0) if usage else 0,
+            judge_cost_unknown=1 if usage and usage.calls and usage.cost_usd is None else 0,
+        )
+        Run.objects.filter(pk=run_id).update(**{k: F(k) + v for k, v in counters.items() if v})
+    return row
+
+
+# --- finishing --------------------------------------------------------------------------
+
+
+def maybe_finish(run_id: int) -> bool:
+    """Finish the run when no item is pending or running (or, after a cancel, none is running)."""
+    run = Run.objects.get(pk=run_id)
+    if run.is_finished:
+        return True
+    open_items = Response.objects.filter(run_id=run_id, status__in=[ResponseStatus.PENDING, ResponseStatus.RUNNING])
+    if run.cancel_requested:
+        if open_items.filter(status=ResponseStatus.RUNNING).exists():
+            return False
+        return finish_run(run_id, RunStatus.CANCELLED)
+    if open_items.exists():
+        return False
+    return finish_run(run_id)
+
+
+def finish_run(run_id: int, status: str = RunStatus.DONE) -> bool:
+    """Store the aggregates and mark the run finished; only one caller wins."""
+    aggregates = compute_aggregates(run_id)
+    with transaction.atomic():
+        won = Run.objects.filter(pk=run_id).exclude(status__in=FINISHED).update(
+            status=status, aggregates=aggregates, finished_at=timezone.now(), waiting={})
+    return bool(won)
+
+
+def compute_aggregates(run_id: int) -> dict:
+    """Per model variant, per cell, overall, judge agreement: what the pages show without recomputing."""
+    run = Run.objects.select_related("revision").get(pk=run_id)
+    bp = parsed_blueprint(run.revision)
+    weights = {i: p.weight for i, p in enumerate(bp.prompts)}
+    rows = list(Response.objects.filter(run_id=run_id).values(
+        "prompt_id", "prompt_index", "variant_id", "trial", "score", "status", "latency_ms", "input_tokens",
+        "output_tokens", "cost_usd", "judge_usage", "violated_should_not", "disagreement"))
+    variants: dict[str, dict] = {}
+    cells: dict[str, dict[str, float | None]] = {}
+    by_cell: dict[tuple[int, str], list[float]] = {}
+    for row in rows:
+        if row["score"] is not None:
+            by_cell.setdefault((row["prompt_index"], row["variant_id"]), []).append(row["score"])
+        else:
+            by_cell.setdefault((row["prompt_index"], row["variant_id"]), [])
+    for (index, variant_id), scores in by_cell.items():
+        prompt_id = bp.prompts[index].id if index < len(bp.prompts) else str(index)
+        cells.setdefault(prompt_id, {})[variant_id] = round2(sum(scores) / len(scores)) if scores else None
+    for variant_id in sorted({r["variant_id"] for r in rows}):
+        mine = [r for r in rows if r["variant_id"] == variant_id]
+        cell_scores = [(sum(s) / len(s) if s else None, weights.get(i))
+                       for (i, v), s in by_cell.items() if v == variant_id]
+        stats = model_stats(cell_scores)
+        latencies = [r["latency_ms"] for r in mine if r["latency_ms"] is not None]
+        costs = [r["cost_usd"] for r in mine if r["cost_usd"] is not None]
+        variants[variant_id] = {
+            "mean": stats.mean, "std": stats.std, "n": stats.n, "notEvaluated": stats.n_not_evaluated,
+            "failed": sum(1 for r in mine if r["status"] == ResponseStatus.FAILED),
+            "inputTokens": sum(r["input_tokens"] or 0 for r in mine),
+            "outputTokens": sum(r["output_tokens"] or 0 for r in mine),
+            "costUsd": sum(costs) if costs else None, "costUnknown": len(mine) - len(costs),
+            "judgeInputTokens": sum((r["judge_usage"] or {}).get("inputTokens", 0) for r in mine),
+            "judgeOutputTokens": sum((r["judge_usage"] or {}).get("outputTokens", 0) for r in mine),
+            "judgeCostUsd": sum((r["judge_usage"] or {}).get("costUsd") or 0 for r in mine),
+            "latencyMs": sum(latencies) / len(latencies) if latencies else None,
+            "violatedShouldNot": sum(1 for r in mine if r["violated_should_not"]),
+            "disagreements": sum(1 for r in mine if r["disagreement"]),
+        }
+    overall = run_stats(v["mean"] for v in variants.values())
+    ratings = []
+    for verdicts in PointAssessment.objects.filter(response__run_id=run_id, kind="judged").values_list(
+            "verdicts", flat=True):
+        ratings.append([Rating(v["judgeId"].split("(")[0], v["score"], v["model"], v["approach"])
+                        for v in verdicts if v.get("score") is not None and v.get("role", "primary") == "primary"])
+    alpha = textbook_alpha(ratings)
+    return {
+        "variants": variants,
+        "cells": cells,
+        "overall": {"mean": overall.mean, "std": overall.std, "n": overall.n},
+        "agreement": alpha.to_dict(),
+    }
+
+
+# --- controls ---------------------------------------------------------------------------
+
+
+def cancel_run(run: Run) -> None:
+    """No new item starts after this; finished items are kept and the run ends as cancelled."""
+    Run.objects.filter(pk=run.pk).exclude(status__in=FINISHED).update(cancel_requested=True)
+    maybe_finish(run.pk)
+
+
+def resume_run(run: Run) -> int:
+    """Hand back to the workers every item that is not finished (stale claims included)."""
+    if run.status == RunStatus.CANCELLED:
+        Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, cancel_requested=False, finished_at=None)
+    stale = Response.objects.filter(run=run, status=ResponseStatus.RUNNING)
+    released = [pk for pk, by, at in stale.values_list("pk", "claimed_by", "claimed_at")
+                if _claim_is_dead(by) or at is None or at < timezone.now() - claim_lease()]
+    Response.objects.filter(pk__in=released).update(status=ResponseStatus.PENDING, claimed_by="", claimed_at=None)
+    if not Response.objects.filter(run=run, status=ResponseStatus.PENDING).exists():
+        maybe_finish(run.pk)
+        return 0
+    transaction.on_commit(lambda: enqueue_pending(run.pk))
+    return Response.objects.filter(run=run, status=ResponseStatus.PENDING).count()
+
+
+def retry_failed(run: Run) -> int:
+    """Re-run only what ended in error: failed generations, and judging where a judge failed."""
+    failed = Response.objects.filter(run=run).filter(Q(status=ResponseStatus.FAILED) | Q(judge_errors__gt=0))
+    count = failed.count()
+    if not count:
+        return 0
+    with transaction.atomic():
+        ids = list(failed.values_list("pk", flat=True))
+        undo = failed.aggregate(done=Count("pk"), failed=Count("pk", filter=Q(status=ResponseStatus.FAILED)))
+        Response.objects.filter(pk__in=ids).update(status=ResponseStatus.PENDING, claimed_by="", claimed_at=None)
+        # Generation failures start from scratch; judge failures keep their generated text.
+        Response.objects.filter(pk__in=ids).exclude(error="").update(text=None, final_text=None, conversation=[])
+        Run.objects.filter(pk=run.pk).update(
+            status=RunStatus.RUNNING, finished_at=None, cancel_requested=False,
+            items_done=F("items_done") - undo["done"], items_failed=F("items_failed") - undo["failed"])
+        transaction.on_commit(lambda: enqueue_pending(run.pk))
+    return count
+
+
+def recover_stale_items() -> int:
+    """Give back items held by dead workers and hand them out again (worker start, and every minute)."""
+    runs = 0
+    for run in Run.objects.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING]):
+        open_rows = Response.objects.filter(run=run, status__in=[ResponseStatus.PENDING, ResponseStatus.RUNNING])
+        stale = [pk for pk, status, by, at in open_rows.values_list("pk", "status", "claimed_by", "claimed_at")
+                 if status == ResponseStatus.RUNNING and (_claim_is_dead(by) or at is None
+                                                          or at < timezone.now() - claim_lease())]
+        if stale:
+            Response.objects.filter(pk__in=stale).update(status=ResponseStatus.PENDING, claimed_by="",
+                                                         claimed_at=None)
+        if stale or (open_rows.exists() and not open_rows.filter(status=ResponseStatus.RUNNING).exists()
+                     and not _has_queued_tasks(run.pk)):
+            enqueue_pending(run.pk)
+            runs += 1
+        elif not open_rows.exists():
+            maybe_finish(run.pk)
+    return runs
+
+
+def _has_queued_tasks(run_id: int) -> bool:
+    """Whether the broker still holds tasks for this run (then nothing needs handing out again)."""
+    try:
+        from django_q.brokers import get_broker
+
+        return get_broker().queue_size() > 0
+    except Exception:  # a broker that cannot tell: hand out again; claims make duplicates harmless
+        return False
+
+
+def run_inline(run: Run, *, progress: Progress | None = None) -> Run:
+    """Execute every pending item in this process (the CLI); no worker needed."""
+    ids = list(Response.objects.filter(run=run, status=ResponseStatus.PENDING)
+               .order_by("prompt_index", "variant_id", "trial").values_list("pk", flat=True))
+    if ids:
+        execute_chunk(run.pk, ids, progress=progress)
+    maybe_finish(run.pk)
+    run.refresh_from_db()
+    return run
