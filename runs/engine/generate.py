@@ -1,0 +1,282 @@
+"""Generation: model variants, system prompts, temperatures, and multi-turn conversations.
+
+Pure Python (never imports Django). The run pipeline calls::
+
+    variants = expand_variants(blueprint, models)      # models x temperatures x systems
+    for prompt in blueprint.prompts:
+        for variant in variants:
+            response = await generate(prompt, variant, router.complete, trial=0)
+
+**Variants** (reference 1.12). Each model is run at each temperature of
+``temperatures`` (or the single ``temperature``) and with each entry of
+``systems`` (or the single ``system``). A response is keyed by
+``model[temp:T]``, plus ``[sp_idx:i]`` when there is more than one system
+variant; T is printed as JavaScript prints numbers and is always present
+(``[temp:0]`` when nothing is set), via ``model_ids.effective_id``.
+
+**System prompt** (reference 5.2): a ``systems`` entry if the blueprint has
+``systems``; else the prompt's own ``system`` if it sets one (``system: null``
+means none); else the blueprint's ``system``. It is sent as the first
+message; inline ``- system:`` messages are passed through too.
+
+**Temperature** (reference 5.3, kept as the upstream has it): the first of
+the ``temperatures`` value, the prompt's ``temperature``, the blueprint's
+``temperature``, and 0. Since a missing ``temperatures`` list stands for
+``[temperature]``, a prompt's own temperature only counts when the blueprint
+sets neither ``temperature`` nor ``temperatures`` (the reference calls this a
+quirk; DESIGN.md does not list changing it as a deviation). When it does
+count, it also enters that prompt's response key: :meth:`ModelVariant.id_for`
+gives the key for a given prompt, and ``GeneratedResponse.model_variant_id``
+is always that key.
+
+**Multi-turn** (reference 5.4, DESIGN deviation 14). Authored messages are
+walked in order; each ``assistant: null`` is generated from the history so
+far and appended; a conversation ending with a user (or system) message gets
+one more, implicit, generated turn; one ending with an authored assistant
+message generates nothing at the end. The text that is scored is every
+generated turn joined by a blank line; if nothing was generated (deviation
+14), it is the final authored assistant message. The whole conversation is
+kept, generated turns marked. Tool calls (``TOOL_CALL {json}`` lines) are
+parsed from the scored text, so they are exactly what the tool point
+functions see.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from blueprints.spec.model_ids import effective_id
+from blueprints.spec.schema import Blueprint, CustomModel, Prompt
+from runs.engine.points.tool_trace import parse_tool_trace
+from runs.engine.types import ChatRequest, CompleteFn, GeneratedResponse, Turn, Usage
+
+DEFAULT_TEMPERATURE = 0.0
+
+
+def resolve_temperature(
+    list_value: float | None,
+    prompt_temperature: float | None,
+    global_temperature: float | None,
+    default: float = DEFAULT_TEMPERATURE,
+) -> float:
+    """The temperature sent for one prompt x variant (reference 5.3): the first one set.
+
+    ``list_value`` is the variant's entry of ``temperatures``, or the global
+    ``temperature`` when there is no list (so it is ``None`` only when the
+    blueprint sets neither).
+    """
+    for candidate in (list_value, prompt_temperature, global_temperature):
+        if candidate is not None:
+            return candidate
+    return default
+
+
+@dataclass(frozen=True, slots=True)
+class ModelVariant:
+    """One model at one temperature with one system variant, for a whole blueprint."""
+
+    base_model_id: str
+    temperature: float | None  # the `temperatures` entry or the global `temperature`; None: neither set
+    system_prompt: str | None  # the `systems` entry, or the global `system`
+    sp_idx: int | None  # position in `systems`; None without a list
+    variant_id: str  # the key when the prompt does not change the temperature
+    system_count: int = 1
+    system_from_list: bool = False  # a `systems` entry: prompts cannot override it
+    global_temperature: float | None = None
+    no_cache: bool | None = None  # the blueprint's `noCache`
+    default_temperature: float = DEFAULT_TEMPERATURE
+
+    def temperature_for(self, prompt: Prompt) -> float:
+        return resolve_temperature(self.temperature, prompt.temperature, self.global_temperature,
+                                   self.default_temperature)
+
+    def system_for(self, prompt: Prompt) -> str | None:
+        if self.system_from_list:
+            return self.system_prompt
+        if prompt.system_set:
+            return prompt.system
+        return self.system_prompt
+
+    def id_for(self, prompt: Prompt) -> str:
+        return _variant_id(self.base_model_id, self.temperature_for(prompt), self.sp_idx, self.system_count)
+
+
+def expand_variants(blueprint: Blueprint, models: Iterable[str | CustomModel] | None = None, *,
+                    default_temperature: float = DEFAULT_TEMPERATURE) -> list[ModelVariant]:
+    """Every model x temperature x system variant, in the reference's order, without duplicates.
+
+    ``models`` are the resolved model ids (collections expanded) or custom
+    model objects; ``None`` takes ``blueprint.models``. ``default_temperature``
+    is the last resort of reference 5.3 (0, as upstream).
+    """
+    if models is None:
+        models = blueprint.models
+    model_ids = list(dict.fromkeys(m.id if isinstance(m, CustomModel) else m for m in models))
+    temperatures = list(dict.fromkeys(blueprint.temperatures)) if blueprint.temperatures else [blueprint.temperature]
+    from_list = bool(blueprint.systems)
+    systems = list(blueprint.systems) if from_list else [blueprint.system]
+    count = len(systems)
+    variants: dict[str, ModelVariant] = {}
+    for model_id in model_ids:
+        for temperature in temperatures:
+            for index, system in enumerate(systems):
+                sp_idx = index if from_list else None
+                resolved = resolve_temperature(temperature, None, blueprint.temperature, default_temperature)
+                variant_id = _variant_id(model_id, resolved, sp_idx, count)
+                variants.setdefault(variant_id, ModelVariant(
+                    base_model_id=model_id, temperature=temperature, system_prompt=system, sp_idx=sp_idx,
+                    variant_id=variant_id, system_count=count, system_from_list=from_list,
+                    global_temperature=blueprint.temperature, no_cache=blueprint.no_cache,
+                    default_temperature=default_temperature,
+                ))
+    return list(variants.values())
+
+
+def _variant_id(model_id: str, temperature: float, sp_idx: int | None, count: int) -> str:
+    return effective_id(model_id, temperature=temperature, system_index=sp_idx if count > 1 else None,
+                        system_count=count)
+
+
+def uses_cache(prompt: Prompt, variant: ModelVariant) -> bool:
+    """``noCache``: the prompt's value, else the blueprint's (reference 5.7)."""
+    no_cache = prompt.no_cache if prompt.no_cache is not None else variant.no_cache
+    return not no_cache
+
+
+async def generate(
+    prompt: Prompt,
+    variant: ModelVariant,
+    complete: CompleteFn,
+    *,
+    max_tokens: int | None = None,
+    use_cache: bool = True,
+    trial: int = 0,
+) -> GeneratedResponse:
+    """Generate one prompt's response with one model variant. Never raises for a failed call.
+
+    ``use_cache`` False bypasses the cache for this call (a run without
+    cache); the prompt's or blueprint's ``noCache`` bypasses it too.
+    ``max_tokens`` None leaves each provider's default (reference 5.8).
+    """
+    variant_id = variant.id_for(prompt)
+    temperature = variant.temperature_for(prompt)
+    system = variant.system_for(prompt)
+    cache_ok = use_cache and uses_cache(prompt, variant)
+    messages = prompt.messages
+    ends_with_authored_assistant = bool(messages) and messages[-1].role == "assistant" and not messages[-1].to_generate
+    needs_final_turn = not messages or messages[-1].role != "assistant"
+    planned = sum(m.to_generate for m in messages) + (1 if needs_final_turn else 0)
+
+    history: list[dict] = []
+    conversation: list[Turn] = []
+    if system:
+        history.append({"role": "system", "content": system})
+        conversation.append(Turn("system", system))
+    generated: list[str] = []
+    totals = _Totals()
+
+    async def generate_turn() -> str | None:
+        request = ChatRequest(
+            model_id=variant.base_model_id, messages=tuple(history), temperature=temperature,
+            max_tokens=max_tokens, purpose="candidate", use_cache=cache_ok, prompt_id=prompt.id,
+            turn=len(generated), trial=trial,
+        )
+        result = await complete(request)
+        totals.add(result)
+        if result.error is None and not (result.text or "").strip():
+            totals.error, totals.retryable = "the model returned an empty answer", False
+            return None
+        if result.error is not None:
+            totals.error, totals.retryable = result.error, result.retryable
+            return None
+        text = result.text
+        history.append({"role": "assistant", "content": text})
+        conversation.append(Turn("assistant", text, generated=True))
+        generated.append(text)
+        return text
+
+    for position, message in enumerate(messages):
+        if message.to_generate:
+            if await generate_turn() is None:
+                return _failed(prompt, variant_id, trial, conversation, messages[position:], totals,
+                               len(generated) + 1, planned, system, temperature)
+        else:
+            history.append({"role": message.role, "content": message.content})
+            conversation.append(Turn(message.role, message.content))
+    if needs_final_turn and await generate_turn() is None:
+        return _failed(prompt, variant_id, trial, conversation, [], totals, len(generated) + 1, planned, system,
+                       temperature)
+
+    if generated:
+        text = "\n\n".join(generated)
+    elif ends_with_authored_assistant:
+        text = messages[-1].content  # deviation 14: the authored answer is what gets scored
+    else:
+        text = None
+    final_text = next((t.content for t in reversed(conversation) if t.role == "assistant"), None)
+    trace = parse_tool_trace(text or "")
+    return GeneratedResponse(
+        prompt_id=prompt.id, model_variant_id=variant_id, conversation=tuple(conversation), text=text,
+        final_text=final_text, tool_calls=tuple(trace.calls), usage=totals.usage(),
+        latency_ms=totals.latency_ms, cost_usd=totals.cost_usd(), cached=totals.all_cached(), trial=trial,
+        system_prompt=system or None, temperature=temperature, tool_call_problems=tuple(trace.problems),
+        attempts=totals.attempts,
+    )
+
+
+def _failed(prompt, variant_id, trial, conversation, remaining, totals, turn_number, planned, system, temperature):
+    """A response that could not be generated: the reason, and the conversation as far as it got."""
+    error = totals.error
+    if planned > 1:
+        error = f"turn {turn_number} of {planned}: {error}"
+    # The authored messages not reached are kept (unfilled turns as None) so a
+    # reviewer sees where the conversation stopped.
+    rest = tuple(Turn(m.role, m.content) for m in remaining)
+    if not remaining:
+        rest = (Turn("assistant", None),)
+    return GeneratedResponse(
+        prompt_id=prompt.id, model_variant_id=variant_id, conversation=(*conversation, *rest), text=None,
+        final_text=None, error=error, retryable=totals.retryable, usage=totals.usage(),
+        latency_ms=totals.latency_ms, cost_usd=totals.cost_usd(), cached=False, trial=trial,
+        system_prompt=system or None, temperature=temperature, attempts=totals.attempts,
+    )
+
+
+class _Totals:
+    """Usage, cost and latency summed over a prompt's turns; unknown stays unknown."""
+
+    def __init__(self) -> None:
+        self.input: int | None = 0
+        self.output: int | None = 0
+        self.cost: float | None = 0.0
+        self.latency_ms: float | None = None
+        self.calls = 0
+        self.cached_calls = 0
+        self.attempts = 0
+        self.error: str | None = None
+        self.retryable = False
+
+    def add(self, result) -> None:
+        self.calls += 1
+        self.cached_calls += bool(result.cached)
+        self.attempts += result.attempts
+        self.input = None if self.input is None or result.usage.input_tokens is None else \
+            self.input + result.usage.input_tokens
+        self.output = None if self.output is None or result.usage.output_tokens is None else \
+            self.output + result.usage.output_tokens
+        self.cost = None if self.cost is None or result.cost_usd is None else self.cost + result.cost_usd
+        if result.latency_ms is not None:
+            self.latency_ms = (self.latency_ms or 0.0) + result.latency_ms
+
+    def usage(self) -> Usage:
+        if not self.calls:
+            return Usage()
+        return Usage(self.input, self.output)
+
+    def cost_usd(self) -> float | None:
+        # Nothing called (an authored final answer) spent nothing.
+        return 0.0 if not self.calls else self.cost
+
+    def all_cached(self) -> bool:
+        return self.calls > 0 and self.cached_calls == self.calls

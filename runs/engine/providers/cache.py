@@ -1,0 +1,123 @@
+"""The response cache: a small protocol, a key recipe, and two stores.
+
+Protocol (anything with these two methods is a cache)::
+
+    get(key: str) -> dict | None        # the stored value, or None
+    set(key: str, value: dict) -> None
+
+Either method may be a plain function or a coroutine function: the router
+awaits the result when it is awaitable. Plain methods must be quick (they run
+on the event loop); a store that does blocking I/O behind an ORM should be
+written with ``async def`` (for Django, the async ORM methods ``aget`` and
+``aupdate_or_create``). Values are JSON-able dicts; a store must return an
+equal dict.
+
+Keys come from :func:`cache_key`: a SHA-256 over the endpoint's identity
+(provider, model, base URL; for a custom model its definition without header
+values), the messages, the temperature, the token limit and, for trials after
+the first, the trial number (or every trial would get the same answer).
+
+:class:`MemoryCache` is for tests and one-off runs; :class:`SqliteCache` keeps
+answers in one SQLite file across runs and processes (WAL, busy timeout).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Awaitable, Protocol
+
+KEY_VERSION = 1
+
+
+class ResponseCache(Protocol):
+    def get(self, key: str) -> dict | None | Awaitable[dict | None]: ...
+
+    def set(self, key: str, value: dict) -> None | Awaitable[None]: ...
+
+
+def cache_key(identity: dict[str, Any], messages, *, temperature: float | None, max_tokens: int | None,
+              trial: int = 0) -> str:
+    payload: dict[str, Any] = {
+        "v": KEY_VERSION,
+        "target": identity,
+        "messages": [{"role": m["role"], "content": m.get("content")} for m in messages],
+        # 0 and 0.0 are one temperature; JSON would spell them differently.
+        "temperature": None if temperature is None else float(temperature),
+        "max_tokens": max_tokens,
+    }
+    if trial:
+        payload["trial"] = trial
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class MemoryCache:
+    """A dict; values are copied in and out so callers cannot change what is stored."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, str] = {}
+
+    def get(self, key: str) -> dict | None:
+        raw = self._data.get(key)
+        return None if raw is None else json.loads(raw)
+
+    def set(self, key: str, value: dict) -> None:
+        self._data[key] = json.dumps(value)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class SqliteCache:
+    """Answers in one SQLite file, shared safely by several processes.
+
+    WAL lets readers and one writer work at once; ``busy_timeout`` makes a
+    second writer wait instead of failing; ``synchronous=NORMAL`` is safe with
+    WAL (a power cut can lose the last answers, never corrupt the file), which
+    is the right trade for a cache. One connection per thread.
+    """
+
+    def __init__(self, path: str | Path, *, busy_timeout_ms: int = 10_000) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._busy_timeout_ms = busy_timeout_ms
+        self._local = threading.local()
+        with self._connection() as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS responses ("
+                " key TEXT PRIMARY KEY, value TEXT NOT NULL, stored_at REAL NOT NULL)"
+            )
+
+    def _connection(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=self._busy_timeout_ms / 1000, isolation_level=None)
+            conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._local.conn = conn
+        return conn
+
+    def get(self, key: str) -> dict | None:
+        row = self._connection().execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def set(self, key: str, value: dict) -> None:
+        self._connection().execute(
+            "INSERT OR REPLACE INTO responses (key, value, stored_at) VALUES (?, ?, ?)",
+            (key, json.dumps(value, ensure_ascii=False), time.time()),
+        )
+
+    def __len__(self) -> int:
+        return self._connection().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None

@@ -1,0 +1,442 @@
+"""The router: one ``complete(ChatRequest) -> ChatResult`` for every model a run uses.
+
+For each request it resolves the model (built-in provider, the blueprint's
+custom model, or ``fixtures:``), answers from the cache when it may, and
+otherwise sends the call under the provider's concurrency limit, retrying
+what is worth retrying:
+
+* 429 (``Retry-After``/``retry-after-ms`` honoured), 408, 5xx, timeouts,
+  dropped connections and malformed JSON are retried with exponential
+  backoff and jitter, up to ``max_attempts`` in all; other 4xx are not;
+* a built-in OpenAI-format model that rejects ``max_tokens`` or
+  ``temperature`` with a 400 is asked again the way it accepts (and
+  remembered for the rest of the run), without using up an attempt;
+* after ``breaker_threshold`` failed calls in a row (rate limits excepted),
+  the model's circuit breaker opens and its remaining calls fail at once
+  with that reason.
+
+Every expected failure comes back as ``ChatResult.error`` with
+``retryable``; only bugs raise. Keys and allowed header variables are
+removed from every message, so a provider that echoes a key (as some 401s
+do) cannot put it on a page.
+
+While an item waits to retry, ``on_wait(model_id, reason, attempt,
+max_attempts, delay_s)`` is called (sync or async), e.g.
+``("openai:gpt-4o", "429 from openai", 2, 3, 12.0)``; :func:`describe_wait`
+turns that into "429 from openai, attempt 2 of 3 in 12 s".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import random
+import re
+import time
+from dataclasses import dataclass, replace
+from email.utils import parsedate_to_datetime
+from typing import Any, Callable, Iterable, Mapping
+
+import httpx
+
+from blueprints.spec.model_ids import parse_for_api_call, provider_of
+from blueprints.spec.schema import CustomModel
+from runs.engine.types import ChatRequest, ChatResult, Usage
+
+from .cache import ResponseCache, cache_key
+from .endpoints import FIXTURES_PREFIX, Endpoint, Problem, Quirks, build_request, resolve_endpoint
+from .fixtures import Fixtures
+from .formats import BadAnswer, error_message, error_param, parse_answer
+from .prices import cost_usd
+from .settings import ProviderSettings, key_variable_names
+from .transport import PooledTransport, proxy_configured
+
+logger = logging.getLogger(__name__)
+
+OnWait = Callable[[str, str, int, int, float], Any]
+REDACTED = "[redacted]"
+_MIN_SECRET_FRAGMENT = 8  # a run of this many characters of a key counts as the key
+_TOKEN_RE = re.compile(r"[^\s\"'`,;()\[\]{}<>=]+")
+
+
+def describe_wait(reason: str, attempt: int, max_attempts: int, delay_s: float) -> str:
+    """``"429 from openai, attempt 2 of 3 in 12 s"``."""
+    shown = f"{delay_s:.0f}" if delay_s >= 10 else f"{delay_s:.1f}".rstrip("0").rstrip(".")
+    return f"{reason}, attempt {attempt} of {max_attempts} in {shown or '0'} s"
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every secret, and any word sharing 8+ characters with one, replaced."""
+    secrets = [s for s in secrets if s]
+    if not secrets or not text:
+        return text
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+
+    def scrub(match: re.Match) -> str:
+        word = match.group(0)
+        if len(word) >= _MIN_SECRET_FRAGMENT:
+            for secret in secrets:
+                for start in range(len(word) - _MIN_SECRET_FRAGMENT + 1):
+                    if word[start:start + _MIN_SECRET_FRAGMENT] in secret:
+                        return REDACTED
+        return word
+
+    return _TOKEN_RE.sub(scrub, text)
+
+
+@dataclass(slots=True)
+class _Outcome:
+    """One HTTP attempt: an answer, or why not and what to do about it."""
+
+    text: str | None = None
+    usage: Usage = Usage()
+    finish_reason: str | None = None
+    reason: str | None = None  # full reason for the item
+    short: str | None = None  # for wait messages: "429 from openai"
+    retryable: bool = False
+    retry_after: float | None = None
+    rate_limited: bool = False
+    adapt: Quirks | None = None
+    latency_ms: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.reason is None
+
+
+@dataclass(slots=True)
+class _Breaker:
+    failures: int = 0
+    open_reason: str | None = None
+    open_retryable: bool = False
+
+
+class Router:
+    """Answers ``ChatRequest``s for one run. Use one per run (or per process) and ``aclose`` it.
+
+    ``custom_models``: the blueprint's custom models by id (a list is accepted).
+    ``fixtures``: the blueprint's fixtures, for ``fixtures:<label>`` models.
+    ``cache``: any object with ``get``/``set`` (see cache.py); None: no cache.
+    ``fresh``: do not read the cache, but store new answers (a "fresh" run).
+    ``blueprint_concurrency``: the blueprint's ``concurrency``; it can lower limits, never raise them.
+    ``transport``: an httpx transport, for tests (``httpx.MockTransport``).
+    """
+
+    def __init__(
+        self,
+        settings: ProviderSettings,
+        *,
+        custom_models: Mapping[str, CustomModel] | Iterable[CustomModel] | None = None,
+        fixtures: Fixtures | None = None,
+        cache: ResponseCache | None = None,
+        blueprint_concurrency: int | None = None,
+        on_wait: OnWait | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        fresh: bool = False,
+    ) -> None:
+        self.settings = settings
+        if custom_models is None:
+            custom_models = {}
+        elif not isinstance(custom_models, Mapping):
+            custom_models = {m.id: m for m in custom_models}
+        self.custom_models: dict[str, CustomModel] = dict(custom_models)
+        self.fixtures = fixtures
+        self.cache = cache
+        self.fresh = fresh
+        self.blueprint_concurrency = blueprint_concurrency
+        self.on_wait = on_wait
+        self.calls_sent = 0  # HTTP requests made, retries included (benchmarks, tests)
+        self._secrets = settings.secrets()
+        self._endpoints: dict[str, Endpoint | Problem] = {}
+        self._limits: dict[str, asyncio.Semaphore] = {}
+        self._breakers: dict[str, _Breaker] = {}
+        self._quirks: dict[str, Quirks] = {}
+        if transport is None and not proxy_configured():
+            transport = PooledTransport()
+        # With a proxy in the environment, httpx's own transport (which honours it) is used.
+        self._client = httpx.AsyncClient(
+            transport=transport,
+            timeout=httpx.Timeout(settings.timeout_s, connect=min(settings.connect_timeout_s, settings.timeout_s)),
+            # Every concurrent call may hold a connection; keep them all alive between calls.
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=None),
+            follow_redirects=False,  # a redirect must not carry a key to another host
+        )
+
+    async def __aenter__(self) -> Router:
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    # ----------------------------------------------------------------------
+
+    def limit_for(self, endpoint: Endpoint) -> int:
+        limit = self.settings.concurrency_for(endpoint.model_id)
+        if self.blueprint_concurrency is not None:
+            limit = min(limit, self.blueprint_concurrency)
+        return max(1, limit)
+
+    def endpoint(self, model_id: str) -> Endpoint | Problem:
+        if model_id not in self._endpoints:
+            self._endpoints[model_id] = resolve_endpoint(model_id, self.settings, self.custom_models)
+        return self._endpoints[model_id]
+
+    async def complete(self, request: ChatRequest) -> ChatResult:
+        started = time.perf_counter()
+        model_id = parse_for_api_call(request.model_id).original_model_id
+        if model_id not in self.custom_models and provider_of(model_id) == FIXTURES_PREFIX:
+            return self._from_fixtures(request, model_id, started)
+        endpoint = self.endpoint(model_id)
+        if isinstance(endpoint, Problem):
+            return ChatResult(error=endpoint.message, retryable=False, attempts=0, latency_ms=_ms(started))
+
+        key = None
+        if self.cache is not None and request.use_cache:
+            key = cache_key(endpoint.cache_identity(), request.messages, temperature=request.temperature,
+                            max_tokens=request.max_tokens if request.max_tokens is not None
+                            else endpoint.default_max_tokens, trial=request.trial)
+            if not self.fresh:
+                hit = await self._cache_get(key)
+                if hit is not None:
+                    usage = Usage(hit.get("input_tokens"), hit.get("output_tokens"))
+                    # A cache hit spent nothing now; its usage says what the answer took.
+                    return ChatResult(text=hit["text"], usage=usage, latency_ms=_ms(started), attempts=0,
+                                      cached=True, cost_usd=0.0, finish_reason=hit.get("finish_reason"))
+
+        outcome, attempts = await self._send_with_retries(endpoint, request)
+        if not outcome.ok:
+            return ChatResult(error=redact(outcome.reason, self._secrets + list(endpoint.secrets)),
+                              retryable=outcome.retryable, attempts=attempts, latency_ms=_ms(started),
+                              usage=outcome.usage)
+        cost = None if endpoint.custom is not None else cost_usd(endpoint.model_id, outcome.usage)
+        if key is not None:
+            await self._cache_set(key, {
+                "text": outcome.text, "input_tokens": outcome.usage.input_tokens,
+                "output_tokens": outcome.usage.output_tokens, "finish_reason": outcome.finish_reason,
+                "model_id": endpoint.model_id,
+            })
+        return ChatResult(text=outcome.text, usage=outcome.usage, latency_ms=outcome.latency_ms, attempts=attempts,
+                          cost_usd=cost, finish_reason=outcome.finish_reason)
+
+    # ----------------------------------------------------------------------
+
+    def _from_fixtures(self, request: ChatRequest, model_id: str, started: float) -> ChatResult:
+        if self.fixtures is None:
+            return ChatResult(
+                error=f"model '{model_id}' answers from the blueprint's fixtures, and none were given: add a "
+                      f"`fixtures` mapping to the blueprint's header or import a <name>.fixtures.yml beside it",
+                attempts=0, latency_ms=_ms(started))
+        text, problem = self.fixtures.answer(request.prompt_id, model_id, turn=request.turn, trial=request.trial)
+        if problem is None and not text.strip():
+            problem = f"the fixture for prompt '{request.prompt_id}' and model '{model_id}' is empty"
+        if problem is not None:
+            return ChatResult(error=problem, attempts=0, latency_ms=_ms(started))
+        return ChatResult(text=text.strip(), latency_ms=_ms(started), cost_usd=0.0)
+
+    async def _send_with_retries(self, endpoint: Endpoint, request: ChatRequest) -> tuple[_Outcome, int]:
+        settings = self.settings
+        breaker = self._breakers.setdefault(endpoint.model_id, _Breaker())
+        semaphore = self._limits.get(endpoint.limit_key)
+        if semaphore is None:
+            semaphore = self._limits[endpoint.limit_key] = asyncio.Semaphore(self.limit_for(endpoint))
+        attempts = adaptations = 0
+        while True:
+            if breaker.open_reason:
+                return _Outcome(reason=breaker.open_reason, retryable=breaker.open_retryable), attempts
+            async with semaphore:
+                # The breaker may have opened while this call waited for a slot.
+                if breaker.open_reason:
+                    return _Outcome(reason=breaker.open_reason, retryable=breaker.open_retryable), attempts
+                attempts += 1
+                outcome = await self._send_once(endpoint, request)
+            if outcome.ok:
+                breaker.failures = 0
+                return outcome, attempts
+            if outcome.adapt is not None and adaptations < 2:
+                self._quirks[endpoint.model_id] = outcome.adapt
+                adaptations += 1
+                attempts -= 1  # the model told us how to ask; that is not a failed attempt
+                continue
+            if outcome.retryable and attempts < settings.max_attempts:
+                delay = self._delay(outcome, attempts)
+                if delay is not None:
+                    await self._notify_wait(endpoint, outcome.short or outcome.reason, attempts + 1,
+                                            settings.max_attempts, delay)
+                    await asyncio.sleep(delay)
+                    continue
+                outcome.reason = (f"{outcome.reason} (the provider asked to wait {outcome.retry_after:.0f} s, "
+                                  f"longer than the {settings.retry_after_max_s:.0f} s we wait; try again later)")
+            elif outcome.retryable and settings.max_attempts > 1:
+                outcome.reason = f"{outcome.reason} (gave up after {attempts} attempts)"
+            if not outcome.rate_limited:
+                breaker.failures += 1
+                if breaker.failures >= settings.breaker_threshold and not breaker.open_reason:
+                    breaker.open_reason = (
+                        f"Circuit breaker for model '{endpoint.model_id}' is open: {breaker.failures} calls in a "
+                        f"row failed, so its remaining calls were not sent; last error: {outcome.reason}")
+                    breaker.open_retryable = outcome.retryable
+            return outcome, attempts
+
+    def _delay(self, outcome: _Outcome, attempts: int) -> float | None:
+        """Seconds before the next attempt; None when the provider asks for longer than we wait."""
+        settings = self.settings
+        if outcome.retry_after is not None:
+            if outcome.retry_after > settings.retry_after_max_s:
+                return None
+            # A little jitter on top, so calls told the same time do not return together.
+            return outcome.retry_after + random.uniform(0, min(1.0, 0.1 * outcome.retry_after))
+        ceiling = min(settings.backoff_max_s, settings.backoff_base_s * 2 ** (attempts - 1))
+        return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+    async def _notify_wait(self, endpoint: Endpoint, reason: str, attempt: int, max_attempts: int,
+                           delay: float) -> None:
+        if self.on_wait is None:
+            return
+        reason = redact(reason, self._secrets + list(endpoint.secrets))
+        result = self.on_wait(endpoint.model_id, reason, attempt, max_attempts, delay)
+        if inspect.isawaitable(result):
+            await result
+
+    async def _send_once(self, endpoint: Endpoint, request: ChatRequest) -> _Outcome:
+        label = endpoint.label
+        quirks = self._quirks.get(endpoint.model_id, Quirks())
+        url, headers, body = build_request(endpoint, request.messages, temperature=request.temperature,
+                                           max_tokens=request.max_tokens, quirks=quirks)
+        headers["content-type"] = "application/json"
+        content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        timeout = self.settings.timeout_s
+        started = time.perf_counter()
+        self.calls_sent += 1
+        try:
+            async with asyncio.timeout(timeout):
+                response = await self._client.post(url, content=content, headers=headers)
+        except (TimeoutError, httpx.TimeoutException):
+            return _Outcome(reason=f"no answer from {label} within {_seconds(timeout)} s (timeout)",
+                            short=f"timeout from {label}", retryable=True, latency_ms=_ms(started))
+        except httpx.TransportError as exc:
+            detail = str(exc) or type(exc).__name__
+            return _Outcome(reason=f"connection to {label} failed: {detail}", short=f"connection error to {label}",
+                            retryable=True, latency_ms=_ms(started))
+        latency = _ms(started)
+        status = response.status_code
+        try:
+            data = json.loads(response.content) if response.content else None
+            json_ok = True
+        except ValueError:
+            data, json_ok = None, False
+        if 200 <= status < 300:
+            if not json_ok or data is None:
+                return _Outcome(reason=f"{label} answered with malformed JSON (HTTP {status})",
+                                short=f"malformed answer from {label}", retryable=True, latency_ms=latency)
+            try:
+                parsed = parse_answer(endpoint.api_format, data)
+            except BadAnswer as exc:
+                return _Outcome(reason=f"unexpected answer from {label}: {exc.reason}",
+                                short=f"unexpected answer from {label}", retryable=exc.retryable, latency_ms=latency)
+            if not parsed.text:
+                why = f" (finish reason: {parsed.finish_reason})" if parsed.finish_reason else ""
+                return _Outcome(reason=f"{label} returned an empty answer{why}", usage=parsed.usage,
+                                latency_ms=latency)
+            return _Outcome(text=parsed.text, usage=parsed.usage, finish_reason=parsed.finish_reason,
+                            latency_ms=latency)
+        return self._http_error(endpoint, response, data, quirks, latency)
+
+    def _http_error(self, endpoint: Endpoint, response: httpx.Response, data: Any, quirks: Quirks,
+                    latency: float) -> _Outcome:
+        label = endpoint.label
+        status = response.status_code
+        message = error_message(data) or _excerpt(response.text)
+        reason = f"{status} from {label}" + (f": {message}" if message else "")
+        short = f"{status} from {label}"
+        if status == 429:
+            return _Outcome(reason=reason, short=short, retryable=True, rate_limited=True,
+                            retry_after=_retry_after(response.headers), latency_ms=latency)
+        if status == 408 or status >= 500:
+            return _Outcome(reason=reason, short=short, retryable=True, retry_after=_retry_after(response.headers),
+                            latency_ms=latency)
+        if status == 400 and endpoint.custom is None and endpoint.api_format == "openai_chat":
+            adapt = _adaptation(quirks, error_param(data), message or "")
+            if adapt is not None:
+                return _Outcome(reason=reason, short=short, adapt=adapt, latency_ms=latency)
+        if status in (401, 403):
+            if endpoint.custom is not None:
+                reason += " (check the custom model's headers)"
+            else:
+                reason += f" (check {key_variable_names(endpoint.provider)})"
+        elif status == 404 and endpoint.custom is None:
+            reason += f" (is '{endpoint.model_name}' a model {endpoint.provider} still serves?)"
+        return _Outcome(reason=reason, short=short, retryable=False, latency_ms=latency)
+
+    async def _cache_get(self, key: str) -> dict | None:
+        try:
+            value = self.cache.get(key)
+            if inspect.isawaitable(value):
+                value = await value
+        except Exception:  # a broken cache costs a call, never an item
+            logger.warning("response cache read failed; calling the model instead", exc_info=True)
+            return None
+        if not isinstance(value, dict) or not isinstance(value.get("text"), str) or not value["text"].strip():
+            return None
+        return value
+
+    async def _cache_set(self, key: str, value: dict) -> None:
+        try:
+            result = self.cache.set(key, value)
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            logger.warning("response cache write failed; the answer is kept but not cached", exc_info=True)
+
+
+def _adaptation(quirks: Quirks, param: str | None, message: str) -> Quirks | None:
+    lowered = message.lower()
+    if quirks.max_tokens_key == "max_tokens" and (
+        param == "max_tokens" or ("max_tokens" in lowered and "max_completion_tokens" in lowered)
+    ):
+        return replace(quirks, max_tokens_key="max_completion_tokens")
+    if not quirks.omit_temperature and (param == "temperature" or (
+        "temperature" in lowered and any(w in lowered for w in ("unsupported", "not support", "only the default"))
+    )):
+        return replace(quirks, omit_temperature=True)
+    return None
+
+
+def _retry_after(headers: httpx.Headers) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return max(0.0, float(raw_ms) / 1000)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _excerpt(text: str, limit: int = 300) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}"
