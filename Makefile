@@ -11,16 +11,19 @@ STAMP := $(VENV)/.installed
 venv: $(STAMP)
 
 # Installs again only when pyproject.toml is newer than the last install.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,postgres,redis]'
 	touch $(STAMP)
 
 run: venv
 	PORT=$(PORT) scripts/run.sh
 
-# Tests run tasks inline and keep their data in a throwaway directory.
+# Tests run tasks inline and keep their data in a throwaway directory; the browser tests
+# (tests/e2e) need Debian's chromium, which ensure-chromium.sh installs when it is missing.
 test: venv
+	@scripts/ensure-chromium.sh
+	@scripts/ensure-services.sh
 	@data=$$(mktemp -d) && trap 'rm -rf "$$data"' EXIT && \
 	EVALSITE_TASKS_SYNC=1 EVALSITE_DATA_DIR="$$data" $(PY) -m pytest $(PYTEST_ARGS)
 

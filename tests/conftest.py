@@ -2,6 +2,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tests.conftest_services"]
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
