@@ -137,6 +137,7 @@ def start(request):
         except services.RunRefused as refused:
             transaction.set_rollback(text is not None and not slug)  # keep nothing from a refused one-off text
             return _error(422, refused.message, problems=refused.problems, blueprint=blueprint.slug)
+    run.refresh_from_db()  # with inline tasks (tests), the run has already finished on commit
     return JsonResponse(run_status(run, request), status=201)
 
 

@@ -486,7 +486,8 @@ def maybe_finish(run_id: int) -> bool:
     if run.cancel_requested:
         if open_items.filter(status=ResponseStatus.RUNNING).exists():
             return False
-        return finish_run(run_id, RunStatus.CANCELLED)
+        # A cancel that came after the last item finished changes nothing: the run is done.
+        return finish_run(run_id, RunStatus.CANCELLED if open_items.exists() else RunStatus.DONE)
     if open_items.exists():
         return False
     return finish_run(run_id)

@@ -1,0 +1,90 @@
+"""The JSON API: start a run from text or an id, read status and results, control it; token and loopback rules."""
+
+import json
+
+import pytest
+from django.test import override_settings
+
+from blueprints.models import Blueprint
+from runs.models import Run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+OFFLINE = """\
+title: Offline
+models: [fixtures:x]
+fixtures: {responses: {p: {default: "hello world"}}}
+---
+- id: p
+  prompt: Say hello.
+  should: [$contains: hello]
+"""
+
+
+def post(client, url, body, **headers):
+    return client.post(url, data=json.dumps(body), content_type="application/json", **headers)
+
+
+def test_a_run_starts_from_text_and_its_status_and_results_can_be_read(client):
+    response = post(client, "/api/runs", {"blueprint": OFFLINE})
+    assert response.status_code == 201
+    data = response.json()
+    assert data["status"] == "done" and data["items"] == {"total": 1, "done": 1, "failed": 0}
+    assert data["models"]["fixtures:x[temp:0]"]["mean"] == 1.0
+    status = client.get(f"/api/runs/{data['id']}").json()
+    assert status["score"] == 1.0 and status["blueprint"] == "offline"
+    results = client.get(f"/api/runs/{data['id']}/results").json()
+    assert results["evaluationResults"]["llmCoverageScores"]["p"]["fixtures:x[temp:0]"]["avgCoverageExtent"] == 1.0
+
+
+def test_a_run_starts_from_a_stored_blueprint_id(client):
+    blueprint = Blueprint.objects.create(slug="stored", title="Stored")
+    blueprint.save_revision(OFFLINE)
+    response = post(client, "/api/runs", {"blueprintId": "stored", "models": ["fixtures:x"]})
+    assert response.status_code == 201 and response.json()["blueprint"] == "stored"
+
+
+def test_a_blueprint_with_errors_is_refused_with_its_lines_and_nothing_is_kept(client):
+    response = post(client, "/api/runs", {"blueprint": "- prompt: hi\n  should:\n    - $contians: x\n"})
+    assert response.status_code == 422
+    body = response.json()
+    assert "has errors" in body["error"] and ":3:7: error: Unknown point function" in body["problems"][0]
+    assert not Blueprint.objects.exists() and not Run.objects.exists()
+
+
+@pytest.mark.parametrize("body, status, words", [
+    ("not json", 400, "not JSON"),
+    ([1, 2], 400, "JSON object"),
+    ({}, 400, "send `blueprint`"),
+    ({"blueprintId": "missing"}, 404, "no blueprint"),
+    ({"blueprint": OFFLINE, "models": 3}, 400, "list of model ids"),
+])
+def test_bad_requests_get_a_clear_message(client, body, status, words):
+    data = body if isinstance(body, str) else json.dumps(body)
+    response = client.post("/api/runs", data=data, content_type="application/json")
+    assert response.status_code == status and words in response.json()["error"]
+
+
+def test_a_form_post_is_refused_so_other_sites_cannot_start_runs(client):
+    response = client.post("/api/runs", {"blueprint": OFFLINE})
+    assert response.status_code == 415
+
+
+def test_without_a_token_only_loopback_may_call(client):
+    assert client.get("/api/runs/1", REMOTE_ADDR="10.1.2.3").status_code == 403
+    assert client.get("/api/runs/1", REMOTE_ADDR="::1").status_code == 404
+
+
+@override_settings(EVALSITE_API_TOKEN="s3cret-token")
+def test_with_a_token_every_call_needs_it(client):
+    assert client.get("/api/runs/1").status_code == 401
+    assert client.get("/api/runs/1", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
+    assert client.get("/api/runs/1", HTTP_AUTHORIZATION="Bearer s3cret-token",
+                      REMOTE_ADDR="10.1.2.3").status_code == 404
+
+
+def test_controls_answer_with_the_status(client):
+    run_id = post(client, "/api/runs", {"blueprint": OFFLINE}).json()["id"]
+    response = post(client, f"/api/runs/{run_id}/retry-failed", {})
+    assert response.status_code == 200 and response.json()["status"] == "done"
+    assert post(client, f"/api/runs/{run_id}/explode", {}).status_code == 404

@@ -1,0 +1,196 @@
+"""Real workers: a `qcluster` subprocess killed mid-run and restarted, cancel, and retry-failed,
+on SQLite (the embedded default) and on PostgreSQL with Redis (the scale-out setup).
+
+Django runs in subprocesses (manage.py), as a deployment would; this process plays the
+model provider (the fake LLM server, on 127.0.0.1) and reads the database directly.
+
+What "generated once" means here, honestly: an item that finished before the kill is never
+asked for again, and after the restart every item is asked for at most once. A call that was
+in flight at the moment of the kill had no answer yet and is sent again: no system can tell
+whether such a call will ever complete.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+MANAGE = Path(__file__).resolve().parents[2] / "manage.py"
+ITEMS = 24
+
+
+def blueprint_text(models: list[str], prompts: int = ITEMS) -> str:
+    body = "".join(f"- id: item-{i}\n  prompt: Say item {i}\n  should: [$contains: 'item {i}']\n"
+                   for i in range(prompts))
+    return f"title: Workers\nmodels: [{', '.join(models)}]\n---\n{body}"
+
+
+class Site:
+    """A deployed evalsite in subprocesses, on SQLite or PostgreSQL."""
+
+    def __init__(self, tmp_path: Path, fake, database_url: str | None = None, redis_url: str | None = None):
+        self.tmp = tmp_path
+        self.data = tmp_path / "data"
+        self.database_url = database_url
+        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+        env.pop("EVALSITE_TASKS_SYNC", None)
+        env.pop("DATABASE_URL", None)
+        env.pop("REDIS_URL", None)
+        env.update(EVALSITE_DATA_DIR=str(self.data), EVALSITE_WORKERS="1", PYTHONUNBUFFERED="1",
+                   OPENAI_BASE_URL=fake.base_url + "/v1", OPENAI_API_KEY="sk-test-fake",
+                   EVALSITE_CONCURRENCY_OPENAI="3", EVALSITE_CLAIM_LEASE_S="600")
+        if database_url:
+            env["DATABASE_URL"] = database_url
+        if redis_url:
+            env["REDIS_URL"] = redis_url
+        self.env = env
+        self.workers: list[subprocess.Popen] = []
+
+    def manage(self, *args: str, timeout: float = 120) -> str:
+        result = subprocess.run([sys.executable, str(MANAGE), *args], env=self.env, capture_output=True, text=True,
+                                timeout=timeout)
+        assert result.returncode == 0, f"manage.py {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
+        return result.stdout
+
+    def start_run(self, text: str) -> int:
+        path = self.tmp / "workers.yml"
+        path.write_text(text)
+        return int(self.manage("run_blueprint", str(path), "--enqueue").strip().splitlines()[-1])
+
+    def start_worker(self) -> subprocess.Popen:
+        log = open(self.tmp / f"worker-{len(self.workers)}.log", "w")
+        process = subprocess.Popen([sys.executable, str(MANAGE), "qcluster"], env=self.env, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+        self.workers.append(process)
+        return process
+
+    def kill(self, process: subprocess.Popen) -> None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+    def stop_all(self) -> None:
+        for process in self.workers:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait(timeout=5)
+
+    def query(self, sql: str, *params):
+        if self.database_url:
+            import psycopg
+
+            with psycopg.connect(self.database_url) as conn:
+                return conn.execute(sql.replace("?", "%s"), params).fetchall()
+        with sqlite3.connect(self.data / "db.sqlite3", timeout=30) as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def statuses(self, run_id: int) -> Counter:
+        return Counter(dict(self.query("SELECT status, COUNT(*) FROM runs_response WHERE run_id = ? GROUP BY status",
+                                       run_id)))
+
+    def run_status(self, run_id: int) -> str:
+        return self.query("SELECT status FROM runs_run WHERE id = ?", run_id)[0][0]
+
+    def done_items(self, run_id: int) -> set[str]:
+        return {row[0] for row in self.query("SELECT prompt_id FROM runs_response WHERE run_id = ? AND status = 'done'",
+                                             run_id)}
+
+    def wait_for(self, what, check, timeout: float = 90.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = check()
+            if value:
+                return value
+            for process in self.workers:
+                assert process.poll() in (None, -signal.SIGKILL), self.logs()
+            time.sleep(0.2)
+        raise AssertionError(f"timed out waiting for {what}\n{self.logs()}")
+
+    def logs(self) -> str:
+        return "\n".join(p.read_text()[-3000:] for p in sorted(self.tmp.glob("worker-*.log")))
+
+
+def asked_items(fake, model_part: str) -> list[str]:
+    out = []
+    for request in fake.requests():
+        if model_part in request["model"]:
+            match = re.search(r"Say (item \d+)", request["messages"][-1]["content"])
+            out.append(match.group(1).replace(" ", "-"))
+    return out
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def site(request, tmp_path, fake_llm):
+    if request.param == "postgres":
+        request.applymarker(pytest.mark.services)
+        site = Site(tmp_path, fake_llm, request.getfixturevalue("database_url"),
+                    request.getfixturevalue("redis_url"))
+    else:
+        site = Site(tmp_path, fake_llm)
+    site.manage("migrate", "--noinput")
+    yield site
+    site.stop_all()
+
+
+def test_a_killed_worker_is_replaced_and_no_finished_item_is_generated_again(site, fake_llm):
+    run_id = site.start_run(blueprint_text(["openai:slow-latency-300ms"]))
+    worker = site.start_worker()
+    site.wait_for("a few items done", lambda: site.statuses(run_id)["done"] >= 6)
+    site.kill(worker)
+    done_at_kill = site.done_items(run_id)
+    asked_before = len(fake_llm.requests())
+    assert 6 <= len(done_at_kill) < ITEMS
+
+    site.start_worker()
+    site.wait_for("the run to finish", lambda: site.run_status(run_id) == "done")
+    assert site.statuses(run_id) == Counter({"done": ITEMS})
+    asked_after = asked_items(fake_llm, "slow")[asked_before:]
+    assert not set(asked_after) & done_at_kill, "an item finished before the kill was generated again"
+    assert max(Counter(asked_after).values()) == 1, "an item was generated twice after the restart"
+    assert set(asked_items(fake_llm, "slow")) == {f"item-{i}" for i in range(ITEMS)}
+    scores = site.query("SELECT score FROM runs_response WHERE run_id = ?", run_id)
+    assert all(score == 1.0 for (score,) in scores)
+
+
+def test_cancel_stops_new_items_and_keeps_finished_ones(site, fake_llm):
+    items = 60  # three at a time, half a second each: well over the time a cancel takes to arrive
+    run_id = site.start_run(blueprint_text(["openai:slow-latency-500ms"], prompts=items))
+    site.start_worker()
+    site.wait_for("a few items done", lambda: site.statuses(run_id)["done"] >= 4)
+    site.manage("shell", "--no-imports", "-c",
+                f"from runs.models import Run; from runs.services import cancel_run; cancel_run(Run.objects.get(pk={run_id}))")
+    site.wait_for("the run to be cancelled", lambda: site.run_status(run_id) == "cancelled")
+    statuses = site.statuses(run_id)
+    asked = len(fake_llm.requests())
+    time.sleep(1.0)
+    assert len(fake_llm.requests()) == asked, "items kept starting after the cancel"
+    assert statuses["done"] >= 4 and statuses["pending"] > 0 and statuses["running"] == 0
+    assert statuses["done"] + statuses["pending"] == items
+
+
+def test_retry_failed_reruns_only_the_failed_generation(site, fake_llm):
+    text = blueprint_text(["openai:steady-latency-20ms", "openai:flaky-fail-401-then-ok"], prompts=4)
+    run_id = site.start_run(text)
+    site.start_worker()
+    site.wait_for("the run to finish", lambda: site.run_status(run_id) == "done")
+    assert site.statuses(run_id) == Counter({"done": 7, "failed": 1})
+    asked = len(fake_llm.requests())
+    site.manage("shell", "--no-imports", "-c",
+                f"from runs.models import Run; from runs.services import retry_failed; "
+                f"retry_failed(Run.objects.get(pk={run_id}))")
+    site.wait_for("the retried run to finish",
+                  lambda: site.run_status(run_id) == "done" and site.statuses(run_id) == Counter({"done": 8}))
+    again = fake_llm.requests()[asked:]
+    assert [r["model"] for r in again] == ["flaky-fail-401-then-ok"]
