@@ -1,8 +1,34 @@
-from django.urls import path
+from django.urls import path, register_converter
 
 from blueprints import views
+from blueprints.models import BLUEPRINT_ID_RE
+
+
+class BlueprintIdConverter:
+    regex = BLUEPRINT_ID_RE
+
+    def to_python(self, value):
+        return value
+
+    def to_url(self, value):
+        return value
+
+
+register_converter(BlueprintIdConverter, "bpid")
 
 app_name = "blueprints"
 urlpatterns = [
     path("", views.home, name="home"),
+    path("examples/", views.add_examples, name="add_examples"),
+    path("new/", views.new_blueprint, name="new"),
+    path("import/", views.import_blueprints, name="import"),
+    path("validate/", views.validate, name="validate"),
+    path("collections/", views.collections, name="collections"),
+    path("blueprints/<bpid:slug>/", views.detail, name="detail"),
+    path("blueprints/<bpid:slug>/edit/", views.edit, name="edit"),
+    path("blueprints/<bpid:slug>/try/", views.try_response, name="try"),
+    path("blueprints/<bpid:slug>/rename/", views.rename, name="rename"),
+    path("blueprints/<bpid:slug>/history/", views.history, name="history"),
+    path("blueprints/<bpid:slug>/revisions/<int:number>/", views.revision, name="revision"),
+    path("blueprints/<bpid:slug>/revisions/<int:number>/restore/", views.restore, name="restore"),
 ]

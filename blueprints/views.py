@@ -1,5 +1,309 @@
-from django.shortcuts import render
+"""Blueprint pages: library, import, blueprint, editor (live validation and preview), try a response, history.
+
+Each view fetches (404 early), validates a form, calls a model method or
+`blueprints.services`, and renders. A request from htmx gets the named fragment
+of the same template; without htmx the same URL renders the whole page.
+"""
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.db.models import Q
+from django.db.models.functions import Lower
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
+
+from blueprints import services
+from blueprints.forms import (
+    STARTER_TEXT,
+    CompareForm,
+    EditorForm,
+    ImportForm,
+    NewBlueprintForm,
+    RenameForm,
+    RunForm,
+    TryForm,
+)
+from blueprints.models import Blueprint, BlueprintRevision, ModelCollection
+
+LIBRARY_PAGE_SIZE = 50
+SORTS = {
+    "name": (Lower("title").asc(), "slug"),
+    "changed": ("-updated_at", "slug"),
+}
 
 
+def _fragment(request, template, fragment):
+    return f"{template}#{fragment}" if request.htmx else template
+
+
+# --- library ----------------------------------------------------------------------------
+
+
+@require_safe
 def home(request):
-    return render(request, "blueprints/home.html")
+    """The library: every blueprint, searchable by title, tag and text."""
+    if not Blueprint.objects.exists():
+        services.load_examples()  # a first visit starts with the examples
+    query = request.GET.get("q", "").strip()
+    tag = request.GET.get("tag", "").strip()
+    sort = request.GET.get("sort", "name")
+    if sort not in SORTS:
+        sort = "name"
+    blueprints = Blueprint.objects.for_library()
+    if query:
+        blueprints = blueprints.filter(
+            Q(title__icontains=query) | Q(slug__icontains=query) | Q(tags_key__icontains=query)
+            | Q(description__icontains=query) | Q(current_revision__text__icontains=query)
+        )
+    if tag:
+        blueprints = blueprints.filter(tags_key__contains=f"|{tag}|")
+    page = Paginator(blueprints.order_by(*SORTS[sort]), LIBRARY_PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {
+        "page": page, "query": query, "tag": tag, "sort": sort, "total": Blueprint.objects.count(),
+        "tags": _all_tags(),
+    }
+    return render(request, _fragment(request, "blueprints/library.html", "results"), context)
+
+
+def _all_tags():
+    counts: dict[str, int] = {}
+    for tags in Blueprint.objects.values_list("tags", flat=True):
+        for t in tags or []:
+            counts[t] = counts.get(t, 0) + 1
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:30]
+
+
+@require_POST
+def add_examples(request):
+    added = services.load_examples()
+    if added:
+        messages.success(request, f"Added {len(added)} example blueprint{'s' if len(added) != 1 else ''}.")
+    else:
+        messages.info(request, "The example blueprints are already in the library.")
+    return redirect("blueprints:home")
+
+
+# --- making and importing ---------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+def new_blueprint(request):
+    form = NewBlueprintForm(request.POST if request.method == "POST" else None, initial={"text": STARTER_TEXT})
+    if request.method == "POST" and form.is_valid():
+        blueprint, revision = services.create_from_text(form.cleaned_data["text"], slug=form.cleaned_data["slug"])
+        _saved_message(request, revision, created=True)
+        return redirect("blueprints:edit", slug=blueprint.slug)
+    text = form["text"].value() or ""
+    check = services.check_text(text)
+    return render(request, "blueprints/editor.html", {"form": form, "blueprint": None, "check": check})
+
+
+@require_http_methods(["GET", "POST"])
+def import_blueprints(request):
+    form = ImportForm(request.POST, request.FILES) if request.method == "POST" else ImportForm()
+    outcome = None
+    if request.method == "POST" and form.is_valid():
+        outcome = services.import_files([(name, text, {}) for name, text in form.cleaned_data["files"]],
+                                        via="upload")
+        pasted = form.cleaned_data["text"]
+        if pasted.strip():
+            blueprint, revision = services.create_from_text(pasted.replace("\r\n", "\n"),
+                                                            summary="Pasted into evalsite")
+            outcome.items.append(services.ImportItem("pasted text", blueprint.slug, "created",
+                                                     blueprint=blueprint, revision=revision))
+        form = ImportForm()
+    return render(request, "blueprints/import.html", {"form": form, "outcome": outcome})
+
+
+# --- one blueprint ----------------------------------------------------------------------
+
+
+@require_safe
+def detail(request, slug):
+    blueprint = get_object_or_404(Blueprint.objects.select_related("current_revision"), slug=slug)
+    revision = blueprint.current_revision
+    lookup = ModelCollection.lookup()
+    result = revision.parse(lookup) if revision else None
+    preview = services.build_preview(result.blueprint, lookup) if result and result.blueprint else None
+    context = {
+        "blueprint": blueprint, "revision": revision, "result": result, "preview": preview,
+        "spec": result.blueprint if result else None,
+        "description_html": services.render_markdown(blueprint.description),
+        "rename_form": RenameForm(initial={"slug": blueprint.slug}, blueprint=blueprint),
+        **_run_context(revision, preview),
+    }
+    return render(request, "blueprints/blueprint_detail.html", context)
+
+
+def _run_context(revision, preview):
+    """The run form's choices and, when a run cannot start, why (see the run-form partial)."""
+    if revision is None or preview is None:
+        reason = "Fix the errors in this blueprint before running it: drafts cannot run."
+        return {"run_form": None, "run_blocked": reason, "run_action": None}
+    model_ids = [m.id for m in preview.models]
+    judge_ids = [j.id for j in preview.judges] or services.site_judges()
+    form = RunForm(model_ids=model_ids, judge_ids=judge_ids)
+    blocked = None
+    if preview.missing_collections:
+        names = ", ".join(preview.missing_collections)
+        blocked = (f"The model collection {names} is not known: import it (a models/NAME.json file) "
+                   "or list the models explicitly.")
+    elif not model_ids:
+        blocked = "This blueprint lists no models to run."
+    # The runs app owns starting a run; this app only names its address.
+    return {"run_form": form, "run_blocked": blocked, "run_action": reverse("runs:start")}
+
+
+@require_http_methods(["GET", "POST"])
+def edit(request, slug):
+    blueprint = get_object_or_404(Blueprint.objects.select_related("current_revision"), slug=slug)
+    current = blueprint.current_revision
+    form = EditorForm(request.POST if request.method == "POST" else None, initial={
+        "text": current.text if current else "", "base_revision": current.number if current else None,
+    })
+    if request.method == "POST" and form.is_valid():
+        base = form.cleaned_data["base_revision"]
+        revision, created = blueprint.save_revision(form.cleaned_data["text"], summary="Edited in evalsite")
+        moved_on = created and current is not None and base is not None and base != current.number
+        if request.htmx:
+            return render(request, "blueprints/editor.html#save-status",
+                          {"blueprint": blueprint, "revision": revision, "created": created, "saved": True,
+                           "moved_on": moved_on, "replaced": current})
+        _saved_message(request, revision, created=created)
+        if moved_on:
+            messages.warning(request, f"Revision {current.number} had been saved elsewhere after you opened the "
+                                      "editor; your text is now the newest revision (compare them in the history).")
+        return redirect("blueprints:edit", slug=blueprint.slug)
+    if request.method == "POST" and request.htmx:
+        return render(request, "blueprints/editor.html#save-status",
+                      {"blueprint": blueprint, "revision": current, "form_errors": form.errors.get("text")})
+    check = services.check_text(form["text"].value() or "", slug=blueprint.slug)
+    return render(request, "blueprints/editor.html",
+                  {"form": form, "blueprint": blueprint, "revision": current, "check": check})
+
+
+def _saved_message(request, revision, *, created):
+    if not created:
+        messages.info(request, f"No changes: revision {revision.number} is still the newest.")
+    elif revision.is_valid:
+        messages.success(request, f"Saved revision {revision.number}.")
+    else:
+        messages.warning(request, f"Saved revision {revision.number} as a draft: "
+                                  f"{revision.error_count} error{'s' if revision.error_count != 1 else ''} "
+                                  "must be fixed before it can run.")
+
+
+@require_POST
+def validate(request):
+    """Live validation: always 200, with the problems panel and (out of band) the preview."""
+    slug = request.POST.get("slug") or None
+    check = services.check_text(request.POST.get("text", "").replace("\r\n", "\n"), slug=slug)
+    return render(request, "blueprints/editor.html#live", {"check": check, "blueprint": None, "live": True})
+
+
+@require_http_methods(["GET", "POST"])
+def try_response(request, slug):
+    """Paste a response for one prompt and see every deterministic point's score, with no model call."""
+    blueprint = get_object_or_404(Blueprint.objects.select_related("current_revision"), slug=slug)
+    unsaved = request.POST.get("text") if request.method == "POST" else None
+    if unsaved:
+        result = services.check_text(unsaved.replace("\r\n", "\n"), slug=slug).result
+    elif blueprint.current_revision:
+        result = blueprint.current_revision.parse()
+    else:
+        result = None
+    spec = result.blueprint if result else None
+    prompts = {p.id: p for p in spec.prompts} if spec else {}
+    form = TryForm(request.POST if request.method == "POST" else None, prompt_ids=list(prompts),
+                   initial={"prompt": request.GET.get("prompt") or next(iter(prompts), None)})
+    groups = None
+    if request.method == "POST" and form.is_valid():
+        groups = services.try_response(spec, prompts[form.cleaned_data["prompt"]], form.cleaned_data["response"])
+    selected = prompts.get(form["prompt"].value())
+    context = {
+        "blueprint": blueprint, "form": form, "result": result, "spec": spec, "groups": groups,
+        "selected": services.prompt_view(spec, selected) if selected else None, "unsaved": bool(unsaved),
+        "engine_ready": services.point_evaluator() is not None,
+    }
+    return render(request, _fragment(request, "blueprints/try.html", "try-results"), context)
+
+
+@require_POST
+def rename(request, slug):
+    blueprint = get_object_or_404(Blueprint, slug=slug)
+    form = RenameForm(request.POST, blueprint=blueprint)
+    if form.is_valid():
+        blueprint.rename(form.cleaned_data["slug"])
+        messages.success(request, f"The blueprint's id is now '{blueprint.slug}'.")
+    else:
+        messages.error(request, " ".join(form.errors["slug"]))
+    return redirect("blueprints:detail", slug=blueprint.slug)
+
+
+# --- history ----------------------------------------------------------------------------
+
+
+@require_safe
+def history(request, slug):
+    blueprint = get_object_or_404(Blueprint.objects.select_related("current_revision"), slug=slug)
+    revisions = list(blueprint.revisions.defer("text", "files").order_by("-number"))
+    newest = revisions[0].number if revisions else 0
+    form = CompareForm(request.GET or None, initial={"a": max(newest - 1, 1), "b": newest})
+    a = b = None
+    if form.is_bound and form.is_valid():
+        a, b = form.cleaned_data["a"], form.cleaned_data["b"]
+    elif not form.is_bound and newest > 1:
+        a, b = newest - 1, newest
+    diff = None
+    if a and b:
+        pair = {r.number: r for r in blueprint.revisions.filter(number__in=[a, b])}
+        if a in pair and b in pair:
+            diff = {"a": pair[a], "b": pair[b], "rows": services.diff_rows(pair[a].text, pair[b].text)}
+        else:
+            diff = {"missing": [n for n in (a, b) if n not in pair]}
+    context = {"blueprint": blueprint, "revisions": revisions, "form": form, "diff": diff}
+    return render(request, _fragment(request, "blueprints/history.html", "diff"), context)
+
+
+@require_safe
+def revision(request, slug, number):
+    blueprint = get_object_or_404(Blueprint.objects.select_related("current_revision"), slug=slug)
+    rev = get_object_or_404(BlueprintRevision, blueprint=blueprint, number=number)
+    lines = rev.text.splitlines()
+    return render(request, "blueprints/revision.html", {"blueprint": blueprint, "revision": rev, "lines": lines})
+
+
+@require_POST
+def restore(request, slug, number):
+    blueprint = get_object_or_404(Blueprint.objects.select_related("current_revision"), slug=slug)
+    old = get_object_or_404(BlueprintRevision, blueprint=blueprint, number=number)
+    revision, created = blueprint.restore(old)
+    if created:
+        messages.success(request, f"Restored revision {number} as revision {revision.number}.")
+    else:
+        messages.info(request, f"Revision {number} has the same text as the newest revision; nothing to restore.")
+    return redirect(reverse("blueprints:history", args=[blueprint.slug]))
+
+
+# --- model collections ------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+def collections(request):
+    error = None
+    if request.method == "POST":
+        name = request.POST.get("name", "").strip().upper()
+        model_ids = [line.strip() for line in request.POST.get("models", "").splitlines() if line.strip()]
+        try:
+            if not model_ids:
+                raise ValidationError("List at least one model id, one a line.")
+            ModelCollection.store(name, model_ids, source="edited in evalsite")
+        except ValidationError as exc:
+            error = " ".join(exc.messages)
+        else:
+            messages.success(request, f"Saved the collection {name}.")
+            return redirect("blueprints:collections")
+    context = {"collections": ModelCollection.objects.all(), "error": error, "posted": request.POST}
+    return render(request, "blueprints/collections.html", context)

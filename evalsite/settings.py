@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    "django_ace",  # ships the Ace editor's static files (the blueprint editor)
     "template_partials",
     "django_q",
     "blueprints",
@@ -182,5 +183,9 @@ LOGGING = {
     "root": {"handlers": ["stderr"], "level": "INFO"},
     "loggers": {
         "django": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
+        # One line per HTTP request to a model would drown what matters (and cost CPU);
+        # failures are recorded on the items and shown on the run page instead.
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
     },
 }

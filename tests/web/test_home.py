@@ -1,5 +1,10 @@
 import re
 
+import pytest
+
+# The home page is the blueprint library, which reads the database.
+pytestmark = pytest.mark.django_db
+
 
 def test_the_home_page_names_the_product(client):
     response = client.get("/")

@@ -69,7 +69,7 @@ class Command(BaseCommand):
         if path.is_file():
             text = read_text(path)
             slug = blueprint_id_for_file(str(path))
-            companions = blueprint_services._companions(path.resolve(), text, path.resolve().parent)
+            companions = blueprint_services.companion_files(path, text)
             outcome = blueprint_services.import_files([(f"{slug.replace('__', '/')}{path.suffix}", text, companions)],
                                    via="run_blueprint")
             item = outcome.items[0]

@@ -1,0 +1,147 @@
+from django import forms
+from django.core.exceptions import ValidationError
+
+from blueprints.models import Blueprint, validate_blueprint_id
+
+MAX_UPLOAD_BYTES = 5 * 1024 * 1024
+UPLOAD_SUFFIXES = (".yml", ".yaml", ".json")
+
+STARTER_TEXT = """\
+title: My new blueprint
+description: |
+  What this blueprint checks, in a sentence or two. Markdown works here.
+tags: [draft]
+models:
+  - openai:gpt-4.1-mini
+---
+- id: first-prompt
+  prompt: Ask the model something here.
+  should:
+    - A sentence a judge checks the response against.
+    - $icontains: a word the response must contain
+"""
+
+
+class EditorForm(forms.Form):
+    text = forms.CharField(
+        strip=False, required=False,
+        widget=forms.Textarea(attrs={"class": "code", "spellcheck": "false", "rows": 30, "autocapitalize": "off",
+                                     "autocomplete": "off", "data-code-editor": "yaml"}),
+    )
+    base_revision = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+    def clean_text(self):
+        text = self.cleaned_data["text"].replace("\r\n", "\n")
+        if not text.strip():
+            raise ValidationError("The blueprint is empty: write at least a title and one prompt.")
+        return text
+
+
+class NewBlueprintForm(EditorForm):
+    slug = forms.CharField(
+        label="Id", required=False, max_length=200, validators=[validate_blueprint_id],
+        help_text="Leave empty to make one from the title. Used in addresses and results.",
+    )
+
+    def clean_slug(self):
+        slug = self.cleaned_data["slug"].strip()
+        if slug and Blueprint.objects.filter(slug=slug).exists():
+            raise ValidationError(f"The id '{slug}' is already used by another blueprint.")
+        return slug
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("widget", MultipleFileInput(attrs={"accept": ",".join(UPLOAD_SUFFIXES)}))
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None):
+        single = super().clean
+        if isinstance(data, (list, tuple)):
+            return [single(item, initial) for item in data]
+        return [single(data, initial)] if data else []
+
+
+class ImportForm(forms.Form):
+    files = MultipleFileField(
+        required=False, label="Files",
+        help_text="One or many .yml, .yaml or .json blueprints. Each file's name gives its blueprint's id.",
+    )
+    text = forms.CharField(
+        required=False, strip=False, label="Or paste a blueprint",
+        widget=forms.Textarea(attrs={"class": "code", "rows": 12, "spellcheck": "false"}),
+    )
+
+    def clean_files(self):
+        files = self.cleaned_data["files"]
+        decoded = []
+        for upload in files:
+            name = upload.name
+            if not name.lower().endswith(UPLOAD_SUFFIXES):
+                raise ValidationError(f"'{name}' is not a .yml, .yaml or .json file.")
+            if upload.size > MAX_UPLOAD_BYTES:
+                raise ValidationError(f"'{name}' is larger than 5 MB.")
+            data = upload.read()
+            if data.startswith(b"\xef\xbb\xbf"):
+                data = data[3:]
+            try:
+                decoded.append((name, data.decode("utf-8").replace("\r\n", "\n")))
+            except UnicodeDecodeError:
+                raise ValidationError(f"'{name}' is not UTF-8 text; save it as UTF-8 and try again.") from None
+        return decoded
+
+    def clean(self):
+        cleaned = super().clean()
+        if not self.errors and not cleaned.get("files") and not (cleaned.get("text") or "").strip():
+            raise ValidationError("Choose one or more files, or paste a blueprint.")
+        return cleaned
+
+
+class RenameForm(forms.Form):
+    slug = forms.CharField(label="Id", max_length=200, validators=[validate_blueprint_id])
+
+    def __init__(self, *args, blueprint, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.blueprint = blueprint
+
+    def clean_slug(self):
+        slug = self.cleaned_data["slug"].strip()
+        if Blueprint.objects.filter(slug=slug).exclude(pk=self.blueprint.pk).exists():
+            raise ValidationError(f"The id '{slug}' is already used by another blueprint.")
+        return slug
+
+
+class TryForm(forms.Form):
+    prompt = forms.ChoiceField(label="Prompt")
+    response = forms.CharField(
+        strip=False, label="A response to score",
+        widget=forms.Textarea(attrs={"rows": 10, "placeholder": "Paste what a model answered…"}),
+    )
+    text = forms.CharField(required=False, strip=False, widget=forms.HiddenInput)  # unsaved editor text
+
+    def __init__(self, *args, prompt_ids=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["prompt"].choices = [(pid, pid) for pid in prompt_ids]
+
+
+class CompareForm(forms.Form):
+    a = forms.IntegerField(min_value=1, label="From revision")
+    b = forms.IntegerField(min_value=1, label="To revision")
+
+
+class RunForm(forms.Form):
+    """What the run button asks: which models and judges. Posted to the runs app (issue 6)."""
+
+    models = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple, label="Models")
+    judges = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple, label="Judges", required=False)
+
+    def __init__(self, *args, model_ids=(), judge_ids=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["models"].choices = [(m, m) for m in model_ids]
+        self.fields["judges"].choices = [(j, j) for j in judge_ids]
+        self.initial.setdefault("models", list(model_ids))
+        self.initial.setdefault("judges", list(judge_ids))

@@ -1,0 +1,774 @@
+"""What the blueprint pages compute, kept out of the views so each view stays a few lines.
+
+Sections: markdown, the editor's check (diagnostics -> editor annotations), the
+preview (prompts, points, paths, model variants, call counts and cost estimate),
+try-a-response, revision diffs, importing files and folders, and the example
+blueprints. Everything here reads the pure `blueprints.spec` and, for trying
+points, the pure `runs.engine.points`; nothing here touches the runs app's
+models or tasks.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
+from typing import Callable, Iterable
+
+import nh3
+from django.conf import settings
+from django.db import transaction
+from markdown_it import MarkdownIt
+
+from blueprints.models import (
+    Blueprint,
+    BlueprintRevision,
+    ModelCollection,
+    title_from_text,
+    validate_blueprint_id,
+)
+from blueprints.spec import Blueprint as SpecBlueprint
+from blueprints.spec import ParseResult, Point, Prompt, parse_blueprint
+from blueprints.spec import functions
+from blueprints.spec.collections import CollectionError, read_collection_file, resolve_models
+from blueprints.spec.files import iter_blueprint_files, read_text
+from blueprints.spec.ids import blueprint_id_from_path
+from blueprints.spec.model_ids import effective_id, format_js_number, is_collection_name, provider_of
+
+EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
+
+# --------------------------------------------------------------------------------------
+# Markdown: descriptions are the author's markdown, never their HTML.
+
+_ALLOWED_TAGS = {
+    "a", "p", "br", "hr", "em", "strong", "del", "s", "code", "pre", "blockquote", "ul", "ol", "li",
+    "h1", "h2", "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td", "img",
+}
+_ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "img": {"src", "alt", "title"}, "code": {"class"},
+                       "th": {"style"}, "td": {"style"}}
+_markdown = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+
+
+def render_markdown(text: str | None) -> str:
+    """Markdown -> HTML that is safe to insert: raw HTML is escaped, then sanitised again (nh3)."""
+    if not text:
+        return ""
+    return nh3.clean(
+        _markdown.render(text), tags=_ALLOWED_TAGS, attributes=_ALLOWED_ATTRIBUTES,
+        url_schemes={"http", "https", "mailto"}, link_rel="noopener noreferrer nofollow",
+        filter_style_properties={"text-align"},
+    )
+
+
+# --------------------------------------------------------------------------------------
+# The editor's check
+
+
+@dataclass
+class Check:
+    """One validation of editor text: the parse result, its editor annotations, its preview."""
+
+    result: ParseResult
+    preview: "Preview | None"
+
+    @property
+    def diagnostics(self):
+        return self.result.diagnostics
+
+    @property
+    def annotations(self) -> list[dict]:
+        return annotations_for(self.result.diagnostics)
+
+    @property
+    def annotations_json(self) -> str:
+        return json.dumps(self.annotations, ensure_ascii=False)
+
+
+def annotations_for(diagnostics) -> list[dict]:
+    """Ace's gutter annotations: 0-based rows, one per diagnostic."""
+    out = []
+    for d in diagnostics:
+        text = d.message + (f"\nHint: {d.hint}" if d.hint else "")
+        out.append({"row": max((d.line or 1) - 1, 0), "column": max((d.column or 1) - 1, 0),
+                    "type": "error" if d.is_error else "warning", "text": text})
+    return out
+
+
+def check_text(text: str, *, slug: str | None = None, collections=None) -> Check:
+    lookup = collections if collections is not None else ModelCollection.lookup()
+    result = parse_blueprint(text, blueprint_id=slug, collections=lookup)
+    preview = build_preview(result.blueprint, lookup) if result.blueprint is not None else None
+    return Check(result, preview)
+
+
+# --------------------------------------------------------------------------------------
+# Preview: what the blueprint asks, and what a run of it would do
+
+# Reference section 5.8: candidates get the client's default (1500) unless a custom
+# model sets max_tokens; judges are called with 500 tokens at temperature 0.
+DEFAULT_MAX_TOKENS = 1500
+JUDGE_MAX_TOKENS = 500
+# The judge's instructions and scale around each criterion, in characters (approximate).
+JUDGE_PROMPT_OVERHEAD_CHARS = 2400
+CHARS_PER_TOKEN = 4
+CANNED_PROVIDERS = ("fixtures",)  # answered from the blueprint's fixtures: no call, no cost
+
+
+def format_args(value) -> str:
+    """A function argument as the author would recognise it: JSON-like, compact, with
+    strings shown as written (a regex's backslashes are not doubled)."""
+    if isinstance(value, str):
+        return '"' + value.replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(format_args(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {format_args(v)}" for k, v in value.items()) + "}"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def point_label(point: Point) -> str:
+    if point.fn:
+        if not point.has_args:
+            return f"{point.fn}()"
+        if point.fn == "js" and isinstance(point.fn_args, str):
+            return f"js({point.fn_args.strip()})"
+        if isinstance(point.fn_args, list):
+            return f"{point.fn}({', '.join(format_args(a) for a in point.fn_args)})"
+        return f"{point.fn}({format_args(point.fn_args)})"
+    return point.text or ""
+
+
+@dataclass
+class PointView:
+    point: Point
+    label: str
+    help: str = ""
+
+    @property
+    def kind(self):
+        return self.point.kind
+
+
+@dataclass
+class PointGroup:
+    kind: str  # "required", "path", "not_required", "not_path"
+    title: str
+    points: list[PointView]
+
+    @property
+    def is_path(self) -> bool:
+        return self.kind in ("path", "not_path")
+
+    @property
+    def is_negative(self) -> bool:
+        return self.kind in ("not_required", "not_path")
+
+
+@dataclass
+class MessageView:
+    role: str
+    content: str | None
+
+    @property
+    def to_generate(self) -> bool:
+        return self.role == "assistant" and self.content is None
+
+
+@dataclass
+class PromptView:
+    prompt: Prompt
+    system: str | None
+    messages: list[MessageView]
+    groups: list[PointGroup]
+    generations: int  # model calls per model variant
+    judged_points: int
+    function_points: int
+
+    @property
+    def id(self):
+        return self.prompt.id
+
+    @property
+    def path_groups(self):
+        return [g for g in self.groups if g.is_path]
+
+    @property
+    def ends_with_user(self) -> bool:
+        """The run generates the scored response after the last message."""
+        return bool(self.messages) and self.messages[-1].role == "user"
+
+
+def point_groups(prompt: Prompt) -> list[PointGroup]:
+    """Required points, then each alternative path as its own group; `should` before `should_not`."""
+    groups: list[PointGroup] = []
+
+    def add(block, negative: bool):
+        required = [p for p in _flatten(block) if p.path_id is None]
+        if required:
+            groups.append(PointGroup("not_required" if negative else "required",
+                                     "Should not" if negative else "Should", [_view(p) for p in required]))
+        paths: dict[str, list[Point]] = {}
+        for p in _flatten(block):
+            if p.path_id is not None:
+                paths.setdefault(p.path_id, []).append(p)
+        for number, (path_id, points) in enumerate(paths.items(), start=1):
+            title = (f"Should not, path {number}" if negative else f"Path {number}") + f" ({path_id})"
+            groups.append(PointGroup("not_path" if negative else "path", title, [_view(p) for p in points]))
+
+    add(prompt.points, negative=False)
+    add(prompt.should_not or [], negative=True)
+    return groups
+
+
+def _flatten(block):
+    for item in block:
+        if isinstance(item, list):
+            yield from item
+        else:
+            yield item
+
+
+def _view(point: Point) -> PointView:
+    return PointView(point, point_label(point), functions.describe(point.fn) if point.fn else "")
+
+
+def generations_per_variant(prompt: Prompt) -> int:
+    """Model calls for one prompt and one model variant (reference 5.4, deviation 14)."""
+    to_generate = sum(1 for m in prompt.messages if m.to_generate)
+    last = prompt.messages[-1] if prompt.messages else None
+    if last is not None and last.role == "user":
+        to_generate += 1
+    return to_generate
+
+
+def prompt_view(bp: SpecBlueprint, prompt: Prompt) -> PromptView:
+    if bp.systems:
+        system = None  # a variant each; shown with the variants
+    elif prompt.system_set:
+        system = prompt.system
+    else:
+        system = bp.system
+    points = prompt.all_points()
+    return PromptView(
+        prompt=prompt, system=system,
+        messages=[MessageView(m.role, m.content) for m in prompt.messages],
+        groups=point_groups(prompt), generations=generations_per_variant(prompt),
+        judged_points=sum(1 for p in points if p.kind == "judged"),
+        function_points=sum(1 for p in points if p.kind == "function"),
+    )
+
+
+@dataclass
+class ModelLine:
+    """One model of the run, and what its calls would cost."""
+
+    id: str
+    source: str = ""  # the collection it came from, if any
+    canned: bool = False
+    price: "Price | None" = None
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def cost(self) -> float | None:
+        if self.canned:
+            return 0.0
+        return self.price.cost(self.input_tokens, self.output_tokens) if self.price else None
+
+
+@dataclass
+class Price:
+    input_per_mtok: float
+    output_per_mtok: float
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1_000_000
+
+
+@dataclass
+class Preview:
+    blueprint: SpecBlueprint
+    prompts: list[PromptView]
+    models: list[ModelLine]
+    missing_collections: list[str]
+    temperatures: list[float | None]
+    systems: list[str | None] | None
+    variants: list[str]
+    judges: list[ModelLine]
+    judges_are_default: bool
+    generation_calls: int
+    judge_calls: int
+    prices_known: bool
+
+    @property
+    def variant_count(self) -> int:
+        return len(self.variants)
+
+    @property
+    def point_count(self) -> int:
+        return self.blueprint.point_count
+
+    @property
+    def temperature_labels(self) -> list[str]:
+        return ["default (0)" if t is None else format_js_number(t) for t in self.temperatures]
+
+    @property
+    def prompt_temperatures(self) -> bool:
+        return self.temperatures == [None] and any(p.prompt.temperature is not None for p in self.prompts)
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(m.input_tokens for m in self.models + self.judges)
+
+    @property
+    def output_tokens(self) -> int:
+        return sum(m.output_tokens for m in self.models + self.judges)
+
+    @property
+    def cost(self) -> float | None:
+        costs = [m.cost for m in self.models + self.judges if m.calls]
+        if any(c is None for c in costs):
+            return None
+        return sum(costs)
+
+    @property
+    def unpriced(self) -> list[str]:
+        return [m.id for m in self.models + self.judges if m.calls and m.cost is None]
+
+
+def _tokens(chars: int) -> int:
+    return math.ceil(chars / CHARS_PER_TOKEN) if chars else 0
+
+
+def _model_id(model) -> str:
+    return model if isinstance(model, str) else model.id
+
+
+def _max_tokens(model) -> int:
+    if not isinstance(model, str) and model.parameters:
+        value = model.parameters.get("max_tokens") or model.parameters.get("maxTokens")
+        if isinstance(value, (int, float)) and value > 0:
+            return int(value)
+    return DEFAULT_MAX_TOKENS
+
+
+def build_preview(bp: SpecBlueprint, collections: Callable[[str], list[str] | None] | None) -> Preview:
+    """Prompts as the run will see them, the model variants, and the calls and tokens they take."""
+    prompts = [prompt_view(bp, p) for p in bp.prompts]
+    models, missing = resolve_models(bp.models if bp.models_given else [], collections)
+    origins = _collection_origins(bp, collections)
+    temperatures: list[float | None] = list(bp.temperatures) if bp.temperatures else [bp.temperature]
+    system_count = len(bp.systems) if bp.systems else 1
+    variants = []
+    for model in models:
+        for temperature in temperatures:
+            for index in range(system_count):
+                variants.append(effective_id(_model_id(model), temperature=temperature or 0,
+                                             system_index=index if system_count > 1 else None,
+                                             system_count=system_count))
+    per_model = len(temperatures) * system_count
+    prices = load_prices()
+    lines = []
+    judges_ids, judges_default = _judges(bp)
+    judge_lines = [ModelLine(j, price=prices.get(j)) for j in judges_ids]
+    judge_calls = 0
+    for model in models:
+        model_id = _model_id(model)
+        line = ModelLine(model_id, source=origins.get(model_id, ""), canned=provider_of(model_id) in CANNED_PROVIDERS,
+                         price=prices.get(model_id))
+        max_out = _max_tokens(model)
+        for view in prompts:
+            conversation_chars = _conversation_chars(view, bp)
+            calls = view.generations
+            line.calls += calls * per_model
+            # Each call sees the conversation so far, including earlier generated turns.
+            line.input_tokens += per_model * sum(_tokens(conversation_chars) + i * max_out for i in range(calls))
+            line.output_tokens += per_model * calls * max_out
+            judged = view.judged_points * per_model
+            for judge in judge_lines:
+                judge.calls += judged
+                judge.input_tokens += judged * (_tokens(conversation_chars + JUDGE_PROMPT_OVERHEAD_CHARS)
+                                                + calls * max_out)
+                judge.output_tokens += judged * JUDGE_MAX_TOKENS
+            judge_calls += judged * len(judge_lines)
+        lines.append(line)
+    return Preview(
+        blueprint=bp, prompts=prompts, models=lines, missing_collections=missing, temperatures=temperatures,
+        systems=bp.systems, variants=variants, judges=judge_lines, judges_are_default=judges_default,
+        generation_calls=sum(m.calls for m in lines), judge_calls=judge_calls, prices_known=bool(prices),
+    )
+
+
+def _conversation_chars(view: PromptView, bp: SpecBlueprint) -> int:
+    system = view.system or ""
+    if bp.systems:
+        system = max((s or "" for s in bp.systems), key=len)
+    return len(system) + sum(len(m.content or "") for m in view.messages)
+
+
+def _collection_origins(bp: SpecBlueprint, collections) -> dict[str, str]:
+    origins: dict[str, str] = {}
+    if collections is None:
+        return origins
+    for entry in (bp.models if bp.models_given else ["CORE"]):
+        if isinstance(entry, str) and is_collection_name(entry):
+            for model_id in collections(entry) or []:
+                origins.setdefault(model_id, entry)
+    return origins
+
+
+def _judges(bp: SpecBlueprint) -> tuple[list[str], bool]:
+    if bp.coverage.judges:
+        return [j.model for j in bp.coverage.judges], False
+    return list(getattr(settings, "EVALSITE_DEFAULT_JUDGES", [])), True
+
+
+def site_judges() -> list[str]:
+    return list(getattr(settings, "EVALSITE_DEFAULT_JUDGES", []))
+
+
+PRICES_PATH = Path(settings.BASE_DIR) / "runs" / "engine" / "providers" / "prices.json"
+
+
+def load_prices(path: Path | None = None) -> dict[str, Price]:
+    """Prices in USD per million tokens from the engine's price table, if it exists.
+
+    Read tolerantly: ``{"provider:model": {"input": x, "output": y}}``, optionally under
+    a top-level ``"models"`` key, with ``input_per_mtok``/``output_per_mtok`` or
+    ``prompt``/``completion`` also understood. Anything unreadable means "unknown".
+    """
+    path = path or PRICES_PATH
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError:
+        return {}
+    return _read_prices(str(path), stamp)
+
+
+@lru_cache(maxsize=4)
+def _read_prices(path: str, _stamp: int) -> dict[str, Price]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if isinstance(data, dict) and isinstance(data.get("models"), dict):
+        data = data["models"]
+    if not isinstance(data, dict):
+        return {}
+    prices = {}
+    for model_id, entry in data.items():
+        if not isinstance(entry, dict):
+            continue
+        given_in = next((entry[k] for k in ("input", "input_per_mtok", "prompt") if k in entry), None)
+        given_out = next((entry[k] for k in ("output", "output_per_mtok", "completion") if k in entry), None)
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (given_in, given_out)):
+            prices[model_id] = Price(float(given_in), float(given_out))
+    return prices
+
+
+# --------------------------------------------------------------------------------------
+# Try a response: every deterministic point of one prompt against pasted text
+
+
+@dataclass
+class PointTrial:
+    view: PointView
+    score: float | None = None  # as the function gave it
+    explain: str | None = None
+    error: str | None = None
+    judged: bool = False
+
+    @property
+    def inverted(self) -> bool:
+        return self.view.point.inverted
+
+    @property
+    def effective(self) -> float | None:
+        """The score the point contributes: a `should_not` point counts 1 - score."""
+        if self.score is None:
+            return None
+        return 1 - self.score if self.inverted else self.score
+
+    @property
+    def verdict(self) -> str:
+        if self.judged:
+            return "judged"
+        if self.error or self.effective is None:
+            return "not-evaluated"
+        if self.effective >= 1:
+            return "pass"
+        if self.effective <= 0:
+            return "fail"
+        return "partial"
+
+
+@dataclass
+class TrialGroup:
+    group: PointGroup
+    trials: list[PointTrial]
+
+    @property
+    def mean(self) -> float | None:
+        scores = [t.effective for t in self.trials if not t.judged and t.effective is not None]
+        return sum(scores) / len(scores) if scores else None
+
+
+def point_evaluator():
+    """`runs.engine.points.evaluate_point`, or None while the engine does not have it."""
+    try:
+        from runs.engine.points import evaluate_point
+    except ImportError:
+        return None
+    return evaluate_point
+
+
+def try_response(bp: SpecBlueprint, prompt: Prompt, response: str, evaluate=None) -> list[TrialGroup]:
+    evaluate = evaluate or point_evaluator()
+    messages = [{"role": m.role, "content": m.content} for m in prompt.messages if m.content is not None]
+    messages.append({"role": "assistant", "content": response})
+    groups = []
+    for group in point_groups(prompt):
+        trials = []
+        for view in group.points:
+            point = view.point
+            if point.kind == "judged":
+                trials.append(PointTrial(view, judged=True))
+                continue
+            if evaluate is None:
+                trials.append(PointTrial(view, error="point functions are not available in this version"))
+                continue
+            outcome = evaluate(point.fn, point.fn_args if point.has_args else None, response, messages=messages,
+                               prompt_id=prompt.id, external_services=bp.external_services)
+            trials.append(PointTrial(view, score=outcome.score, explain=outcome.explain, error=outcome.error))
+        groups.append(TrialGroup(group, trials))
+    return groups
+
+
+# --------------------------------------------------------------------------------------
+# Diffs between revisions
+
+
+@dataclass
+class DiffRow:
+    kind: str  # "same", "add", "del", "gap"
+    old: int | None
+    new: int | None
+    text: str
+
+
+def diff_rows(old_text: str, new_text: str, context: int = 3) -> list[DiffRow]:
+    """A unified diff as rows with both line numbers; unchanged runs longer than the context fold to a gap."""
+    old, new = old_text.splitlines(), new_text.splitlines()
+    rows: list[DiffRow] = []
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for index, group in enumerate(matcher.get_grouped_opcodes(context)):
+        first = group[0]
+        if index > 0 or first[1] > 0 or first[3] > 0:
+            rows.append(DiffRow("gap", first[1] + 1, first[3] + 1, ""))
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                rows.extend(DiffRow("same", i + 1, j1 + k + 1, old[i]) for k, i in enumerate(range(i1, i2)))
+                continue
+            if tag in ("replace", "delete"):
+                rows.extend(DiffRow("del", i + 1, None, old[i]) for i in range(i1, i2))
+            if tag in ("replace", "insert"):
+                rows.extend(DiffRow("add", None, j + 1, new[j]) for j in range(j1, j2))
+    return rows
+
+
+# --------------------------------------------------------------------------------------
+# Importing
+
+
+@dataclass
+class ImportItem:
+    name: str  # the file's path as given (relative to the imported folder), or "pasted text"
+    slug: str | None
+    status: str  # "created", "updated", "unchanged", "refused"
+    message: str = ""
+    blueprint: Blueprint | None = None
+    revision: BlueprintRevision | None = None
+
+    @property
+    def is_valid(self) -> bool:
+        return bool(self.revision and self.revision.is_valid)
+
+
+@dataclass
+class ImportOutcome:
+    items: list[ImportItem] = field(default_factory=list)
+    collections: list[tuple[str, str]] = field(default_factory=list)  # (name, "created"/"updated"/"unchanged"/error)
+
+    def count(self, status: str) -> int:
+        return sum(1 for item in self.items if item.status == status)
+
+    @property
+    def refused(self) -> list[ImportItem]:
+        return [item for item in self.items if item.status == "refused"]
+
+    @property
+    def drafts(self) -> list[ImportItem]:
+        return [item for item in self.items if item.revision is not None and not item.revision.is_valid]
+
+    @property
+    def summary(self) -> str:
+        """"3 files: 2 new, 1 updated, 0 unchanged, 0 refused (1 saved as a draft with errors)"."""
+        n = len(self.items)
+        text = (f"{n} file{'s' if n != 1 else ''}: {self.count('created')} new, {self.count('updated')} updated, "
+                f"{self.count('unchanged')} unchanged, {self.count('refused')} refused")
+        if self.drafts:
+            text += f" ({len(self.drafts)} {'is a draft' if len(self.drafts) == 1 else 'are drafts'} with errors)"
+        if self.collections:
+            text += f"; {len(self.collections)} model collection{'s' if len(self.collections) != 1 else ''}"
+        return text + "."
+
+
+def import_files(files: Iterable[tuple[str, str, dict]], *, via: str) -> ImportOutcome:
+    """Import ``(path, text, companion files)`` triples; each path gives its blueprint's id.
+
+    The id is the path's, as upstream (``sub/name.yml`` -> ``sub__name``, a leading
+    ``blueprints/`` dropped). Two files that would get the same id are both refused.
+    A file whose blueprint exists makes a new revision when its text changed.
+    """
+    outcome = ImportOutcome()
+    files = list(files)
+    by_slug: dict[str, list[str]] = {}
+    for path, _text, _files in files:
+        by_slug.setdefault(blueprint_id_from_path(path), []).append(path)
+    lookup = ModelCollection.lookup()
+    for path, text, companions in files:
+        slug = blueprint_id_from_path(path)
+        clash = by_slug[slug]
+        if len(clash) > 1:
+            others = " and ".join(f"'{p}'" for p in clash)
+            outcome.items.append(ImportItem(path, slug, "refused",
+                                            f"{others} would both get the id '{slug}'; rename one of them"))
+            continue
+        try:
+            validate_blueprint_id(slug)
+        except Exception:
+            outcome.items.append(ImportItem(path, slug, "refused",
+                                            f"'{path}' would get the id '{slug}', which is not usable; rename the file "
+                                            "to letters, digits, '-', '_' and '.'"))
+            continue
+        outcome.items.append(_import_one(path, slug, text, companions, via=via, lookup=lookup))
+    return outcome
+
+
+def _import_one(path, slug, text, companions, *, via, lookup) -> ImportItem:
+    with transaction.atomic():
+        blueprint, created = Blueprint.objects.get_or_create(slug=slug, defaults={"title": ""})
+        revision, changed = blueprint.save_revision(
+            text, files=companions, collections=lookup, summary=f"Imported from {path}",
+            import_report={"via": via, "path": path},
+        )
+    if created:
+        status = "created"
+    else:
+        status = "updated" if changed else "unchanged"
+    message = ""
+    if not revision.is_valid:
+        message = f"saved as a draft: {revision.error_count} error{'s' if revision.error_count != 1 else ''}"
+    return ImportItem(path, slug, status, message, blueprint, revision)
+
+
+def create_from_text(text: str, *, title_hint: str = "", slug: str = "", summary: str = "Created in evalsite"
+                     ) -> tuple[Blueprint, BlueprintRevision]:
+    """A new blueprint made in the browser: its id from the given one, else from its title."""
+    lookup = ModelCollection.lookup()
+    result = parse_blueprint(text, collections=lookup)
+    title = (result.blueprint.title if result.blueprint and result.blueprint.title else None) \
+        or title_from_text(text) or title_hint or "Untitled blueprint"
+    with transaction.atomic():
+        blueprint = Blueprint.objects.create(slug=slug or Blueprint.unique_slug_for(title), title=title[:500])
+        revision, _ = blueprint.save_revision(text, collections=lookup, summary=summary)
+    return blueprint, revision
+
+
+def import_folder(folder: Path, *, via: str = "import_blueprints") -> ImportOutcome:
+    """A blueprint repository: its `models/*.json` as collections, then every blueprint file below it."""
+    folder = folder.resolve()
+    outcome = ImportOutcome()
+    outcome.collections = import_collections(folder / "models")
+    files = []
+    for path in iter_blueprint_files([folder]):
+        relative = path.relative_to(folder).as_posix()
+        try:
+            text = read_text(path)
+        except (OSError, UnicodeDecodeError) as exc:
+            outcome.items.append(ImportItem(relative, None, "refused", f"cannot read '{relative}': {exc}"))
+            continue
+        files.append((relative, text, companion_files(path, text, folder)))
+    outcome.items.extend(import_files(files, via=via).items)
+    return outcome
+
+
+def import_collections(models_dir: Path) -> list[tuple[str, str]]:
+    results = []
+    if not models_dir.is_dir():
+        return results
+    for path in sorted(models_dir.glob("*.json")):
+        name = path.stem
+        if not is_collection_name(name):
+            results.append((name, f"skipped: '{path.name}' is not an upper-case collection name"))
+            continue
+        try:
+            model_ids = read_collection_file(path)
+        except CollectionError as exc:
+            results.append((name, f"skipped: {exc}"))
+            continue
+        _, changed = ModelCollection.store(name, model_ids, source=str(path))
+        results.append((name, "stored" if changed else "unchanged"))
+    return results
+
+
+def companion_files(path: Path, text: str, root: Path | None = None) -> dict:
+    """A fixtures file named by the blueprint (``fixtures: fixtures/x.json``), kept with its revision.
+
+    Only files inside ``root`` (the imported folder; the blueprint's own folder by default) are read.
+    """
+    path = Path(path).resolve()
+    root = Path(root).resolve() if root is not None else path.parent
+    if "fixtures" not in text:
+        return {}
+    result = parse_blueprint(text, path=str(path))
+    bp = result.blueprint
+    if bp is None or not isinstance(bp.fixtures, str):
+        return {}
+    target = (path.parent / bp.fixtures).resolve()
+    if root not in target.parents or not target.is_file():
+        return {}
+    try:
+        return {PurePosixPath(bp.fixtures).as_posix(): read_text(target)}
+    except (OSError, UnicodeDecodeError):
+        return {}
+
+
+# --------------------------------------------------------------------------------------
+# Example blueprints: the library's first contents
+
+
+def example_files() -> list[Path]:
+    return sorted(p for p in EXAMPLES_DIR.iterdir() if p.suffix in (".yml", ".yaml", ".json"))
+
+
+def load_examples() -> list[Blueprint]:
+    """Add each example blueprint whose id is free. Safe to call again: existing ones are left alone."""
+    lookup = ModelCollection.lookup()
+    added = []
+    for path in example_files():
+        slug = blueprint_id_from_path(path.name)
+        if Blueprint.objects.filter(slug=slug).exists():
+            continue
+        with transaction.atomic():
+            blueprint = Blueprint.objects.create(slug=slug, title="")
+            blueprint.save_revision(read_text(path), collections=lookup, summary="Example blueprint",
+                                    import_report={"via": "examples", "path": path.name})
+        added.append(blueprint)
+    return added
+
+
