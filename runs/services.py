@@ -42,12 +42,14 @@ from runs.engine.providers import Router, check_models, fixtures_from_blueprint,
 from runs.engine.scoring import Rating, model_stats, round2, run_stats, textbook_alpha
 from runs.engine.types import GeneratedResponse, Turn
 
-from .cache import DatabaseCache
+from .cache import response_cache
 from .models import FINISHED, PointAssessment, Response, ResponseStatus, Run, RunStatus
 
 log = logging.getLogger(__name__)
 
-CHUNK_SIZE = 50  # items per task: enough to keep calls in flight, few enough to finish inside the task timeout
+# Items per task: large enough that a chunk's slow tail is a small part of it, small enough that
+# several workers share a run and a chunk ends well inside the task timeout.
+CHUNK_SIZE = int(os.environ.get("EVALSITE_CHUNK_SIZE") or 200)
 HEARTBEAT_S = 10
 
 
@@ -306,7 +308,7 @@ def _stored_generation(row: Response) -> GeneratedResponse:
 def build_router(run: Run, bp: SpecBlueprint, *, on_wait=None) -> Router:
     fixtures, _ = fixtures_from_blueprint(bp.fixtures, run.revision.files)
     provider_settings = settings_from_env(os.environ)
-    return Router(provider_settings, custom_models=_custom_models(bp), fixtures=fixtures, cache=DatabaseCache(),
+    return Router(provider_settings, custom_models=_custom_models(bp), fixtures=fixtures, cache=response_cache(),
                   blueprint_concurrency=bp.concurrency, on_wait=on_wait, fresh=bool(run.options.get("fresh")))
 
 
@@ -320,20 +322,50 @@ async def _execute(run: Run, claimed: list[int], token: str, progress: Progress)
     heartbeat = asyncio.create_task(_heartbeat(token))
     options = PipelineOptions(max_in_flight=int(os.environ.get("EVALSITE_ITEMS_IN_FLIGHT") or 64),
                               external_services=bp.external_services)
+    saver = _Saver(run.pk, token, progress.on_item)
+    flusher = asyncio.create_task(saver.every(0.5))
     try:
         async with build_router(run, bp, on_wait=waits.on_wait) as router:
-            async def on_result(result: ItemResult) -> None:
-                row = await sync_to_async(save_result)(run.pk, token, result)
-                if row is not None and progress.on_item:
-                    progress.on_item(row)
-
-            await run_items(items, complete=router.complete, judges=plan, on_result=on_result,
+            await run_items(items, complete=router.complete, judges=plan, on_result=saver.add,
                             should_stop=stop.should_stop, options=options)
     finally:
+        flusher.cancel()
+        await saver.flush()
         heartbeat.cancel()
         await sync_to_async(_release)(token)
         await waits.clear()
         await sync_to_async(connections.close_all)()
+
+
+class _Saver:
+    """Stores finished items in small batches: one transaction (and one counter update) for many items.
+
+    A batch is written when it has ``size`` items or every half second, so progress
+    still moves as work finishes while the database sees a fraction of the writes.
+    """
+
+    def __init__(self, run_id: int, token: str, on_item=None, size: int = 25):
+        self.run_id, self.token, self.on_item, self.size = run_id, token, on_item, size
+        self.pending: list[ItemResult] = []
+
+    async def add(self, result: ItemResult) -> None:
+        self.pending.append(result)
+        if len(self.pending) >= self.size:
+            await self.flush()
+
+    async def flush(self) -> None:
+        if not self.pending:
+            return
+        batch, self.pending = self.pending, []
+        rows = await sync_to_async(save_results)(self.run_id, self.token, batch)
+        if self.on_item:
+            for row in rows:
+                self.on_item(row)
+
+    async def every(self, seconds: float) -> None:
+        while True:
+            await asyncio.sleep(seconds)
+            await self.flush()
 
 
 class _StopCheck:
@@ -420,7 +452,13 @@ def _assessment_rows(row: Response, assessment: ResponseAssessment) -> list[Poin
 
 
 def save_result(run_id: int, token: str, result: ItemResult) -> Response | None:
-    """Store one finished item and move the run's counters. A stale worker's result is dropped."""
+    """Store one finished item (see ``save_results``)."""
+    rows = save_results(run_id, token, [result])
+    return rows[0] if rows else None
+
+
+def _result_fields(result: ItemResult) -> tuple[dict, dict]:
+    """The Response columns for a finished item, and what it adds to the run's counters."""
     response, assessment = result.response, result.assessment
     failed = bool(response.error) or assessment is None
     verdicts = [v for pa in (assessment.point_assessments if assessment else ()) for v in pa.verdicts
@@ -449,29 +487,48 @@ def save_result(run_id: int, token: str, result: ItemResult) -> Response | None:
         )
     else:
         fields.update(score=None, judged_score=None, not_evaluated_reason=response.error or "")
+    rejudged = result.item.existing is not None  # the generation was counted when it was made
+    counters = dict(
+        items_done=1, items_failed=1 if failed else 0,
+        judge_calls_done=judge_ok, judge_calls_failed=judge_failed,
+        candidate_input_tokens=0 if rejudged else (response.usage.input_tokens or 0),
+        candidate_output_tokens=0 if rejudged else (response.usage.output_tokens or 0),
+        candidate_cost_usd=0 if rejudged else (response.cost_usd or 0),
+        candidate_cost_unknown=0 if rejudged or response.cost_usd is not None or response.cached else 1,
+        judge_input_tokens=usage.input_tokens if usage else 0,
+        judge_output_tokens=usage.output_tokens if usage else 0,
+        judge_cost_usd=(usage.cost_usd or 0) if usage else 0,
+        judge_cost_unknown=1 if usage and usage.calls and usage.cost_usd is None else 0,
+    )
+    return fields, counters
+
+
+def save_results(run_id: int, token: str, results: list[ItemResult]) -> list[Response]:
+    """Store finished items and move the run's counters, in one transaction.
+
+    An item another worker has taken over (its claim is no longer ours) is dropped:
+    its result, not ours, counts.
+    """
+    saved: list[Response] = []
+    totals: dict[str, float] = {}
+    assessments: list[PointAssessment] = []
     with transaction.atomic():
-        updated = Response.objects.filter(pk=result.item.key, claimed_by=token).update(**fields)
-        if not updated:
-            return None  # another worker took this item over; its result counts, not ours
-        row = Response.objects.get(pk=result.item.key)
-        PointAssessment.objects.filter(response=row).delete()
-        if assessment is not None:
-            PointAssessment.objects.bulk_create(_assessment_rows(row, assessment))
-        candidate_cost_known = response.cost_usd is not None or result.item.existing is not None
-        counters = dict(
-            items_done=1, items_failed=1 if failed else 0,
-            judge_calls_done=judge_ok, judge_calls_failed=judge_failed,
-            candidate_input_tokens=0 if result.item.existing else (response.usage.input_tokens or 0),
-            candidate_output_tokens=0 if result.item.existing else (response.usage.output_tokens or 0),
-            candidate_cost_usd=0 if result.item.existing else (response.cost_usd or 0),
-            candidate_cost_unknown=0 if candidate_cost_known or response.cached else 1,
-            judge_input_tokens=usage.input_tokens if usage else 0,
-            judge_output_tokens=usage.output_tokens if usage else 0,
-            judge_cost_usd=(usage.cost_usd or 0) if usage else 0,
-            judge_cost_unknown=1 if usage and usage.calls and usage.cost_usd is None else 0,
-        )
-        Run.objects.filter(pk=run_id).update(**{k: F(k) + v for k, v in counters.items() if v})
-    return row
+        for result in results:
+            fields, counters = _result_fields(result)
+            if not Response.objects.filter(pk=result.item.key, claimed_by=token).update(**fields):
+                continue
+            row = Response(pk=result.item.key, run_id=run_id, **fields)
+            if result.item.existing is not None:  # judged again: the earlier assessments give way
+                PointAssessment.objects.filter(response=row).delete()
+            if result.assessment is not None:
+                assessments.extend(_assessment_rows(row, result.assessment))
+            for name, value in counters.items():
+                totals[name] = totals.get(name, 0) + value
+            saved.append(row)
+        PointAssessment.objects.bulk_create(assessments, batch_size=500)
+        if totals:
+            Run.objects.filter(pk=run_id).update(**{k: F(k) + v for k, v in totals.items() if v})
+    return saved
 
 
 # --- finishing --------------------------------------------------------------------------

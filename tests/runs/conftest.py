@@ -29,3 +29,9 @@ def judge_rules(*, unmet_text: str | None = None) -> list[dict]:
     rules.append({"model": "judge", "match": r"(?s)<CRITERION>",
                   "reply": "<reflection>Yes, fully.</reflection><classification>CLASS_EXACTLY_MET</classification>"})
     return rules
+
+
+@pytest.fixture(autouse=True)
+def own_response_cache(settings, tmp_path):
+    """Each test its own data directory, so one test's cached answers never serve another."""
+    settings.EVALSITE_DATA_DIR = tmp_path

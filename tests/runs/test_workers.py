@@ -165,7 +165,7 @@ def test_a_killed_worker_is_replaced_and_no_finished_item_is_generated_again(sit
 
 
 def test_cancel_stops_new_items_and_keeps_finished_ones(site, fake_llm):
-    items = 60  # three at a time, half a second each: well over the time a cancel takes to arrive
+    items = 200  # three at a time, half a second each: far longer than a cancel takes to arrive, even on a busy machine
     run_id = site.start_run(blueprint_text(["openai:slow-latency-500ms"], prompts=items))
     site.start_worker()
     site.wait_for("a few items done", lambda: site.statuses(run_id)["done"] >= 4)

@@ -1,0 +1,159 @@
+"""Benchmark: a whole run through a real worker.
+
+    .venv/bin/python tests/bench/bench_run.py [--prompts 500] [--models 4] [--points 5] [--judges 2]
+                                              [--latency-ms 50] [--concurrency 50]
+
+500 prompts x 4 models x 5 judged points with 2 judges is 2,000 generations
+and 20,000 judge calls. The fake LLM server answers every call after
+``latency-ms`` and runs in its own process; the site runs as a deployment
+would (SQLite, the ORM broker, one ``qcluster`` with one worker process and
+EVALSITE_CONCURRENCY=50). Printed: the wall time from the first task to the
+finished run against the ideal (calls / concurrency x latency; target within
+1.5 times), our CPU time per call (the worker processes' user+system time /
+calls), and the worker's peak memory (the largest peak RSS among the cluster's
+processes; target under 300 MB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+MANAGE = REPO / "manage.py"
+CLOCK = os.sysconf("SC_CLK_TCK")
+
+
+def blueprint(prompts: int, models: int, points: int) -> str:
+    model_list = ", ".join(f"openai:cand-{i}" for i in range(models))
+    lines = [f"title: Bench\nmodels: [{model_list}]\n---"]
+    for p in range(prompts):
+        lines.append(f"- id: q{p}\n  prompt: Please explain topic {p} briefly.\n  should:")
+        lines.extend(f"    - Mentions aspect {k} of topic {p}" for k in range(points))
+    return "\n".join(lines) + "\n"
+
+
+def tree(root_pid: int) -> list[int]:
+    """The process and its descendants (qcluster forks its workers)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    out, stack = [], [root_pid]
+    while stack:
+        pid = stack.pop()
+        out.append(pid)
+        stack.extend(children.get(pid, []))
+    return out
+
+
+def cpu_and_peak(pids: list[int]) -> tuple[float, int, dict[int, float]]:
+    cpu, peak, per = 0.0, 0, {}
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            seconds = (int(fields[11]) + int(fields[12])) / CLOCK
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        hwm = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")), 0)
+        per[pid] = seconds
+        cpu += seconds
+        peak = max(peak, hwm)
+    return cpu, peak * 1024, per
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--prompts", type=int, default=500)
+    parser.add_argument("--models", type=int, default=4)
+    parser.add_argument("--points", type=int, default=5)
+    parser.add_argument("--judges", type=int, default=2)
+    parser.add_argument("--latency-ms", type=float, default=50)
+    parser.add_argument("--concurrency", type=int, default=50)
+    args = parser.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="evalsite-bench-"))
+    rules = tmp / "rules.json"
+    rules.write_text(json.dumps([
+        {"model": "judge", "match": "<CRITERION>",
+         "reply": "<reflection>Mentioned.</reflection><classification>CLASS_EXACTLY_MET</classification>"},
+        {"model": "cand", "match": ".", "reply": "A brief explanation that covers the topic in a few words."},
+    ]))
+    server = subprocess.Popen([sys.executable, str(REPO / "tests/fakes/llm_server.py"), "--latency-ms",
+                               str(args.latency_ms), "--no-log", "--script", str(rules)],
+                              stdout=subprocess.PIPE, text=True)
+    base = server.stdout.readline().split()[-1]
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.pop("EVALSITE_TASKS_SYNC", None)
+    env.pop("DATABASE_URL", None)
+    env.update(EVALSITE_DATA_DIR=str(tmp / "data"), OPENAI_BASE_URL=base + "/v1", OPENAI_API_KEY="sk-bench",
+               EVALSITE_CONCURRENCY=str(args.concurrency), EVALSITE_WORKERS="1", PYTHONUNBUFFERED="1")
+    worker = None
+    try:
+        subprocess.run([sys.executable, str(MANAGE), "migrate", "--noinput", "-v0"], env=env, check=True)
+        path = tmp / "bench.yml"
+        path.write_text(blueprint(args.prompts, args.models, args.points))
+        judges = ",".join(f"openai:judge-{j}" for j in range(args.judges))
+        out = subprocess.run([sys.executable, str(MANAGE), "run_blueprint", str(path), "--judges", judges,
+                              "--enqueue"], env=env, check=True, capture_output=True, text=True)
+        run_id = int(out.stdout.strip().splitlines()[-1])
+        calls = args.prompts * args.models * (1 + args.points * args.judges)
+        ideal = calls / args.concurrency * args.latency_ms / 1000
+
+        log = open(tmp / "worker.log", "w")
+        worker = subprocess.Popen([sys.executable, str(MANAGE), "qcluster"], env=env, stdout=log,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
+        db = sqlite3.connect(tmp / "data" / "db.sqlite3", timeout=30)
+        started = finished = None
+        cpu = peak = 0.0
+        seen: dict[int, float] = {}
+        while True:
+            status, began, done = db.execute(
+                "SELECT status, started_at, items_done FROM runs_run WHERE id = ?", (run_id,)).fetchone()
+            if started is None and began is not None:
+                started = time.monotonic()
+            _, peak_now, per = cpu_and_peak(tree(worker.pid))
+            seen.update(per)  # keep the last reading of processes that have exited
+            peak = max(peak, peak_now)
+            if status in ("done", "failed", "cancelled"):
+                finished = time.monotonic()
+                break
+            if worker.poll() is not None:
+                raise SystemExit(f"the worker stopped:\n{(tmp / 'worker.log').read_text()[-3000:]}")
+            time.sleep(0.2)
+        cpu = sum(seen.values())
+        failed = db.execute("SELECT items_failed, judge_calls_failed FROM runs_run WHERE id = ?", (run_id,)).fetchone()
+        wall = finished - (started or finished)
+        print(f"{args.prompts} prompts x {args.models} models x {args.points} judged points x {args.judges} judges: "
+              f"{calls:,} calls, {args.latency_ms:g} ms latency, concurrency {args.concurrency}")
+        print(f"wall time (first item to finished run): {wall:.1f} s; ideal {ideal:.1f} s; "
+              f"ratio {wall / ideal:.2f} (target <= 1.5); run {status}, failed items {failed[0]}, "
+              f"failed judge calls {failed[1]}")
+        print(f"worker CPU: {cpu:.1f} s in all, {cpu / calls * 1000:.2f} ms per call")
+        print(f"worker peak memory (largest peak RSS in the cluster): {peak / 2**20:.0f} MB (target < 300 MB)")
+    finally:
+        if worker is not None and worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGTERM)
+            try:
+                worker.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(worker.pid, signal.SIGKILL)
+        server.terminate()
+        server.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
