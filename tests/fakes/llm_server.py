@@ -111,8 +111,10 @@ class Rule:
 
 class FakeLLMServer:
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0, latency_ms: float = 0.0,
-                 rules: list[dict] | None = None, log_requests: bool = True, hang_s: float = 600.0) -> None:
+                 rules: list[dict] | None = None, log_requests: bool = True, hang_s: float = 600.0,
+                 ssl_context=None) -> None:
         self.host = host
+        self.ssl_context = ssl_context  # serve HTTPS with this server-side context
         self.port = port
         self.latency_s = latency_ms / 1000
         self.log_requests = log_requests
@@ -130,7 +132,7 @@ class FakeLLMServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.ssl_context else 'http'}://{self.host}:{self.port}"
 
     def script(self, rules: list[dict], *, replace: bool = True) -> None:
         new = [Rule(**r) for r in rules]
@@ -151,7 +153,8 @@ class FakeLLMServer:
     # -- lifecycle ---------------------------------------------------------------
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._on_connection, self.host, self.port, backlog=1024)
+        self._server = await asyncio.start_server(self._on_connection, self.host, self.port, backlog=1024,
+                                                  ssl=self.ssl_context)
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
