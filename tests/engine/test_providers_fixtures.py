@@ -127,3 +127,9 @@ def test_a_fixtures_model_without_fixtures_says_where_they_come_from():
 def test_parse_fixtures_accepts_the_full_format_as_a_mapping():
     loaded, problems = parse_fixtures({"version": 1, "strategy": "first", "responses": {"p": ["a", "b"]}})
     assert problems == [] and loaded.answer("p", "fixtures:x") == ("a", None)
+
+
+def test_turns_beside_by_model_are_the_default_answer():
+    fixtures, problems = parse_fixtures({"responses": {"p": {"turns": ["a", "b"], "byModel": {"m": {"turns": ["c"]}}}}})
+    assert problems == []
+    assert fixtures.responses["p"]["default"] == {"turns": ["a", "b"]}

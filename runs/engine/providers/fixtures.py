@@ -125,9 +125,14 @@ def parse_fixtures(data: Any, *, source: str = "fixtures") -> tuple[Fixtures | N
     for prompt_id, entry in responses.items():
         where = f"{source}: responses.{prompt_id}"
         if isinstance(entry, dict) and not ("turns" in entry and set(entry) == {"turns"}):
+            if "turns" in entry and "default" not in entry:
+                # `{turns: [...], byModel: {...}}`: the turns are the default answer.
+                entry = {**entry, "default": {"turns": entry["turns"]}}
+                del entry["turns"]
             unknown = sorted(set(entry) - {"default", "byModel"})
             if unknown:
-                problems.append(f"{where}: unknown key(s) {', '.join(unknown)}; expected default, byModel or turns")
+                problems.append(f"{where}: unknown key(s) {', '.join(unknown)}; an entry is an answer, "
+                                "{turns: [...]}, or a mapping of `default` and `byModel`")
             by_model = entry.get("byModel") or {}
             if not isinstance(by_model, dict):
                 problems.append(f"{where}.byModel: expected a mapping of model ids to answers, got {_kind(by_model)}")
