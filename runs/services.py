@@ -166,6 +166,12 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
         judge_models = [j.model for j in plan.judges]
         problems += [f"judge {p.message}" for p in check_models(judge_models, os.environ, custom_models=customs)]
     problems += fixture_problems
+    # Similarity to ideals: the blueprint's embeddingModel wins over the site's; none means no similarity.
+    embedding_model = (bp.embedding_model or settings.EVALSITE_EMBEDDINGS_MODEL or None) \
+        if any(p.ideal_response for p in bp.prompts) else None
+    if embedding_model:
+        problems += [f"embeddings {p.message}" for p in check_models([embedding_model], os.environ,
+                                                                     custom_models=customs)]
     variants = expand_variants(bp, resolved)
     judged_points = {i: sum(1 for p in prompt.all_points() if p.fn is None) for i, prompt in enumerate(bp.prompts)}
     trials = max(1, int(trials))
@@ -174,7 +180,7 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
             revision=revision, blueprint=blueprint, label=run_label(revision), source=source,
             resolved_models=[m.to_upstream() if isinstance(m, CustomModel) else m for m in resolved],
             judges=_plan_to_json(plan),
-            options={"fresh": fresh, "trials": trials, "problems": problems,
+            options={"fresh": fresh, "trials": trials, "problems": problems, "embeddingModel": embedding_model,
                      "requestedModels": models or None, "requestedJudges": judges or None},
         )
         rows = [
@@ -326,6 +332,9 @@ async def _execute(run: Run, claimed: list[int], token: str, progress: Progress)
     flusher = asyncio.create_task(saver.every(0.5))
     try:
         async with build_router(run, bp, on_wait=waits.on_wait) as router:
+            embedding_model = run.options.get("embeddingModel")
+            if embedding_model:
+                options.embed = lambda texts: router.embed(embedding_model, list(texts))
             await run_items(items, complete=router.complete, judges=plan, on_result=saver.add,
                             should_stop=stop.should_stop, options=options)
     finally:

@@ -261,6 +261,8 @@ class FakeLLMServer:
             return self._control(method, path, body)
         if method != "POST":
             return 404, {}, _json({"error": {"message": f"no {method} {path} here"}})
+        if path.endswith("/embeddings") or path.endswith(":batchEmbedContents"):
+            return self._embeddings(path, body)
         if path.endswith("/chat/completions"):
             protocol = "openai_chat"
         elif path.endswith("/completions"):
@@ -316,6 +318,32 @@ class FakeLLMServer:
         prompt_tokens = sum(len((m["content"] or "").split()) for m in messages)
         entry["status"] = 200
         return 200, {}, _json(_answer(protocol, model, reply, prompt_tokens, len(reply.split()), count))
+
+    def _embeddings(self, path: str, body: bytes):
+        """Deterministic embeddings: letter counts a-z, so equal texts have similarity 1."""
+        data = json.loads(body or b"{}")
+        gemini = path.endswith(":batchEmbedContents")
+        if gemini:
+            texts = ["".join(p.get("text", "") for p in r["content"]["parts"]) for r in data.get("requests", [])]
+            model = path.rsplit("/", 1)[-1].removesuffix(":batchEmbedContents")
+        else:
+            texts = data.get("input") or []
+            texts = [texts] if isinstance(texts, str) else texts
+            model = str(data.get("model", ""))
+        with self._lock:
+            self._counters[model] = count = self._counters.get(model, 0) + 1
+            if self.log_requests:
+                self._log.append({"path": path, "protocol": "embeddings", "model": model, "n": count,
+                                  "time": time.monotonic(), "body": data, "messages": [], "status": 200})
+        fault = _fault(model, count)
+        if isinstance(fault, int):
+            return fault, _retry_headers(model), _json({"error": {"message": f"fake {fault} for {model}"}})
+        vectors = [[float(t.lower().count(c)) + 0.001 for c in "abcdefghijklmnopqrstuvwxyz"] for t in texts]
+        if gemini:
+            return 200, {}, _json({"embeddings": [{"values": v} for v in vectors]})
+        return 200, {}, _json({"object": "list", "model": model, "usage": {"prompt_tokens": 1, "total_tokens": 1},
+                               "data": [{"object": "embedding", "index": i, "embedding": v}
+                                        for i, v in enumerate(vectors)]})
 
     def _control(self, method: str, path: str, body: bytes):
         try:

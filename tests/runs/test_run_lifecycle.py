@@ -224,3 +224,26 @@ def test_run_blueprint_enqueue_prints_the_run_id(tmp_path, capsys):
     assert capsys.readouterr().out.strip() == str(run.pk)
     run.refresh_from_db()
     assert run.status == "done"  # tests run tasks inline
+
+
+def test_a_prompt_with_only_an_ideal_is_scored_by_similarity_with_an_embeddings_model(fake_provider, settings):
+    settings.EVALSITE_EMBEDDINGS_MODEL = "openai:embed-small"
+    fake_provider.script([{"model": "cand", "match": ".", "reply": "Paris is the capital of France."}])
+    blueprint = Blueprint.objects.create(slug="ideal-only", title="Ideal only")
+    blueprint.save_revision("models: [openai:cand-a]\n---\n- id: p\n  prompt: Capital of France?\n"
+                            "  ideal: Paris is the capital of France.\n")
+    run = services.start_run(blueprint)
+    response = Response.objects.get(run=run)
+    assert response.score_basis == "similarity" and response.score == 1.0
+    assert response.similarity == pytest.approx(1.0)
+    assert Run.objects.get(pk=run.pk).options["embeddingModel"] == "openai:embed-small"
+
+
+def test_without_an_embeddings_model_an_ideal_only_prompt_is_not_evaluated_and_says_why(fake_provider, settings):
+    settings.EVALSITE_EMBEDDINGS_MODEL = ""
+    fake_provider.script([{"model": "cand", "match": ".", "reply": "Paris."}])
+    blueprint = Blueprint.objects.create(slug="ideal-only", title="Ideal only")
+    blueprint.save_revision("models: [openai:cand-a]\n---\n- id: p\n  prompt: Capital of France?\n  ideal: Paris.\n")
+    run = services.start_run(blueprint)
+    response = Response.objects.get(run=run)
+    assert response.score is None and "EVALSITE_EMBEDDINGS_MODEL" in response.not_evaluated_reason

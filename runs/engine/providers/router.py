@@ -51,6 +51,7 @@ from .fixtures import Fixtures
 from .formats import BadAnswer, error_message, error_param, parse_answer
 from .prices import cost_usd
 from .settings import ProviderSettings, key_variable_names
+from .embeddings import embeddings_request, read_embeddings
 from .transport import PooledTransport, proxy_configured
 
 logger = logging.getLogger(__name__)
@@ -223,6 +224,70 @@ class Router:
             })
         return ChatResult(text=outcome.text, usage=outcome.usage, latency_ms=outcome.latency_ms, attempts=attempts,
                           cost_usd=cost, finish_reason=outcome.finish_reason)
+
+    async def embed(self, model_id: str, texts: list[str]) -> list[list[float]] | str:
+        """Embeddings of ``texts`` (for similarity to an ideal), or the reason there are none.
+
+        Shares the model's concurrency limit and the response cache (one entry per
+        text, so an ideal is embedded once however many responses it is compared with);
+        retries 429s, 5xx and timeouts like a chat call. Never raises for expected failures.
+        """
+        endpoint = self.endpoint(parse_for_api_call(model_id).original_model_id)
+        if isinstance(endpoint, Problem):
+            return endpoint.message
+        prepared = embeddings_request(endpoint, texts)
+        if isinstance(prepared, str):
+            return prepared
+        keys = [cache_key({"embedding": endpoint.cache_identity()}, [{"role": "text", "content": t}],
+                          temperature=None, max_tokens=None) for t in texts] if self.cache is not None else []
+        found: dict[int, list[float]] = {}
+        if keys and not self.fresh:
+            for index, key in enumerate(keys):
+                hit = await self._cache_get(key)
+                if hit is not None:
+                    found[index] = json.loads(hit["text"])
+        missing = [i for i in range(len(texts)) if i not in found]
+        if missing:
+            url, body = embeddings_request(endpoint, [texts[i] for i in missing])
+            vectors = await self._post_json_with_retries(endpoint, url, body)
+            if isinstance(vectors, str):
+                return redact(vectors, self._secrets + list(endpoint.secrets))
+            vectors = read_embeddings(endpoint, vectors, len(missing))
+            if isinstance(vectors, str):
+                return vectors
+            for index, vector in zip(missing, vectors):
+                found[index] = vector
+                if keys:
+                    await self._cache_set(keys[index], {"text": json.dumps(vector), "model_id": endpoint.model_id})
+        return [found[i] for i in range(len(texts))]
+
+    async def _post_json_with_retries(self, endpoint: Endpoint, url: str, body: dict) -> Any:
+        """POST a JSON body and return the decoded answer, or the reason it failed."""
+        semaphore = self._limits.get(endpoint.limit_key)
+        if semaphore is None:
+            semaphore = self._limits[endpoint.limit_key] = asyncio.Semaphore(self.limit_for(endpoint))
+        headers = {"content-type": "application/json", **endpoint.headers}
+        for attempt in range(1, self.settings.max_attempts + 1):
+            try:
+                async with semaphore:
+                    answer = await self._client.post(url, json=body, headers=headers)
+            except httpx.HTTPError as exc:
+                reason, retryable = f"{endpoint.label}: {type(exc).__name__} calling the embeddings API", True
+            else:
+                if answer.status_code == 200:
+                    try:
+                        return answer.json()
+                    except ValueError:
+                        reason, retryable = f"{endpoint.label}: the embeddings answer was not JSON", True
+                else:
+                    reason = f"{endpoint.label} answered {answer.status_code} to the embeddings request: " \
+                             f"{_excerpt(answer.text, 200)}"
+                    retryable = answer.status_code in (408, 429) or answer.status_code >= 500
+            if not retryable or attempt == self.settings.max_attempts:
+                return reason
+            ceiling = min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2 ** (attempt - 1))
+            await asyncio.sleep(ceiling / 2 + random.uniform(0, ceiling / 2))
+        return "no attempt was made"  # max_attempts is at least 1; kept for the type checker
 
     # ----------------------------------------------------------------------
 
