@@ -5,8 +5,21 @@ from . import api, views
 app_name = "runs"
 
 urlpatterns = [
+    path("runs/", views.run_list, name="list"),
     path("runs/start", views.start, name="start"),
     path("runs/<int:run_id>/", views.detail, name="detail"),
+    path("runs/<int:run_id>/heatmap", views.heatmap, name="heatmap"),
+    path("runs/<int:run_id>/prompts/<int:prompt_index>/", views.prompt_detail, name="prompt"),
+    path("runs/<int:run_id>/responses/<int:response_id>/", views.response_detail, name="response"),
+    path("runs/<int:run_id>/responses/<int:response_id>/text", views.response_text, name="response-text"),
+    path("runs/<int:run_id>/responses/<int:response_id>/points/<int:position>/override", views.override,
+         name="override"),
+    path("runs/<int:run_id>/compare", views.compare, name="compare"),
+    path("runs/<int:run_id>/compare/<int:base_id>/diff", views.diff, name="diff"),
+    path("runs/<int:run_id>/export.json", views.export_json, name="export-json"),
+    path("runs/<int:run_id>/export.csv", views.export_csv, name="export-csv"),
+    path("runs/<int:run_id>/report.html", views.report, name="report"),
+    # Last among runs/<id>/...: its <str:action> would match the names above.
     path("runs/<int:run_id>/<str:action>", views.control, name="control"),
     path("api/runs", api.start, name="api-start"),
     path("api/runs/<int:run_id>", api.run_detail, name="api-run"),

@@ -1,21 +1,76 @@
-"""Run pages: start a run from a blueprint, watch it, control it.
+"""Run pages: start a run, watch it, read its results, review a response, compare, download.
 
-The run page polls its progress fragment through htmx and stops polling
-(status 286) when the run ends.
+Every page is a plain GET a person (or a crawler) can reach by links from the
+runs list; htmx only swaps parts in place: the live progress (polled every 2 s,
+stopped with status 286 when the run ends), the heatmap's pages, the response's
+render mode and a point's override. A request from htmx gets the named
+fragment of the same template; without htmx the same URL renders the page.
+
+Pages never load every assessment of a run: the run page reads the stored
+aggregates, the heatmap reads one page of prompts, a response page one
+response's points. Responses are untrusted, see runs/rendering.py; these pages
+also send a Content-Security-Policy that allows nothing from elsewhere.
 """
 
+from __future__ import annotations
+
+from functools import wraps
+
 from django.contrib import messages
-from django.http import Http404
+from django.core.paginator import Paginator
+from django.db.models.fields.json import KT
+from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_POST, require_safe
 from django_htmx.http import HttpResponseStopPolling
 
 from blueprints.models import Blueprint
+from runs.engine.generate import expand_variants
 
-from . import services
-from .models import Response, Run
+from . import review, services
+from .exports import run_to_csv, run_to_json
+from .models import PointAssessment, Response, Run, RunStatus
+from .rendering import RENDER_MODES, render as render_text
 
 CONTROLS = ("cancel", "resume", "retry-failed")
+RUNS_PAGE_SIZE = 50
+QUEUED_TOO_LONG_S = 30
+
+PAGE_CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+            "frame-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+
+
+def with_csp(view):
+    """Pages that show model output: nothing may load from elsewhere, even if sanitising ever misses something."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        response = view(request, *args, **kwargs)
+        response.headers.setdefault("Content-Security-Policy", PAGE_CSP)
+        return response
+
+    return wrapper
+
+
+def _fragment(request, template, name):
+    return f"{template}#{name}" if request.htmx else template
+
+
+def _run_or_404(run_id):
+    return get_object_or_404(Run.objects.select_related("blueprint", "revision"), pk=run_id)
+
+
+def _spec(run: Run):
+    try:
+        return services.parsed_blueprint(run.revision)
+    except services.RunRefused:  # a revision that no longer parses cannot have run; show what is stored
+        return None
+
+
+# --- starting and controlling ----------------------------------------------------------------
 
 
 @require_POST
@@ -34,25 +89,6 @@ def start(request):
     return redirect("runs:detail", run.pk)
 
 
-def _fragment(request, name):
-    return f"runs/run_detail.html#{name}" if request.htmx else "runs/run_detail.html"
-
-
-@require_safe
-def detail(request, run_id):
-    run = get_object_or_404(Run.objects.select_related("blueprint", "revision"), pk=run_id)
-    context = {"run": run, "variants": sorted((run.aggregates or {}).get("variants", {}).items(),
-                                              key=lambda kv: -(kv[1]["mean"] if kv[1]["mean"] is not None else -1))}
-    if request.htmx and run.is_finished and request.GET.get("poll"):
-        response = render(request, "runs/run_detail.html#progress", context)
-        response.status_code = HttpResponseStopPolling.status_code
-        return response
-    if not run.is_finished:
-        context["recent_failures"] = Response.objects.filter(run=run, status="failed").order_by("-finished_at")[:5]
-    return render(request, _fragment(request, "progress") if request.GET.get("poll") else "runs/run_detail.html",
-                  context)
-
-
 @require_POST
 def control(request, run_id, action):
     if action not in CONTROLS:
@@ -68,3 +104,416 @@ def control(request, run_id, action):
         count = services.retry_failed(run)
         messages.info(request, f"Retrying {count} item{'s' if count != 1 else ''} that ended in error.")
     return redirect("runs:detail", run.pk)
+
+
+# --- the runs list ---------------------------------------------------------------------------
+
+
+@require_safe
+def run_list(request):
+    """Every run, newest first; ``?blueprint=<slug>`` narrows it to one blueprint's runs."""
+    blueprint = None
+    runs = (Run.objects.select_related("blueprint", "revision").defer("aggregates", "resolved_models", "judges")
+            .annotate(overall=KT("aggregates__overall__mean")).order_by("-created_at", "-id"))
+    slug = request.GET.get("blueprint", "").strip()
+    if slug:
+        blueprint = get_object_or_404(Blueprint, slug=slug)
+        runs = runs.filter(blueprint=blueprint)
+    page = Paginator(runs, RUNS_PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {"page": page, "blueprint": blueprint}
+    return render(request, _fragment(request, "runs/run_list.html", "results"), context)
+
+
+# --- one run ----------------------------------------------------------------------------------
+
+
+def _phase(run: Run) -> str:
+    if run.status == RunStatus.QUEUED:
+        waited = (timezone.now() - run.created_at).total_seconds()
+        if waited > QUEUED_TOO_LONG_S:
+            return ("Queued, and no worker has started it yet. Is the task worker running? "
+                    "(make run starts one; or python manage.py qcluster)")
+        return "Queued: waiting for a worker to pick it up."
+    if run.status == RunStatus.RUNNING:
+        if run.cancel_requested:
+            return "Cancelling: items already in flight finish, nothing new starts."
+        return "Generating responses and judging each one as it arrives."
+    if run.status == RunStatus.DONE:
+        return "Finished."
+    if run.status == RunStatus.CANCELLED:
+        return "Cancelled: finished items are kept; resume to run the rest."
+    return "Failed: " + (run.error or "see the failures below.")
+
+
+def _percent(done, total) -> int:
+    return int(100 * done / total) if total else 100
+
+
+def _heatmap_context(request, run: Run, spec) -> dict:
+    sort = request.GET.get("sort", "order")
+    if sort not in review.HEATMAP_SORTS:
+        sort = "order"
+    if spec is None:
+        return {"heatmap": None}
+    columns = review.variant_columns(run)
+    order = review.prompt_order(run, spec, sort)
+    page = Paginator(order, review.HEATMAP_PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = review.heatmap_rows(run, spec, list(page.object_list), columns)
+    return {"heatmap": {"columns": columns, "rows": rows, "page": page, "sort": sort,
+                        "sorts": review.HEATMAP_SORTS.items(), "prompts": len(spec.prompts)}}
+
+
+def _run_context(request, run: Run) -> dict:
+    aggregates = run.aggregates or {}
+    stats = aggregates.get("variants") or {}
+    columns = review.variant_columns(run) if stats else []
+    context = {
+        "run": run,
+        "phase": _phase(run),
+        "items_percent": _percent(run.items_done, run.items_total),
+        "judge_percent": _percent(run.judge_calls_done + run.judge_calls_failed, run.judge_calls_total),
+        "variants": [(c, stats[c.variant_id]) for c in columns],
+        "agreement": aggregates.get("agreement"),
+        "overall": aggregates.get("overall"),
+        "failures": (Response.objects.filter(run=run, status="failed").order_by("-finished_at")
+                     .only("pk", "prompt_id", "variant_id", "error")[:5]),
+    }
+    if run.is_finished:
+        context.update(_heatmap_context(request, run, _spec(run)))
+        context["others"] = (Run.objects.filter(blueprint_id=run.blueprint_id).exclude(pk=run.pk)
+                             .select_related("revision").only("pk", "created_at", "status", "revision__number")
+                             .order_by("-created_at", "-id")[:30])
+    return context
+
+
+@require_safe
+@with_csp
+def detail(request, run_id):
+    run = _run_or_404(run_id)
+    context = _run_context(request, run)
+    if request.htmx and request.GET.get("poll"):
+        response = render(request, "runs/run_detail.html#progress", context)
+        if run.is_finished:
+            response.status_code = HttpResponseStopPolling.status_code
+        return response
+    return render(request, "runs/run_detail.html", context)
+
+
+@require_safe
+@with_csp
+def heatmap(request, run_id):
+    """One page of the prompts x models heatmap (100 prompts a page)."""
+    run = _run_or_404(run_id)
+    context = {"run": run, **_heatmap_context(request, run, _spec(run))}
+    return render(request, _fragment(request, "runs/heatmap.html", "heatmap"), context)
+
+
+# --- one response ----------------------------------------------------------------------------
+
+
+def _authored_turns(prompt, run: Run, spec, variant_id: str) -> list[dict]:
+    """The prompt as written: its system prompt for this model variant, its turns, the turns to generate."""
+    models = [m["id"] if isinstance(m, dict) else m for m in run.resolved_models]
+    variant = next((v for v in expand_variants(spec, models) if v.id_for(prompt) == variant_id), None)
+    system = variant.system_for(prompt) if variant else prompt.system
+    turns = [{"role": "system", "content": system, "generated": False}] if system else []
+    turns += [{"role": m.role, "content": m.content, "generated": False} for m in prompt.messages]
+    if not prompt.messages or prompt.messages[-1].role != "assistant":
+        turns.append({"role": "assistant", "content": None, "generated": False})
+    return turns
+
+
+def _conversation(response: Response, prompt, run: Run, spec) -> list[dict]:
+    """The turns to show: the stored conversation, or (before generation) the prompt as authored."""
+    turns = [dict(t) for t in response.conversation]
+    if not turns and prompt is not None:
+        turns = _authored_turns(prompt, run, spec, response.variant_id)
+    return _with_previews(turns)
+
+
+def _with_previews(turns: list[dict]) -> list[dict]:
+    for turn in turns:
+        content = turn.get("content")
+        turn["long"] = content is not None and len(content) > 2000
+        turn["preview"] = content[:2000] if turn["long"] else content
+    return turns
+
+
+def _response_context(request, run: Run, response: Response) -> dict:
+    spec = _spec(run)
+    prompt = spec.prompts[response.prompt_index] if spec and response.prompt_index < len(spec.prompts) else None
+    render_as = prompt.render_as if prompt else "markdown"
+    mode = request.GET.get("as") or render_as
+    if mode not in RENDER_MODES:
+        mode = render_as
+    assessments = list(PointAssessment.objects.filter(response=response).select_related("override")
+                       .order_by("position"))
+    siblings = Response.objects.filter(run=run)
+    same_model = siblings.filter(variant_id=response.variant_id, trial=response.trial)
+    context = {
+        "run": run,
+        "response": response,
+        "prompt": prompt,
+        "render_as": render_as,
+        "mode": mode,
+        "modes": RENDER_MODES,
+        "rendered": render_text(response.text, mode) if response.text is not None else None,
+        "ideal": render_text(prompt.ideal_response, mode) if prompt and prompt.ideal_response is not None else None,
+        "conversation": _conversation(response, prompt, run, spec),
+        "review": review.review_response(response, assessments),
+        "assessments": assessments,
+        "judge_errors": sum(1 for pa in assessments for v in pa.verdicts if v.get("error")),
+        "trials": list(siblings.filter(prompt_index=response.prompt_index, variant_id=response.variant_id)
+                       .order_by("trial").values_list("pk", "trial", "score")),
+        "other_models": list(siblings.filter(prompt_index=response.prompt_index, trial=0)
+                             .exclude(variant_id=response.variant_id).order_by("variant_id")
+                             .values_list("pk", "variant_id", "score")),
+        "previous": same_model.filter(prompt_index__lt=response.prompt_index).order_by("-prompt_index")
+        .values_list("pk", "prompt_id").first(),
+        "next": same_model.filter(prompt_index__gt=response.prompt_index).order_by("prompt_index")
+        .values_list("pk", "prompt_id").first(),
+    }
+    return context
+
+
+def _response_or_404(run_id, response_id):
+    run = _run_or_404(run_id)
+    response = get_object_or_404(Response, pk=response_id, run=run)
+    return run, response
+
+
+@require_safe
+@with_csp
+def response_detail(request, run_id, response_id):
+    run, response = _response_or_404(run_id, response_id)
+    context = _response_context(request, run, response)
+    if request.htmx and request.headers.get("HX-Target") == "rendered":
+        return render(request, "runs/response_detail.html#rendered", context)
+    return render(request, "runs/response_detail.html", context)
+
+
+@require_safe
+def response_text(request, run_id, response_id):
+    """The whole response as plain text (pages render at most the first 50,000 characters)."""
+    _, response = _response_or_404(run_id, response_id)
+    which = request.GET.get("which", "response")
+    text = response.text or ""
+    if which == "ideal":
+        spec = _spec(response.run)
+        prompt = spec.prompts[response.prompt_index] if spec and response.prompt_index < len(spec.prompts) else None
+        text = (prompt.ideal_response if prompt else None) or ""
+    out = HttpResponse(text, content_type="text/plain; charset=utf-8")
+    out.headers["X-Content-Type-Options"] = "nosniff"
+    out.headers["Content-Security-Policy"] = "sandbox; default-src 'none'"
+    return out
+
+
+@require_POST
+@with_csp
+def override(request, run_id, response_id, position):
+    """Set or remove a reviewer's score for one point; the response's score and the run's aggregates follow."""
+    run, response = _response_or_404(run_id, response_id)
+    assessment = get_object_or_404(PointAssessment.objects.select_related("override"), response=response,
+                                   position=position)
+    error = None
+    if request.POST.get("action") == "remove":
+        score = None
+    else:
+        try:
+            score = float(request.POST.get("score", ""))
+        except ValueError:
+            score, error = None, "Give a score between 0 and 1."
+    if error is None:
+        try:
+            outcome = review.apply_override(assessment, score, reason=request.POST.get("reason", ""),
+                                            who=request.POST.get("who", ""))
+        except review.OverrideRefused as refused:
+            error = str(refused)
+    if not request.htmx:
+        if error:
+            messages.error(request, f"Point {position + 1}: {error}")
+        else:
+            messages.success(request, _override_message(position, outcome))
+        return redirect(reverse("runs:response", args=(run.pk, response.pk)) + f"#point-{position + 1}")
+    response.refresh_from_db()
+    context = _response_context(request, run, response)
+    context.update({"override_error": error, "override_position": position, "oob": True,
+                    "override_message": None if error else _override_message(position, outcome)})
+    return render(request, "runs/response_detail.html#override-result", context)
+
+
+def _override_message(position, outcome) -> str:
+    fmt = (lambda v: "not evaluated" if v is None else f"{v:.2f}")
+    what = "removed" if getattr(outcome.assessment, "override", None) is None else "saved"
+    return f"Override on point {position + 1} {what}: the response's score is {fmt(outcome.after)} " \
+           f"(it was {fmt(outcome.before)})."
+
+
+# --- one prompt, every model -----------------------------------------------------------------
+
+
+@require_safe
+@with_csp
+def prompt_detail(request, run_id, prompt_index):
+    run = _run_or_404(run_id)
+    spec = _spec(run)
+    responses = list(Response.objects.filter(run=run, prompt_index=prompt_index, trial=0).order_by("variant_id"))
+    if not responses:
+        raise Http404("no such prompt in this run")
+    prompt = spec.prompts[prompt_index] if spec and prompt_index < len(spec.prompts) else None
+    columns = [c.variant_id for c in review.variant_columns(run)]
+    rank = {v: i for i, v in enumerate(columns)}
+    responses.sort(key=lambda r: (rank.get(r.variant_id, len(rank)), r.variant_id))
+    points: dict[int, dict[int, PointAssessment]] = {}
+    for pa in PointAssessment.objects.filter(response__in=responses).select_related("override"):
+        points.setdefault(pa.position, {})[pa.response_id] = pa
+    mode = prompt.render_as if prompt else "markdown"
+    table = []
+    for position in sorted(points):
+        row = points[position]
+        first = next(iter(row.values()))
+        table.append({"position": position, "point": first, "cells": [row.get(r.pk) for r in responses]})
+    cards = [{"response": r, "rendered": render_text(r.text, mode, limit=20_000) if r.text is not None else None}
+             for r in responses]
+    context = {"run": run, "prompt": prompt, "prompt_index": prompt_index, "prompt_id": responses[0].prompt_id,
+               "cards": cards, "responses": responses, "table": table, "mode": mode,
+               "ideal": render_text(prompt.ideal_response, mode) if prompt and prompt.ideal_response is not None
+               else None,
+               "conversation": _with_previews(_authored_turns(prompt, run, spec, responses[0].variant_id))
+               if prompt else []}
+    return render(request, "runs/prompt_detail.html", context)
+
+
+# --- two runs --------------------------------------------------------------------------------
+
+
+@require_safe
+@with_csp
+def compare(request, run_id):
+    """``?with=<run>``: per prompt and model, the score change from that run to this one, worst first."""
+    run = _run_or_404(run_id)
+    others = (Run.objects.filter(blueprint_id=run.blueprint_id).exclude(pk=run.pk).select_related("revision")
+              .only("pk", "created_at", "status", "revision__number").order_by("-created_at", "-id")[:50])
+    base = None
+    context = {"run": run, "others": others, "base": None}
+    if request.GET.get("with"):
+        try:
+            base = Run.objects.select_related("blueprint", "revision").get(pk=int(request.GET["with"]))
+        except (ValueError, Run.DoesNotExist):
+            raise Http404("no such run")
+        if base.blueprint_id != run.blueprint_id:
+            context["problem"] = (f"Run {base.pk} is of another blueprint ({base.blueprint.slug}); "
+                                  "compare runs of the same blueprint.")
+            base = None
+    if base is not None:
+        changes = review.compare_runs(base, run)
+        page = Paginator(changes, review.COMPARE_PAGE_SIZE).get_page(request.GET.get("page"))
+        deltas = [c.delta for c in changes if c.delta is not None]
+        context.update({
+            "base": base, "page": page,
+            "counts": {"worse": sum(1 for d in deltas if d < 0), "better": sum(1 for d in deltas if d > 0),
+                       "same": sum(1 for d in deltas if d == 0), "unmatched": len(changes) - len(deltas)},
+        })
+    return render(request, _fragment(request, "runs/compare.html", "changes"), context)
+
+
+@require_safe
+@with_csp
+def diff(request, run_id, base_id):
+    """A word diff of one prompt and model's response in two runs of the same blueprint."""
+    run, base = _run_or_404(run_id), _run_or_404(base_id)
+    if base.blueprint_id != run.blueprint_id:
+        raise Http404("these runs are of different blueprints")
+    prompt_id, variant_id = request.GET.get("prompt", ""), request.GET.get("variant", "")
+    pair = []
+    for r in (base, run):
+        pair.append(Response.objects.filter(run=r, prompt_id=prompt_id, variant_id=variant_id)
+                    .order_by("trial").first())
+    if pair == [None, None]:
+        raise Http404("neither run has this prompt and model")
+    before, after = pair
+    pieces = review.text_diff(before.text if before else "", after.text if after else "")
+    context = {"run": run, "base": base, "before": before, "after": after, "pieces": pieces,
+               "prompt_id": prompt_id, "variant_id": variant_id,
+               "changed": any(p.op != "equal" for p in pieces)}
+    return render(request, "runs/diff.html", context)
+
+
+# --- downloads -------------------------------------------------------------------------------
+
+
+def _attachment(response, filename):
+    response.headers["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@require_safe
+def export_json(request, run_id):
+    run = _run_or_404(run_id)
+    response = JsonResponse(run_to_json(run), json_dumps_params={"ensure_ascii": False, "indent": 1})
+    return _attachment(response, f"{run.blueprint.slug}-run-{run.pk}.json")
+
+
+@require_safe
+def export_csv(request, run_id):
+    run = _run_or_404(run_id)
+    return _attachment(HttpResponse(run_to_csv(run), content_type="text/csv; charset=utf-8"),
+                       f"{run.blueprint.slug}-run-{run.pk}.csv")
+
+
+REPORT_CHUNK = 25  # prompts rendered at a time, so a large report streams
+
+
+def _report_chunks(run: Run):
+    spec = _spec(run)
+    columns = review.variant_columns(run)
+    indices = list(range(len(spec.prompts))) if spec else []
+    stats = (run.aggregates or {}).get("variants") or {}
+    yield render_to_string("runs/report.html#head", {
+        "run": run, "variants": [(c, stats[c.variant_id]) for c in columns if c.variant_id in stats],
+        "agreement": (run.aggregates or {}).get("agreement"), "overall": (run.aggregates or {}).get("overall"),
+        "generated_at": timezone.now(), "spec": spec,
+    })
+    for start in range(0, len(indices), review.HEATMAP_PAGE_SIZE):
+        rows = review.heatmap_rows(run, spec, indices[start:start + review.HEATMAP_PAGE_SIZE], columns)
+        yield render_to_string("runs/report.html#heatmap-rows", {"rows": rows, "columns": columns,
+                                                                 "first": start == 0})
+    yield render_to_string("runs/report.html#heatmap-end", {})
+    for start in range(0, len(indices), REPORT_CHUNK):
+        chunk = indices[start:start + REPORT_CHUNK]
+        responses = list(Response.objects.filter(run=run, prompt_index__in=chunk)
+                         .order_by("prompt_index", "variant_id", "trial"))
+        points: dict[int, list[PointAssessment]] = {}
+        for pa in (PointAssessment.objects.filter(response__in=responses).select_related("override")
+                   .order_by("response_id", "position")):
+            points.setdefault(pa.response_id, []).append(pa)
+        prompts = []
+        for index in chunk:
+            prompt = spec.prompts[index]
+            mine = [r for r in responses if r.prompt_index == index]
+            prompts.append({
+                "index": index, "prompt": prompt,
+                "ideal": render_text(prompt.ideal_response, "plaintext") if prompt.ideal_response is not None else None,
+                "responses": [{"response": r, "points": points.get(r.pk, []),
+                               "rendered": _report_render(r.text, prompt.render_as)} for r in mine],
+            })
+        yield render_to_string("runs/report.html#prompts", {"prompts": prompts, "run": run})
+    yield render_to_string("runs/report.html#tail", {})
+
+
+def _report_render(text, render_as):
+    """The report has no frames and no links: markdown without addresses, anything else as its source."""
+    if text is None:
+        return None
+    if render_as == "markdown":
+        return render_text(text, "markdown", links=False)
+    return render_text(text, "plaintext")
+
+
+@require_safe
+def report(request, run_id):
+    """One HTML file that opens offline: inline CSS, no script, no address outside the file."""
+    run = _run_or_404(run_id)
+    response = StreamingHttpResponse(_report_chunks(run), content_type="text/html; charset=utf-8")
+    response.headers["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'"
+    return _attachment(response, f"{run.blueprint.slug}-run-{run.pk}-report.html")

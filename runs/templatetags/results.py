@@ -1,0 +1,132 @@
+"""Small formatting helpers and the server-rendered SVG chart of the result pages (no chart library, no CDN)."""
+
+from __future__ import annotations
+
+from django import template
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
+
+register = template.Library()
+
+
+@register.filter
+def score2(value) -> str:
+    """A score with 2 places, or an en dash when there is none."""
+    return "–" if value is None else f"{float(value):.2f}"
+
+
+@register.filter
+def heat(value) -> str:
+    """The heatmap colour class: ``heat-0`` .. ``heat-10`` by floor(score x 10), ``heat-none`` without a score."""
+    if value is None:
+        return "heat-none"
+    return f"heat-{min(10, max(0, int(float(value) * 10 + 1e-9)))}"
+
+
+@register.filter
+def thousands(value) -> str:
+    if value is None:
+        return "–"
+    return f"{int(value):,}"
+
+
+@register.filter
+def usd(value) -> str:
+    if value is None:
+        return "unknown"
+    value = float(value)
+    if value == 0:
+        return "$0"
+    return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
+
+
+@register.filter
+def duration_ms(value) -> str:
+    if value is None:
+        return "–"
+    value = float(value)
+    return f"{value:.0f} ms" if value < 1000 else f"{value / 1000:.1f} s"
+
+
+@register.filter
+def get(mapping, key):
+    return (mapping or {}).get(key)
+
+
+@register.filter
+def alpha_reading(alpha) -> str:
+    """Krippendorff's conventional reading of an alpha: 0.8 and up reliable, 0.667 and up tentative."""
+    if alpha is None:
+        return "undefined"
+    if alpha >= 0.8:
+        return "reliable"
+    if alpha >= 0.667:
+        return "tentative"
+    return "unreliable"
+
+
+@register.filter
+def fn_call(pa) -> str:
+    """``$fn(args)`` as a point function reads in a blueprint."""
+    import json
+
+    if pa.fn_args is None:
+        return f"${pa.fn}"
+    return f"${pa.fn}({json.dumps(pa.fn_args, ensure_ascii=False)})"
+
+
+@register.filter
+def took(run) -> str:
+    """How long a run took (or has been going)."""
+    from django.utils import timezone
+
+    if not run.started_at:
+        return "–"
+    seconds = ((run.finished_at or timezone.now()) - run.started_at).total_seconds()
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds // 60:.0f} min {seconds % 60:.0f} s"
+    return f"{seconds // 3600:.0f} h {seconds % 3600 // 60:.0f} min"
+
+
+ROW = 34
+BAR_W = 520
+CHART_W = 640
+
+
+@register.simple_tag
+def score_chart(variants, title="Score per model variant"):
+    """A horizontal bar per model variant: the weighted mean, a whisker of ± one standard deviation.
+
+    ``variants`` is a list of ``(column, stats)`` pairs as the run page has them. The bars are
+    decoration for the table beside them (which has the same numbers), so the chart is one image
+    with a title and a short description, not a second table for screen readers.
+    """
+    rows = list(variants)
+    height = ROW * len(rows) + 24
+    parts = [format_html('<svg class="score-chart" viewBox="0 0 {} {}" role="img" aria-labelledby="chart-title">', CHART_W, height),
+             format_html('<title id="chart-title">{}</title>', title)]
+    for tick in (0, 0.25, 0.5, 0.75, 1):
+        x = tick * BAR_W
+        parts.append(format_html('<line class="tick" x1="{}" x2="{}" y1="0" y2="{}"/>', x, x, height - 16))
+        parts.append(format_html('<text class="tick-label" x="{}" y="{}" text-anchor="middle">{}</text>',
+                                 max(8, min(BAR_W - 8, x)), height - 4, f"{tick:g}"))
+    for i, (column, stats) in enumerate(rows):
+        y = i * ROW
+        mean, std = stats.get("mean"), stats.get("std")
+        parts.append(format_html('<text class="bar-label" x="0" y="{}">{}</text>', y + 12, column.variant_id))
+        if mean is None:
+            parts.append(format_html('<text class="bar-none" x="0" y="{}">not evaluated</text>', y + 27))
+            continue
+        width = max(1.0, mean * BAR_W)
+        parts.append(format_html('<rect class="bar {}" x="0" y="{}" width="{}" height="12" rx="2"/>',
+                                 heat(mean), y + 17, f"{width:.1f}"))
+        if std:
+            lo, hi = max(0.0, mean - std) * BAR_W, min(1.0, mean + std) * BAR_W
+            parts.append(format_html('<line class="whisker" x1="{}" x2="{}" y1="{}" y2="{}"/>',
+                                     f"{lo:.1f}", f"{hi:.1f}", y + 23, y + 23))
+        parts.append(format_html('<text class="bar-value" x="{}" y="{}">{}{}</text>', BAR_W + 8, y + 28,
+                                 f"{mean:.2f}", f" ± {std:.2f}" if std else ""))
+    parts.append(mark_safe("</svg>"))
+    return mark_safe("".join(str(p) for p in parts))

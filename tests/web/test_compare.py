@@ -1,0 +1,147 @@
+"""Comparisons: one prompt with every model side by side, and two runs of one blueprint per prompt and model,
+largest regression first, with a word diff of the two responses."""
+
+import re
+
+import pytest
+
+from runs.models import Response
+from runs.review import text_diff
+
+from .conftest import htmx
+from .test_run_support import (  # noqa: F401
+    fake_llm,
+    fake_llm_server,
+    fake_provider,
+    make_blueprint,
+    make_offline_run,
+    make_run,
+    offline_blueprint,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+WORSE_CAPITAL = [{"model": "cand-good", "match": r"capital of France", "reply": "It is Lyon."}]
+
+
+# --- one prompt, every model -----------------------------------------------------------------------
+
+
+def test_one_prompt_shows_every_model_side_by_side_with_a_points_table(fake_provider, client):
+    run = make_run(fake_provider)
+    page = client.get(f"/runs/{run.pk}/prompts/1/")
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "Plan a day in Rome." in html and "to be generated" in html
+    cards = re.findall(r'<article class="response-card".*?</article>', html, re.S)
+    assert [re.search(r"<code>(.*?)</code>", c).group(1) for c in cards] == [
+        "openai:cand-good[temp:0]", "openai:cand-bad[temp:0]"]  # best first
+    assert "Walk everywhere and visit the free churches." in cards[0]
+    assert "Take a taxi for every trip." in cards[1]
+    table = re.search(r'<table class="points-table">.*?</table>', html, re.S).group(0)
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", table, re.S)[1:]
+    assert len(rows) == 1 + 5  # the score row, then one row per point
+    taxi = next(r for r in rows if "Recommends a taxi" in r)
+    assert "not_path_0" in taxi and "should not" in taxi
+    assert re.findall(r'<td class="cell (heat-\d+)">', taxi) == ["heat-10", "heat-0"]
+    responses = Response.objects.filter(run=run, prompt_id="rome")
+    for r in responses:
+        assert f'href="/runs/{run.pk}/responses/{r.pk}/"' in html
+
+
+def test_an_html_prompt_side_by_side_uses_sandboxed_frames(fake_provider, client):
+    run = make_run(fake_provider)
+    html = client.get(f"/runs/{run.pk}/prompts/2/").content.decode()
+    frames = re.findall(r"<iframe[^>]*>", html)
+    assert len(frames) == 2 and all('sandbox=""' in f for f in frames)
+
+
+def test_a_prompt_outside_the_run_is_404(fake_provider, client):
+    run = make_run(fake_provider)
+    assert client.get(f"/runs/{run.pk}/prompts/9/").status_code == 404
+
+
+# --- two runs ------------------------------------------------------------------------------------
+
+
+def two_runs(fake):
+    blueprint = make_blueprint()
+    base = make_run(fake, blueprint=blueprint)
+    later = make_run(fake, blueprint=blueprint, extra_rules=WORSE_CAPITAL)
+    return base, later
+
+
+def test_two_runs_compare_per_prompt_and_model_largest_regression_first(fake_provider, client):
+    base, later = two_runs(fake_provider)
+    page = client.get(f"/runs/{later.pk}/compare?with={base.pk}")
+    html = page.content.decode()
+    assert page.status_code == 200
+    rows = re.findall(r'<tr>\s*<th scope="row"><code>(.*?)</code></th>\s*<td><code>(.*?)</code></td>(.*?)</tr>',
+                      html, re.S)
+    assert len(rows) == 6
+    first = rows[0]
+    assert first[:2] == ("capital", "openai:cand-good[temp:0]")
+    assert ">0.90<" in first[2] and ">0.20<" in first[2]
+    assert '<td class="num delta delta-worse">-0.70</td>' in first[2]
+    assert all('<td class="num delta">0.00</td>' in r[2] for r in rows[1:])
+    assert "<strong class=\"problem\">1 worse</strong>" in html and "5 the same" in html
+    assert f'href="/runs/{later.pk}/compare/{base.pk}/diff?prompt=capital&amp;variant=openai%3Acand-good%5Btemp%3A0%5D"' \
+        in first[2]
+
+
+def test_the_run_page_offers_the_other_runs_of_the_blueprint_to_compare(fake_provider, client):
+    base, later = two_runs(fake_provider)
+    html = client.get(f"/runs/{later.pk}/").content.decode()
+    assert f'<form method="get" action="/runs/{later.pk}/compare"' in html
+    assert f'<option value="{base.pk}">Run {base.pk}' in html
+
+
+def test_runs_of_different_blueprints_are_not_compared(fake_provider, client):
+    run = make_run(fake_provider)
+    other = make_offline_run(2)
+    html = client.get(f"/runs/{run.pk}/compare?with={other.pk}").content.decode()
+    assert "is of another blueprint" in html and "delta" not in html
+    assert client.get(f"/runs/{run.pk}/compare?with=9999").status_code == 404
+    assert client.get(f"/runs/{run.pk}/compare/{other.pk}/diff?prompt=capital&variant=x").status_code == 404
+
+
+def test_the_changes_page_paginates_and_answers_htmx_with_the_fragment(client):
+    blueprint = offline_blueprint(60, slug="sixty")
+    base = make_offline_run(60, blueprint=blueprint)
+    later = make_offline_run(60, blueprint=blueprint)
+    html = client.get(f"/runs/{later.pk}/compare?with={base.pk}").content.decode()
+    assert "1–100 of 120" in html and f"?with={base.pk}&amp;page=2" in html
+    fragment = client.get(f"/runs/{later.pk}/compare?with={base.pk}&page=2", **htmx()).content.decode()
+    assert fragment.lstrip().startswith('<section id="changes"') and "101–120 of 120" in fragment
+
+
+def test_the_diff_shows_what_went_and_what_came(fake_provider, client):
+    base, later = two_runs(fake_provider)
+    page = client.get(f"/runs/{later.pk}/compare/{base.pk}/diff",
+                      {"prompt": "capital", "variant": "openai:cand-good[temp:0]"})
+    html = page.content.decode()
+    assert page.status_code == 200
+    diff = re.search(r"<pre class=\"text-diff\"[^>]*>(.*?)</pre>", html, re.S).group(1)
+    assert "<del>" in diff and "<ins>" in diff
+    assert "Lyon" in "".join(re.findall(r"<ins>(.*?)</ins>", diff))
+    assert "Paris" in "".join(re.findall(r"<del>(.*?)</del>", diff))
+    assert "0.90" in html and "0.20" in html
+
+
+@pytest.mark.parametrize("before, after, expected", [
+    ("same text", "same text", [("equal", "same text")]),
+    ("The cat sat.", "The dog sat.", [("equal", "The "), ("delete", "cat"), ("insert", "dog"), ("equal", " sat.")]),
+    ("", "new", [("insert", "new")]),
+    ("old", "", [("delete", "old")]),
+    ("a <b> c", "a <i> c", [("equal", "a <"), ("delete", "b"), ("insert", "i"), ("equal", "> c")]),
+])
+def test_text_diff_works_on_words_and_keeps_whitespace(before, after, expected):
+    assert [(p.op, p.text) for p in text_diff(before, after)] == expected
+
+
+def test_text_diff_of_long_texts_falls_back_to_lines():
+    before = "\n".join(f"line {i} word" for i in range(6000))
+    after = before.replace("line 10 word", "line ten word")
+    pieces = text_diff(before, after)
+    assert [p.text for p in pieces if p.op == "delete"] == ["line 10 word\n"]
+    assert [p.text for p in pieces if p.op == "insert"] == ["line ten word\n"]
