@@ -57,3 +57,10 @@ def test_a_revision_page_shows_its_exact_text(client, three_revisions):
 
 def test_restoring_needs_a_post(client, three_revisions):
     assert client.get("/blueprints/capitals/revisions/1/restore/").status_code == 405
+
+
+def test_a_revision_page_has_an_anchor_for_every_line(client, make_blueprint):
+    make_blueprint()
+    response = client.get("/blueprints/capitals/revisions/1/")
+    assert response.status_code == 200
+    assert 'id="L1"' in response.text and 'id="L3"' in response.text

@@ -55,7 +55,8 @@ def assert_nothing_can_run_or_call_home(html, *, frames_allowed=0):
     assert all(attrs.get("src", "").startswith("/static/") for attrs in tags.named("script")), tags.named("script")
     assert not [t for t, a in tags.tags if t in ("style", "img", "object", "embed", "base")
                 or (t == "svg" and a.get("class") != "score-chart")  # our chart only
-                or (t == "link" and a.get("rel") != "stylesheet") or (t == "meta" and "http-equiv" in a)]
+                or (t == "link" and a.get("rel") != "stylesheet" and (a.get("rel"), a.get("href")) != ("icon", "data:,"))
+                or (t == "meta" and "http-equiv" in a)]
     assert all(attrs.get("method") == "post" and attrs.get("action", "/runs/").startswith("/runs/")
                for attrs in tags.named("form"))  # only our own forms: overrides and run controls
     assert all(attrs.get("id", "").startswith("ov-reason-") for attrs in tags.named("textarea"))
