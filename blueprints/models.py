@@ -19,7 +19,7 @@ from django.db.models.functions import Lower
 from django.utils import timezone
 from django.utils.text import slugify
 
-from blueprints.spec import parse_blueprint
+from blueprints.spec import parse_any
 from blueprints.spec.model_ids import is_collection_name
 
 BLUEPRINT_ID_RE = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
@@ -92,22 +92,29 @@ class Blueprint(models.Model):
 
         Text (and companion files) identical to the current revision's makes no new
         revision. The blueprint must be saved first. ``collections`` is a lookup for
-        the parser (``ModelCollection.lookup()`` when not given).
+        the parser (``ModelCollection.lookup()`` when not given). ``files`` None keeps
+        the current revision's companion files (an edit in the browser changes only
+        the text). Any dialect is read (``parse_any``); the revision records which,
+        with the import report and the fields kept aside.
         """
-        files = files or {}
+        if files is None:
+            files = dict(self.current_revision.files) if self.current_revision is not None else {}
         digest = sha256_text(text)
         current = self.current_revision
         if current is not None and current.sha256 == digest and current.files == files:
             return current, False
         lookup = collections if collections is not None else ModelCollection.lookup()
-        result = parse_blueprint(text, blueprint_id=self.slug, collections=lookup)
+        result = parse_any(text, blueprint_id=self.slug, collections=lookup, files=files)
         bp = result.blueprint
+        report = dict(import_report or {})
+        if result.import_report is not None:
+            report.update(result.import_report)
         with transaction.atomic():
             last = self.revisions.order_by("-number").values_list("number", flat=True).first() or 0
             revision = BlueprintRevision.objects.create(
                 blueprint=self, number=last + 1, text=text, files=files, sha256=digest,
-                dialect=DIALECT_WEVAL, summary=summary[:300], import_report=import_report or {},
-                extras=extras or {}, is_valid=result.ok, error_count=len(result.errors),
+                dialect=result.dialect, summary=summary[:300], import_report=report,
+                extras=result.extras or extras or {}, is_valid=result.ok, error_count=len(result.errors),
                 warning_count=len(result.warnings),
                 prompt_count=len(bp.prompts) if bp else None,
                 point_count=bp.point_count if bp else None,
@@ -230,7 +237,7 @@ class BlueprintRevision(models.Model):
 
     def parse(self, collections=None):
         lookup = collections if collections is not None else ModelCollection.lookup()
-        return parse_blueprint(self.text, blueprint_id=self.blueprint.slug, collections=lookup)
+        return parse_any(self.text, blueprint_id=self.blueprint.slug, collections=lookup, files=self.files or {})
 
 
 class ModelCollection(models.Model):

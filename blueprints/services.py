@@ -31,7 +31,7 @@ from blueprints.models import (
     validate_blueprint_id,
 )
 from blueprints.spec import Blueprint as SpecBlueprint
-from blueprints.spec import ParseResult, Point, Prompt, parse_blueprint
+from blueprints.spec import ParseResult, Point, Prompt, parse_any
 from blueprints.spec import functions
 from blueprints.spec.collections import CollectionError, read_collection_file, resolve_models
 from blueprints.spec.files import iter_blueprint_files, read_text
@@ -97,9 +97,13 @@ def annotations_for(diagnostics) -> list[dict]:
     return out
 
 
-def check_text(text: str, *, slug: str | None = None, collections=None) -> Check:
+def check_text(text: str, *, slug: str | None = None, collections=None, files: dict | None = None) -> Check:
+    """Validate editor text in any dialect; a suite's companion files are the blueprint's current ones."""
     lookup = collections if collections is not None else ModelCollection.lookup()
-    result = parse_blueprint(text, blueprint_id=slug, collections=lookup)
+    if files is None and slug:
+        files = (Blueprint.objects.filter(slug=slug).values_list("current_revision__files", flat=True).first()
+                 or {})
+    result = parse_any(text, blueprint_id=slug, collections=lookup, files=files or {})
     preview = build_preview(result.blueprint, lookup) if result.blueprint is not None else None
     return Check(result, preview)
 
@@ -635,7 +639,7 @@ def import_files(files: Iterable[tuple[str, str, dict]], *, via: str) -> ImportO
     A file whose blueprint exists makes a new revision when its text changed.
     """
     outcome = ImportOutcome()
-    files = list(files)
+    files = _attach_companions(list(files), outcome)
     by_slug: dict[str, list[str]] = {}
     for path, _text, _files in files:
         by_slug.setdefault(blueprint_id_from_path(path), []).append(path)
@@ -659,6 +663,39 @@ def import_files(files: Iterable[tuple[str, str, dict]], *, via: str) -> ImportO
     return outcome
 
 
+def _attach_companions(files: list[tuple[str, str, dict]], outcome: ImportOutcome) -> list[tuple[str, str, dict]]:
+    """Files imported together: AI Eval prompt files and AgentV test-row files go with the suites, not alone.
+
+    Each such file is offered to every suite of the same import, keyed by its path relative to the suite's folder
+    (the suites' importers find what they name); it is listed as "attached" in the outcome.
+    """
+    from blueprints.spec.dialects import companion_kind
+
+    suites, companions = [], []
+    for path, text, extra in files:
+        (companions if companion_kind(text, path) else suites).append((path, text, extra))
+    if not companions:
+        return files
+    out = []
+    for path, text, extra in suites:
+        folder = PurePosixPath(path).parent
+        attached = dict(extra)
+        for cpath, ctext, _ in companions:
+            relative = PurePosixPath(_relpath(cpath, str(folder)))
+            attached.setdefault(relative.as_posix(), ctext)
+        out.append((path, text, attached))
+    for cpath, _, _ in companions:
+        outcome.items.append(ImportItem(cpath, None, "attached", "a companion file (a prompt file or test rows); "
+                                                                 "kept with the suites imported beside it"))
+    return out
+
+
+def _relpath(path: str, start: str) -> str:
+    import posixpath
+
+    return posixpath.relpath(posixpath.normpath(path), posixpath.normpath(start or "."))
+
+
 def _import_one(path, slug, text, companions, *, via, lookup) -> ImportItem:
     with transaction.atomic():
         blueprint, created = Blueprint.objects.get_or_create(slug=slug, defaults={"title": ""})
@@ -680,7 +717,7 @@ def create_from_text(text: str, *, title_hint: str = "", slug: str = "", summary
                      ) -> tuple[Blueprint, BlueprintRevision]:
     """A new blueprint made in the browser: its id from the given one, else from its title."""
     lookup = ModelCollection.lookup()
-    result = parse_blueprint(text, collections=lookup)
+    result = parse_any(text, collections=lookup)
     title = (result.blueprint.title if result.blueprint and result.blueprint.title else None) \
         or title_from_text(text) or title_hint or "Untitled blueprint"
     with transaction.atomic():
@@ -727,25 +764,15 @@ def import_collections(models_dir: Path) -> list[tuple[str, str]]:
 
 
 def companion_files(path: Path, text: str, root: Path | None = None) -> dict:
-    """A fixtures file named by the blueprint (``fixtures: fixtures/x.json``), kept with its revision.
+    """The files a blueprint or suite names, kept with its revision: a blueprint's fixtures file, an AgentV
+    suite's tests files, judge prompts and scripts, an AI Eval suite's prompt file (blueprints.spec.companions).
 
-    Only files inside ``root`` (the imported folder; the blueprint's own folder by default) are read.
+    Only files inside ``root`` (the imported folder; by default the file's own folder, or for an AI Eval suite
+    in ``tests/`` the project folder above it) are read.
     """
-    path = Path(path).resolve()
-    root = Path(root).resolve() if root is not None else path.parent
-    if "fixtures" not in text:
-        return {}
-    result = parse_blueprint(text, path=str(path))
-    bp = result.blueprint
-    if bp is None or not isinstance(bp.fixtures, str):
-        return {}
-    target = (path.parent / bp.fixtures).resolve()
-    if root not in target.parents or not target.is_file():
-        return {}
-    try:
-        return {PurePosixPath(bp.fixtures).as_posix(): read_text(target)}
-    except (OSError, UnicodeDecodeError):
-        return {}
+    from blueprints.spec.companions import collect_companions
+
+    return collect_companions(path, text, root)
 
 
 # --------------------------------------------------------------------------------------

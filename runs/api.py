@@ -133,7 +133,7 @@ def start(request):
                 return _error(404, f"no blueprint with the id '{slug}'")
         try:
             run = services.start_run(blueprint, models=models, judges=judges, fresh=bool(data.get("fresh")),
-                                     trials=int(data.get("trials") or 1), source="api")
+                                     trials=int(data["trials"]) if data.get("trials") else None, source="api")
         except services.RunRefused as refused:
             transaction.set_rollback(text is not None and not slug)  # keep nothing from a refused one-off text
             return _error(422, refused.message, problems=refused.problems, blueprint=blueprint.slug)

@@ -56,10 +56,13 @@ def _point_json(pa: PointAssessment) -> dict:
     return out
 
 
-def response_score(response: Response, assessments: list[PointAssessment]) -> float | None:
+def response_score(response: Response, assessments: list[PointAssessment], *, recompute: bool = False
+                   ) -> float | None:
     """The response's score with overrides applied (the judges' score when there are none)."""
     if response.score_basis == "similarity" or not assessments:
         return response.score
+    if not recompute and (response.verdict or response.checks):
+        return response.score  # gates apply: the stored score (kept up to date by overrides) is the one
     if not any(getattr(pa, "override", None) is not None for pa in assessments):
         return response.judged_score
     points = [ScoredPoint(score=pa.effective_score, multiplier=pa.multiplier, path_id=pa.path_id or None)
@@ -90,6 +93,9 @@ def run_to_json(run: Run) -> dict:
             "similarity": r.similarity, "cached": r.cached, "latencyMs": r.latency_ms,
             "inputTokens": r.input_tokens, "outputTokens": r.output_tokens, "costUsd": r.cost_usd,
             "toolCalls": r.tool_calls, "calculation": r.calculation or None, "judgeUsage": r.judge_usage or None,
+            **({"verdict": r.verdict or None, "verdictReason": r.verdict_reason or None,
+                "scoreBeforeGates": r.score_before_gates, "gatesFailed": r.gates_failed, "checks": r.checks}
+               if (r.verdict or r.checks) else {}),
             "points": [{
                 "index": pa.position, "kind": pa.kind, "score": pa.effective_score, "judgesScore": pa.score,
                 "overridden": getattr(pa, "override", None) is not None,

@@ -124,6 +124,12 @@ class Response(models.Model):
     judge_errors = models.PositiveIntegerField(default=0)  # judge verdicts that failed (retry-failed redoes them)
     violated_should_not = models.BooleanField(default=False)
     disagreement = models.BooleanField(default=False)
+    # The pass/fail layer (prompts with verdicts, gates or per-check minimums; docs/scoring.md section 7).
+    verdict = models.CharField(max_length=12, blank=True)  # pass, borderline, fail; "": none or undecided
+    verdict_reason = models.TextField(blank=True)
+    score_before_gates = models.FloatField(null=True, blank=True)  # the score a failed gate set to 0
+    gates_failed = models.JSONField(default=list, blank=True)  # labels of the failed required checks
+    checks = models.JSONField(default=list, blank=True)  # [{id, label, kind, score, gate, minScore, passed}]
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -144,6 +150,10 @@ class Response(models.Model):
     @property
     def evaluated(self) -> bool:
         return self.score is not None
+
+    @property
+    def passed(self) -> bool | None:
+        return None if not self.verdict else self.verdict == "pass"
 
 
 class PointAssessment(models.Model):

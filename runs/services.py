@@ -39,8 +39,17 @@ from runs.engine.generate import ModelVariant, expand_variants
 from runs.engine.judge import JudgePlan, JudgeSpec, judges_from_models, plan_judges, scale_for
 from runs.engine.pipeline import ItemResult, PipelineOptions, WorkItem, run_items
 from runs.engine.providers import Router, check_models, fixtures_from_blueprint, settings_from_env
-from runs.engine.scoring import Rating, model_stats, round2, run_stats, textbook_alpha
-from runs.engine.types import GeneratedResponse, Turn
+from runs.engine.scoring import (
+    VERDICTS,
+    Rating,
+    TrialOutcome,
+    aggregate_trials,
+    model_stats,
+    round2,
+    run_stats,
+    textbook_alpha,
+)
+from runs.engine.types import GeneratedResponse, Turn, Usage
 
 from .cache import response_cache
 from .models import FINISHED, PointAssessment, Response, ResponseStatus, Run, RunStatus
@@ -142,11 +151,12 @@ def run_label(revision: BlueprintRevision) -> str:
 
 
 def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None, models: list[str] | None = None,
-              judges: list[str] | None = None, fresh: bool = False, trials: int = 1, source: str = "web",
+              judges: list[str] | None = None, fresh: bool = False, trials: int | None = None, source: str = "web",
               collections=None, enqueue: bool = True) -> Run:
     """Create a run and its items; with ``enqueue``, hand it to the workers once the transaction commits.
 
     Raises RunRefused when the blueprint has errors or names an unknown collection.
+    ``trials`` None runs each prompt as many times as the blueprint asks (its ``trials``, else once).
     """
     revision = revision or blueprint.current_revision
     if revision is None:
@@ -174,19 +184,21 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
                                                                      custom_models=customs)]
     variants = expand_variants(bp, resolved)
     judged_points = {i: sum(1 for p in prompt.all_points() if p.fn is None) for i, prompt in enumerate(bp.prompts)}
-    trials = max(1, int(trials))
+    override = max(1, int(trials)) if trials is not None else None
+    per_prompt = [override or prompt.trials or 1 for prompt in bp.prompts]
     with transaction.atomic():
         run = Run.objects.create(
             revision=revision, blueprint=blueprint, label=run_label(revision), source=source,
             resolved_models=[m.to_upstream() if isinstance(m, CustomModel) else m for m in resolved],
             judges=_plan_to_json(plan),
-            options={"fresh": fresh, "trials": trials, "problems": problems, "embeddingModel": embedding_model,
+            options={"fresh": fresh, "trials": override or max(per_prompt, default=1), "trialsOverride": override,
+                     "problems": problems, "embeddingModel": embedding_model,
                      "requestedModels": models or None, "requestedJudges": judges or None},
         )
         rows = [
             Response(run=run, prompt_id=prompt.id, prompt_index=index, variant_id=variant.id_for(prompt),
                      model_id=variant.base_model_id, trial=trial)
-            for index, prompt in enumerate(bp.prompts) for variant in variants for trial in range(trials)
+            for index, prompt in enumerate(bp.prompts) for variant in variants for trial in range(per_prompt[index])
         ]
         Response.objects.bulk_create(rows, batch_size=500)
         run.items_total = len(rows)
@@ -307,7 +319,10 @@ def _stored_generation(row: Response) -> GeneratedResponse:
     return GeneratedResponse(
         prompt_id=row.prompt_id, model_variant_id=row.variant_id,
         conversation=tuple(Turn(t["role"], t.get("content"), t.get("generated", False)) for t in row.conversation),
-        text=row.text, final_text=row.final_text, tool_calls=tuple(row.tool_calls), cached=True, trial=row.trial,
+        text=row.text, final_text=row.final_text, tool_calls=tuple(row.tool_calls), trial=row.trial,
+        # What generation recorded stays: metric checks judged again read the same numbers.
+        cached=row.cached, latency_ms=row.latency_ms, cost_usd=row.cost_usd,
+        usage=Usage(row.input_tokens, row.output_tokens),
     )
 
 
@@ -327,7 +342,7 @@ async def _execute(run: Run, claimed: list[int], token: str, progress: Progress)
     waits = _WaitBoard(run.pk, progress.on_wait)
     heartbeat = asyncio.create_task(_heartbeat(token))
     options = PipelineOptions(max_in_flight=int(os.environ.get("EVALSITE_ITEMS_IN_FLIGHT") or 64),
-                              external_services=bp.external_services)
+                              external_services=bp.external_services, files=dict(run.revision.files or {}))
     saver = _Saver(run.pk, token, progress.on_item)
     flusher = asyncio.create_task(saver.every(0.5))
     try:
@@ -493,9 +508,13 @@ def _result_fields(result: ItemResult) -> tuple[dict, dict]:
             violated_should_not=any(pa.inverted and pa.score is not None and pa.score < 0.5
                                     for pa in assessment.point_assessments),
             disagreement=any(pa.disagreement for pa in assessment.point_assessments),
+            verdict=assessment.verdict or "", verdict_reason=assessment.verdict_reason or "",
+            score_before_gates=assessment.score_before_gates, gates_failed=list(assessment.gates_failed),
+            checks=[c.to_dict() for c in assessment.check_results],
         )
     else:
-        fields.update(score=None, judged_score=None, not_evaluated_reason=response.error or "")
+        fields.update(score=None, judged_score=None, not_evaluated_reason=response.error or "", verdict="",
+                      verdict_reason="", score_before_gates=None, gates_failed=[], checks=[])
     rejudged = result.item.existing is not None  # the generation was counted when it was made
     counters = dict(
         items_done=1, items_failed=1 if failed else 0,
@@ -568,32 +587,48 @@ def finish_run(run_id: int, status: str = RunStatus.DONE) -> bool:
     return bool(won)
 
 
-def compute_aggregates(run_id: int) -> dict:
-    """Per model variant, per cell, overall, judge agreement: what the pages show without recomputing."""
+def compute_aggregates(run_id: int, *, agreement: dict | None = None) -> dict:
+    """Per model variant, per cell, overall, judge agreement: what the pages show without recomputing.
+
+    ``agreement`` reuses a known judge-agreement figure: a reviewer's override changes
+    scores, never the judges' verdicts, so there is no need to read them all again.
+    """
     run = Run.objects.select_related("revision").get(pk=run_id)
     bp = parsed_blueprint(run.revision)
     weights = {i: p.weight for i, p in enumerate(bp.prompts)}
     rows = list(Response.objects.filter(run_id=run_id).values(
         "prompt_id", "prompt_index", "variant_id", "trial", "score", "status", "latency_ms", "input_tokens",
-        "output_tokens", "cost_usd", "judge_usage", "violated_should_not", "disagreement"))
+        "output_tokens", "cost_usd", "judge_usage", "violated_should_not", "disagreement", "verdict"))
     variants: dict[str, dict] = {}
     cells: dict[str, dict[str, float | None]] = {}
-    by_cell: dict[tuple[int, str], list[float]] = {}
+    details: dict[str, dict[str, dict]] = {}
+    by_cell: dict[tuple[int, str], list[TrialOutcome]] = {}
     for row in rows:
-        if row["score"] is not None:
-            by_cell.setdefault((row["prompt_index"], row["variant_id"]), []).append(row["score"])
-        else:
-            by_cell.setdefault((row["prompt_index"], row["variant_id"]), [])
-    for (index, variant_id), scores in by_cell.items():
-        prompt_id = bp.prompts[index].id if index < len(bp.prompts) else str(index)
-        cells.setdefault(prompt_id, {})[variant_id] = round2(sum(scores) / len(scores)) if scores else None
+        by_cell.setdefault((row["prompt_index"], row["variant_id"]), []).append(
+            TrialOutcome(row["trial"], row["score"], row["verdict"] or None))
+    cell_scores: dict[tuple[int, str], float | None] = {}
+    for (index, variant_id), trials in by_cell.items():
+        prompt = bp.prompts[index] if index < len(bp.prompts) else None
+        prompt_id = prompt.id if prompt is not None else str(index)
+        outcome = aggregate_trials(trials, prompt.trial_aggregation if prompt else None,
+                                   verdicts=prompt.verdicts if prompt else None,
+                                   use_verdicts=bool(prompt and prompt.has_verdicts),
+                                   threshold=prompt.trial_threshold if prompt else None)
+        # A cell's score: the mean of its trials unless the prompt asks for another aggregation.
+        cell_scores[(index, variant_id)] = outcome.score
+        cells.setdefault(prompt_id, {})[variant_id] = round2(outcome.score) if outcome.score is not None else None
+        if len(trials) > 1 or (prompt is not None and prompt.has_verdicts):
+            details.setdefault(prompt_id, {})[variant_id] = outcome.to_dict()
     for variant_id in sorted({r["variant_id"] for r in rows}):
         mine = [r for r in rows if r["variant_id"] == variant_id]
-        cell_scores = [(sum(s) / len(s) if s else None, weights.get(i))
-                       for (i, v), s in by_cell.items() if v == variant_id]
-        stats = model_stats(cell_scores)
+        stats = model_stats((score, weights.get(i)) for (i, v), score in cell_scores.items() if v == variant_id)
         latencies = [r["latency_ms"] for r in mine if r["latency_ms"] is not None]
         costs = [r["cost_usd"] for r in mine if r["cost_usd"] is not None]
+        verdict_counts = {name: 0 for name in VERDICTS}
+        for per_variant in details.values():
+            cell_verdict = (per_variant.get(variant_id) or {}).get("verdict")
+            if cell_verdict in verdict_counts:
+                verdict_counts[cell_verdict] += 1
         variants[variant_id] = {
             "mean": stats.mean, "std": stats.std, "n": stats.n, "notEvaluated": stats.n_not_evaluated,
             "failed": sum(1 for r in mine if r["status"] == ResponseStatus.FAILED),
@@ -603,23 +638,31 @@ def compute_aggregates(run_id: int) -> dict:
             "judgeInputTokens": sum((r["judge_usage"] or {}).get("inputTokens", 0) for r in mine),
             "judgeOutputTokens": sum((r["judge_usage"] or {}).get("outputTokens", 0) for r in mine),
             "judgeCostUsd": sum((r["judge_usage"] or {}).get("costUsd") or 0 for r in mine),
+            "judgeCostUnknown": sum(1 for r in mine if (r["judge_usage"] or {}).get("calls")
+                                    and (r["judge_usage"] or {}).get("costUsd") is None),
             "latencyMs": sum(latencies) / len(latencies) if latencies else None,
             "violatedShouldNot": sum(1 for r in mine if r["violated_should_not"]),
             "disagreements": sum(1 for r in mine if r["disagreement"]),
         }
+        if details:
+            variants[variant_id]["verdicts"] = verdict_counts
     overall = run_stats(v["mean"] for v in variants.values())
-    ratings = []
-    for verdicts in PointAssessment.objects.filter(response__run_id=run_id, kind="judged").values_list(
-            "verdicts", flat=True):
-        ratings.append([Rating(v["judgeId"].split("(")[0], v["score"], v["model"], v["approach"])
-                        for v in verdicts if v.get("score") is not None and v.get("role", "primary") == "primary"])
-    alpha = textbook_alpha(ratings)
-    return {
+    if agreement is None:
+        ratings = []
+        for verdicts in PointAssessment.objects.filter(response__run_id=run_id, kind="judged").values_list(
+                "verdicts", flat=True):
+            ratings.append([Rating(v["judgeId"].split("(")[0], v["score"], v["model"], v["approach"])
+                            for v in verdicts if v.get("score") is not None and v.get("role", "primary") == "primary"])
+        agreement = textbook_alpha(ratings).to_dict()
+    out = {
         "variants": variants,
         "cells": cells,
         "overall": {"mean": overall.mean, "std": overall.std, "n": overall.n},
-        "agreement": alpha.to_dict(),
+        "agreement": agreement,
     }
+    if details:  # trials and verdicts, per cell: only for blueprints that use them
+        out["cellDetails"] = details
+    return out
 
 
 # --- controls ---------------------------------------------------------------------------
@@ -642,8 +685,9 @@ def resume_run(run: Run) -> int:
     if not Response.objects.filter(run=run, status=ResponseStatus.PENDING).exists():
         maybe_finish(run.pk)
         return 0
+    count = Response.objects.filter(run=run, status=ResponseStatus.PENDING).count()  # before inline tasks run them
     transaction.on_commit(lambda: enqueue_pending(run.pk))
-    return Response.objects.filter(run=run, status=ResponseStatus.PENDING).count()
+    return count
 
 
 def retry_failed(run: Run) -> int:

@@ -30,7 +30,7 @@ from django_htmx.http import HttpResponseStopPolling
 from blueprints.models import Blueprint
 from runs.engine.generate import expand_variants
 
-from . import review, services
+from . import review, services, verdicts
 from .exports import run_to_csv, run_to_json
 from .models import PointAssessment, Response, Run, RunStatus
 from .rendering import RENDER_MODES, render as render_text
@@ -180,6 +180,7 @@ def _run_context(request, run: Run) -> dict:
     }
     if run.is_finished:
         context.update(_heatmap_context(request, run, _spec(run)))
+        context["verdict_tables"] = verdicts.run_verdict_rows(run)
         context["others"] = (Run.objects.filter(blueprint_id=run.blueprint_id).exclude(pk=run.pk)
                              .select_related("revision").only("pk", "created_at", "status", "revision__number")
                              .order_by("-created_at", "-id")[:30])
@@ -263,6 +264,7 @@ def _response_context(request, run: Run, response: Response) -> dict:
         "review": review.review_response(response, assessments),
         "assessments": assessments,
         "judge_errors": sum(1 for pa in assessments for v in pa.verdicts if v.get("error")),
+        "verdict": verdicts.response_verdict_context(run, response, assessments),
         "trials": list(siblings.filter(prompt_index=response.prompt_index, variant_id=response.variant_id)
                        .order_by("trial").values_list("pk", "trial", "score")),
         "other_models": list(siblings.filter(prompt_index=response.prompt_index, trial=0)
@@ -373,8 +375,8 @@ def prompt_detail(request, run_id, prompt_index):
         row = points[position]
         first = next(iter(row.values()))
         table.append({"position": position, "point": first, "cells": [row.get(r.pk) for r in responses]})
-    cards = [{"response": r, "rendered": render_text(r.text, mode, limit=20_000) if r.text is not None else None}
-             for r in responses]
+    cards = [{"response": r, "rendered": render_text(r.text, mode, limit=20_000) if r.text is not None else None,
+              "cell": verdicts.cell_details(run, r.prompt_id, r.variant_id)} for r in responses]
     context = {"run": run, "prompt": prompt, "prompt_index": prompt_index, "prompt_id": responses[0].prompt_id,
                "cards": cards, "responses": responses, "table": table, "mode": mode,
                "ideal": render_text(prompt.ideal_response, mode) if prompt and prompt.ideal_response is not None

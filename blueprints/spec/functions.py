@@ -29,6 +29,9 @@ __all__ = [
     "is_case_insensitive_regex",
     "describe",
     "takes_no_argument",
+    "METRIC_FUNCTIONS",
+    "FILE_FUNCTIONS",
+    "EXTENSION_FUNCTIONS",
 ]
 
 
@@ -99,6 +102,114 @@ def _is_non_negative_int(value: object) -> bool:
     return _is_number(value) and value >= 0 and float(value).is_integer()
 
 
+# --- extension functions (docs/points.md, "Checks from other suite formats") ---------------
+
+FIELD_MATCHES = ("exact", "numeric_tolerance", "date")
+TRAJECTORY_MODES = ("any_order", "in_order", "exact", "superset", "subset")
+ARGS_MATCH_MODES = ("exact", "superset", "subset", "ignore")
+
+
+def _is_equals(value: object) -> bool:
+    if isinstance(value, str):
+        return True
+    return (isinstance(value, dict) and isinstance(value.get("value"), str)
+            and set(value) <= {"value", "trim"} and isinstance(value.get("trim", True), bool))
+
+
+def _schema_problem(value: object) -> str | None:
+    if not isinstance(value, dict):
+        return "takes a JSON Schema (a mapping such as {type: object, required: [name]})"
+    try:
+        import jsonschema
+    except ImportError:  # pragma: no cover - a declared dependency
+        return None
+    try:
+        jsonschema.validators.validator_for(value, default=jsonschema.Draft202012Validator).check_schema(value)
+    except jsonschema.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.path)
+        return f"takes a valid JSON Schema; this one is not: {exc.message}" + (f" (at {where})" if where else "")
+    return None
+
+
+def _is_schema(value: object) -> bool:
+    return _schema_problem(value) is None
+
+
+def _is_field_spec(value: object) -> bool:
+    if not isinstance(value, dict) or not isinstance(value.get("path"), str) or not value["path"]:
+        return False
+    if value.get("match", "exact") not in FIELD_MATCHES:
+        return False
+    if "tolerance" in value and not (_is_number(value["tolerance"]) and value["tolerance"] >= 0):
+        return False
+    if "weight" in value and not (_is_number(value["weight"]) and value["weight"] >= 0):
+        return False
+    if "formats" in value and not _is_string_list(value["formats"]):
+        return False
+    return all(isinstance(value.get(k, False), bool) for k in ("required", "relative"))
+
+
+def _is_field_accuracy(value: object) -> bool:
+    return (isinstance(value, dict) and "expected" in value and isinstance(value.get("fields"), list)
+            and bool(value["fields"]) and all(_is_field_spec(f) for f in value["fields"])
+            and value.get("aggregation", "weighted_average") in ("weighted_average", "all_or_nothing"))
+
+
+def _is_positive(value: object) -> bool:
+    return _is_number(value) and value > 0
+
+
+def _is_token_caps(value: object) -> bool:
+    if _is_number(value):
+        return value > 0
+    return (isinstance(value, dict) and bool(value) and set(value) <= {"total", "input", "output"}
+            and all(_is_positive(v) for v in value.values()))
+
+
+def _is_trajectory_item(value: object) -> bool:
+    return (isinstance(value, dict) and isinstance(value.get("tool"), str) and bool(value["tool"])
+            and (value.get("args") is None or value.get("args") == "any" or isinstance(value.get("args"), dict))
+            and value.get("args_match", "exact") in ARGS_MATCH_MODES)
+
+
+def _is_trajectory(value: object) -> bool:
+    if not isinstance(value, dict) or value.get("mode") not in TRAJECTORY_MODES:
+        return False
+    expected = value.get("expected", [])
+    minimums = value.get("minimums", {})
+    if not isinstance(expected, list) or not all(_is_trajectory_item(item) for item in expected):
+        return False
+    if not isinstance(minimums, dict) or not all(isinstance(k, str) and _is_non_negative_int(n)
+                                                 for k, n in minimums.items()):
+        return False
+    if value["mode"] == "any_order":
+        return bool(minimums) or bool(expected)
+    return bool(expected) and value.get("args_match", "exact") in ARGS_MATCH_MODES
+
+
+def _is_tool_expectations(value: object) -> bool:
+    if not isinstance(value, dict) or not isinstance(value.get("expected"), list) or not value["expected"]:
+        return False
+    for item in value["expected"]:
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
+            return False
+        if not isinstance(item.get("args_match") or {}, dict):
+            return False
+        if not _is_non_negative_int(item.get("order", 0)) or not isinstance(item.get("required", False), bool):
+            return False
+    return isinstance(value.get("only_required", False), bool)
+
+
+def _is_command(value: object) -> bool:
+    if not isinstance(value, dict):
+        return False
+    command = value.get("command")
+    if not (isinstance(command, list) and command and all(isinstance(t, str) and t for t in command)):
+        return False
+    timeout = value.get("timeout_s", 30)
+    return _is_number(timeout) and 0 < timeout <= 600 and isinstance(value.get("cwd", ""), str)
+
+
 _SHAPE_CHECKS: dict[str, tuple[Callable[[object], bool], str]] = {
     "string": (lambda v: isinstance(v, str), "takes a string"),
     "regex": (lambda v: isinstance(v, str), "takes a regex string"),
@@ -124,6 +235,29 @@ _SHAPE_CHECKS: dict[str, tuple[Callable[[object], bool], str]] = {
     "tool_order": (_is_tool_order, 'takes a list of tool names in the order they must be called: ["a", "b"]'),
     "tool_names": (_is_string_list, 'takes a list of tool names: ["search", ...]'),
     "max_count": (_is_non_negative_int, "takes a whole number of calls, 0 or more"),
+    "equals": (_is_equals, "takes the expected text, or {value: text, trim: false} to compare without trimming"),
+    "json_schema": (_is_schema, "takes a JSON Schema (a mapping such as {type: object, required: [name]})"),
+    "field_accuracy": (
+        _is_field_accuracy,
+        "takes {expected: <JSON value>, fields: [{path: a.b, match?: exact|numeric_tolerance|date, tolerance?, "
+        "relative?, required?, weight?, formats?}], aggregation?: weighted_average|all_or_nothing}",
+    ),
+    "milliseconds": (_is_positive, "takes a number of milliseconds greater than 0"),
+    "usd": (lambda v: _is_number(v) and v >= 0, "takes an amount in US dollars, 0 or more"),
+    "token_caps": (_is_token_caps, "takes a token count, or {total?, input?, output?} with at least one count"),
+    "trajectory": (
+        _is_trajectory,
+        "takes {mode: any_order|in_order|exact|superset|subset, expected: [{tool, args?, args_match?}], "
+        "minimums?: {tool: n}, args_match?: exact|superset|subset|ignore}",
+    ),
+    "tool_expectations": (
+        _is_tool_expectations,
+        "takes {expected: [{name, args_match?, order?, required?}], only_required?: true/false}",
+    ),
+    "command": (
+        _is_command,
+        "takes {command: [program, arg, ...], timeout_s?: 1 to 600, cwd?: folder in the suite, config?: anything}",
+    ),
 }
 
 
@@ -160,7 +294,25 @@ _BASE_FUNCTIONS: dict[str, _Spec] = {
     "required_tools": _Spec("tool_names", "every listed tool was called (from `requiredTools`)"),
     "prohibited_tools": _Spec("tool_names", "none of the listed tools was called (from `prohibitedTools`)"),
     "max_calls": _Spec("max_count", "at most this many tool calls in the trace (from `maxCalls`)"),
+    # Extensions: structured output, metric checks, trajectories, script graders (docs/points.md).
+    "equals": _Spec("equals", "the response equals the text (both sides trimmed unless trim: false)"),
+    "json_matches_schema": _Spec("json_schema", "the whole response is JSON that validates against the schema"),
+    "field_accuracy": _Spec("field_accuracy", "graded: fields of the JSON response that match the expected values"),
+    "latency_under": _Spec("milliseconds", "generation took at most this many milliseconds"),
+    "cost_under": _Spec("usd", "generation cost at most this many US dollars"),
+    "tokens_under": _Spec("token_caps", "tokens used stay within the caps (total = input + output)"),
+    "llm_calls_under": _Spec("max_count", "at most this many model calls (generated turns) for the response"),
+    "tool_trajectory": _Spec("trajectory", "graded: the tool calls follow the expected trajectory"),
+    "tool_calls_match": _Spec("tool_expectations", "graded: expected tool calls (by position or not) were made"),
+    "code_judge": _Spec("command", "a script from the suite scores the response (JSON on stdin and stdout)"),
 }
+
+# Functions that read what a run recorded (latency, cost, tokens, model calls) rather than
+# the response's text, and the one that needs the suite's files.
+METRIC_FUNCTIONS = frozenset({"latency_under", "cost_under", "tokens_under", "llm_calls_under"})
+FILE_FUNCTIONS = frozenset({"code_judge"})
+EXTENSION_FUNCTIONS = frozenset({"equals", "json_matches_schema", "field_accuracy", "tool_trajectory", "tool_calls_match",
+                                 *METRIC_FUNCTIONS, *FILE_FUNCTIONS})
 
 # The upstream's negative variants: exactly these, no others (`not_is_json` does not exist).
 _NEGATED_DESCRIPTIONS = {
@@ -282,6 +434,8 @@ def check_args(name: str, args: object) -> str | None:
     check, expected = _SHAPE_CHECKS[spec.shape]
     if check(args):
         return None
+    if spec.shape == "json_schema":
+        return f"`${name}` {_schema_problem(args)}"
     return f"`${name}` {expected}"
 
 

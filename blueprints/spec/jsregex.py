@@ -199,6 +199,10 @@ def _emit_class(ranges: Ranges, negated: bool, ignore_case: bool) -> str:
     ranges = _merge(ranges)
     if not ranges:
         return "(?s:.)" if negated else "(?!)"
+    if not negated and ranges == [(0, MAX_CODE_POINT)]:
+        # `[\s\S]`, `[^]`: any character. Written as a class, Python's compiler folds
+        # case over every code point under `i`, which costs milliseconds a pattern.
+        return "(?s:.)"
     body = "".join(
         _class_char(low) if low == high else f"{_class_char(low)}-{_class_char(high)}"
         for low, high in ranges

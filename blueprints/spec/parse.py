@@ -21,6 +21,7 @@ import yaml
 
 from . import functions
 from .diagnostics import Diagnostic, format_path
+from .extensions import PASS_FAIL_KEYS, POINT_EXTENSION_KEYS, ExtensionReader
 from .ids import blueprint_id_for_file, normalize_tags, prompt_hash_id
 from .jsregex import RegexError, compile_js
 from .model_ids import is_collection_name, normalize_model_entry
@@ -52,17 +53,18 @@ HEADER_KEYS = frozenset(
      "citation", "citations", "tags", "models", "system", "systemPrompt", "systems", "temperature",
      "temperatures", "point_defs", "defs", "render_as", "noCache", "evaluationConfig", "embeddingModel",
      "tools", "toolUse", "context", "externalServices", "concurrency", "fixtures", "prompts"}
-)
+) | frozenset(PASS_FAIL_KEYS)
 
 PROMPT_KEYS = frozenset(
     {"id", "description", "prompt", "promptText", "messages", "ideal", "idealResponse", "system",
      "citation", "reference", "weight", "importance", "multiplier", "render_as", "temperature",
      "noCache", "requiredTools", "prohibitedTools", "maxCalls", "should", "points", "expect",
      "expects", "expectations", "should_not", "tags"}
-)
+) | frozenset(PASS_FAIL_KEYS)
 POINT_ALIASES = ("should", "points", "expect", "expects", "expectations")
-POINT_OBJECT_KEYS = frozenset({"text", "point", "fn", "fnArgs", "arg", "weight", "multiplier", "citation"})
-FUNCTION_OBJECT_KEYS = frozenset({"weight", "multiplier", "citation"})
+POINT_OBJECT_KEYS = frozenset({"text", "point", "fn", "fnArgs", "arg", "weight", "multiplier", "citation",
+                               *POINT_EXTENSION_KEYS})
+FUNCTION_OBJECT_KEYS = frozenset({"weight", "multiplier", "citation", *POINT_EXTENSION_KEYS})
 SHORTHAND_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "ai": "assistant"}
 JUDGE_APPROACHES = ("standard", "prompt-aware", "holistic")
 HTTP_METHODS = ("GET", "POST", "PUT")
@@ -82,6 +84,11 @@ class ParseResult:
     errors: list[Diagnostic] = field(default_factory=list)
     warnings: list[Diagnostic] = field(default_factory=list)
     fmt: str = "yaml"
+    # Suites in other formats (blueprints.spec.dialects.parse_any): where the text came from and
+    # what the import did with each test; `extras` keeps every field that has no place in a blueprint.
+    dialect: str = "weval"
+    import_report: dict | None = None
+    extras: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -121,6 +128,13 @@ def parse_blueprint(
     except SourceError as exc:
         diag = Diagnostic("error", exc.message, exc.line, exc.column, "", exc.hint, "syntax")
         return ParseResult(None, [diag], [], fmt)
+    return parse_loaded(loaded, path=path, blueprint_id=blueprint_id, collections=collections, call_hosts=call_hosts)
+
+
+def parse_loaded(loaded: Loaded, *, path: str | None = None, blueprint_id: str | None = None,
+                 collections: CollectionLookup | None = None, call_hosts: Iterable[str] = ()) -> ParseResult:
+    """``parse_blueprint`` for text already loaded (``parse_any`` loads once to detect the dialect)."""
+    fmt = loaded.fmt
     derived = blueprint_id or (blueprint_id_for_file(path) if path else None)
     reader = _Reader(loaded, derived, collections, frozenset(call_hosts))
     blueprint = reader.read()
@@ -159,7 +173,7 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-class _Reader:
+class _Reader(ExtensionReader):
     def __init__(self, loaded: Loaded, derived_id, collections, call_hosts):
         self.loaded = loaded
         self.locator = loaded.locator
@@ -175,6 +189,9 @@ class _Reader:
         self.header_systems: list | None = None
         self.global_render_as: str | None = None
         self.global_no_cache: bool | None = None
+        self.header_pass_fail: dict | None = None
+        self.current_verdicts = None
+        self.current_checks: list = []
 
     # --- reporting -------------------------------------------------------------------
 
@@ -356,6 +373,9 @@ class _Reader:
             else:
                 self.error("`fixtures` must be a mapping of canned responses or the name of a fixtures file",
                            h, "fixtures", ("fixtures",), code="type")
+        self.header_pass_fail = self.read_pass_fail(h, ())
+        for key, value in self.header_pass_fail.items():
+            setattr(bp, key, value)
         return bp
 
     def expect_text(self, container, key, path, *, allow_empty=True) -> str | None:
@@ -738,9 +758,14 @@ class _Reader:
             ideal_response=None, system=None, system_set=False, citation=None, weight=None,
             render_as=self.global_render_as or "markdown", temperature=None, no_cache=self.global_no_cache,
             required_tools=None, prohibited_tools=None, max_calls=None, tags=None, should_not=None,
+            # Given explicitly: pydantic inspects a default factory's signature on every construct.
+            checks=[],
         )
         if "description" in raw:
             prompt.description = self.expect_text(raw, "description", (*path, "description"))
+        pass_fail = self.read_pass_fail(raw, path, self.header_pass_fail)
+        self.current_verdicts = pass_fail["verdicts"]
+        self.current_checks = []
         prompt.messages = self.read_messages(raw, path, label)
         for ideal_key in ("ideal", "idealResponse"):
             if ideal_key in raw and raw[ideal_key] is not None:
@@ -816,6 +841,9 @@ class _Reader:
                           (*path, "should_not"),
                           "prefer negative functions in `should`, e.g. `$not_contains: ...`, or a judged point "
                           "phrased positively", "should-not", at_key=True)
+        for key, value in pass_fail.items():
+            setattr(prompt, key, value)
+        prompt.checks = self.current_checks
         if not given and raw.get("should_not") is None and prompt.ideal_response is None:
             self.warn(f"prompt '{label}' has no points and no ideal response, so nothing will be scored", raw,
                       None, path, "add a `should:` list", "no-points")
@@ -1018,7 +1046,8 @@ class _Reader:
         if isinstance(item, str):
             return self.string_point(item, container, key, path, origin, label, inverted)
         if isinstance(item, dict):
-            return self.object_point(item, container, key, path, origin, label, inverted)
+            point = self.object_point(item, container, key, path, origin, label, inverted)
+            return self.point_extensions(item, path, point)
         self.error(f"Invalid point format in prompt '{label}': Point must be a string, array, or object.",
                    container, key, path, "quote the text of a judged point", "point")
         return None
@@ -1206,8 +1235,12 @@ class _Reader:
             if multiplier is None:
                 return None
         citation = item.get("citation", base.citation)
-        return base.model_copy(update={"multiplier": multiplier, "citation": citation, "inverted": inverted,
-                                       "origin": origin})
+        point = base.model_copy(update={"multiplier": multiplier, "citation": citation, "inverted": inverted,
+                                        "origin": origin, "check_id": None})
+        definition = self.point_defs.get(name)
+        if isinstance(definition, dict):  # the definition's own gate or minimum, as a check of this prompt
+            point = self.point_extensions(definition, (self.defs_key, name), point)
+        return point
 
     def expand_def(self, name) -> Point | None:
         """Normalise a point_defs entry once; its problems are reported where it is defined."""
@@ -1218,6 +1251,7 @@ class _Reader:
                        (self.defs_key, name), code="ref")
             return None
         self.expanding.add(name)
+        checks, self.current_checks = self.current_checks, []  # a definition's checks belong to each prompt using it
         definition = self.point_defs[name]
         dpath = (self.defs_key, name)
         if isinstance(definition, str):
@@ -1230,6 +1264,7 @@ class _Reader:
         else:
             point = None  # already reported by read_point_defs
         self.expanding.discard(name)
+        self.current_checks = checks
         self.expanded_defs[name] = point
         return point
 

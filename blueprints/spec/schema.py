@@ -40,6 +40,44 @@ class Message(_Model):
         return self.role == "assistant" and self.content is None
 
 
+class ScoreBand(_Model):
+    """One band of an analytic rubric: a judge's whole score from ``low`` to ``high`` (0-10) means ``text``."""
+
+    low: int
+    high: int
+    text: str
+
+
+class Verdicts(_Model):
+    """The pass/fail layer: a score at or above ``pass_at`` passes, at or above ``borderline_at`` is borderline.
+
+    ``threshold: x`` in a blueprint is ``Verdicts(pass_at=x, borderline_at=None)``: pass or fail only.
+    """
+
+    pass_at: float = 0.8
+    borderline_at: float | None = 0.6
+
+
+TrialAggregation = Literal["mean", "best", "pass_at_k"]
+TRIAL_AGGREGATIONS: tuple[str, ...] = ("mean", "best", "pass_at_k")
+
+
+class Check(_Model):
+    """A named group of a prompt's points that passes or fails on its own.
+
+    Its score is the weighted mean of its points (an AgentV evaluator, an AI Eval
+    assertion, or one Weval point with ``required`` or ``min_score``). ``gate``: a
+    score below it makes the whole response score 0 and fail; ``min_score``: a
+    score below it fails the response's verdict (the score stays).
+    """
+
+    id: str
+    label: str
+    kind: str = ""  # what it came from: "contains", "rubrics", "tool_trajectory", "point"...
+    gate: float | None = None
+    min_score: float | None = None
+
+
 class Point(_Model):
     """One rubric point: judged text, or a deterministic function call."""
 
@@ -52,6 +90,11 @@ class Point(_Model):
     path_id: str | None = None  # None: required; "path_2" or "not_path_0": an alternative path
     inverted: bool = False  # from should_not
     origin: Origin = Field(default_factory=Origin)
+    # Extensions (docs/blueprints.md, "Extension keys"); None changes nothing.
+    check_id: str | None = None  # the Check this point belongs to
+    min_score: float | None = None  # this point alone below it fails the verdict (the score stays)
+    score_ranges: list[ScoreBand] | None = None  # judged on 0-10 bands instead of the classification scale
+    label: str | None = None  # a short name shown beside the point (an AgentV rubric id, say)
 
     @property
     def kind(self) -> Literal["function", "judged"]:
@@ -106,9 +149,25 @@ class Prompt(_Model):
     points: list[PointItem] = Field(default_factory=list)
     should_not: list[PointItem] | None = None
     origin: Origin = Field(default_factory=Origin)
+    # Extensions: the pass/fail layer and repeats (header values already applied).
+    verdicts: Verdicts | None = None
+    checks: list[Check] = Field(default_factory=list)
+    trials: int | None = None
+    trial_aggregation: TrialAggregation | None = None
+    trial_threshold: float | None = None  # pass_at_k: the cell passes when pass@k reaches it
 
     def all_points(self) -> list[Point]:
         return [*iter_points(self.points), *iter_points(self.should_not or [])]
+
+    @property
+    def has_verdicts(self) -> bool:
+        """Whether the pass/fail layer applies: verdict bands, or a check with a gate or a minimum."""
+        return (self.verdicts is not None
+                or any(c.gate is not None or c.min_score is not None for c in self.checks)
+                or any(p.min_score is not None for p in self.all_points()))
+
+    def check(self, check_id: str | None) -> Check | None:
+        return next((c for c in self.checks if c.id == check_id), None) if check_id else None
 
     def to_upstream(self, *, include_id: bool = True) -> dict:
         out: dict[str, Any] = {}
@@ -211,6 +270,11 @@ class Blueprint(_Model):
     concurrency: int | None = None
     fixtures: Any = None
     prompts: list[Prompt] = Field(default_factory=list)
+    # Extensions: header defaults for every prompt (each prompt carries the resolved values).
+    verdicts: Verdicts | None = None
+    trials: int | None = None
+    trial_aggregation: TrialAggregation | None = None
+    trial_threshold: float | None = None
 
     @property
     def point_count(self) -> int:

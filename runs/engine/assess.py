@@ -19,18 +19,22 @@ import inspect
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Literal, Mapping
 
+from blueprints.spec import functions as spec_functions
 from blueprints.spec.schema import Point, Prompt
 
-from .judge import Consensus, JudgePlan, JudgeTask, JudgeVerdict, criteria_list, judge_point
-from .points import InvalidPoint, display_text
+from .judge import Consensus, JudgePlan, JudgeTask, JudgeVerdict, band_scale, criteria_list, judge_point
+from .points import InvalidPoint, ResponseMetrics, display_text
 from .points import evaluate_point as real_evaluate_point
 from .scoring import (
     AlphaResult,
     Calculation,
+    CheckResult,
     EmbedFn,
     JudgeAgreement,
     Rating,
     calculate,
+    check_results,
+    decide_verdict,
     judge_agreement,
     round2,
     round_half_up,
@@ -153,10 +157,21 @@ class ResponseAssessment:
     judge_agreement: JudgeAgreement | None = None  # the upstream's figures for this response
     judge_usage: JudgeUsage = JudgeUsage()
     generation_error: str | None = None
+    # The pass/fail layer (only when the prompt has verdicts, gates or minimums; docs/scoring.md section 7).
+    verdict: str | None = None  # pass, borderline, fail; None: no verdict layer, or undecided
+    score_before_gates: float | None = None  # the score a failed gate set to 0
+    gates_failed: tuple[str, ...] = ()
+    checks_failed: tuple[str, ...] = ()
+    check_results: tuple[CheckResult, ...] = ()
+    verdict_reason: str | None = None
 
     @property
     def evaluated(self) -> bool:
         return self.score is not None
+
+    @property
+    def passed(self) -> bool | None:
+        return None if self.verdict is None else self.verdict == "pass"
 
     @property
     def key_points_count(self) -> int:
@@ -173,19 +188,37 @@ def _conversation(prompt: Prompt, response: GeneratedResponse) -> tuple[Turn, ..
     return (*turns, *(Turn(role=m.role, content=m.content) for m in prompt.messages))
 
 
+def response_metrics(response: GeneratedResponse) -> ResponseMetrics:
+    """What generation recorded about a response, for the metric checks."""
+    generated = sum(1 for t in response.conversation if t.generated)
+    return ResponseMetrics(latency_ms=response.latency_ms, cost_usd=response.cost_usd,
+                           input_tokens=response.usage.input_tokens, output_tokens=response.usage.output_tokens,
+                           llm_calls=generated if response.conversation else None, cached=response.cached)
+
+
 async def _assess_function_point(point: Point, evaluate_point: PointEvaluator, subject: str,
                                  conversation: tuple[Turn, ...], response: GeneratedResponse,
-                                 prompt: Prompt, external_services: Any) -> PointAssessment:
-    result = evaluate_point(
-        point.fn,
-        point.fn_args if point.has_args else None,
-        subject,
+                                 prompt: Prompt, external_services: Any,
+                                 files: Mapping[str, str] | None = None) -> PointAssessment:
+    extra: dict[str, Any] = {}
+    # Only the functions that need them get these, so that an evaluator a caller passes keeps its signature.
+    if point.fn in spec_functions.METRIC_FUNCTIONS or point.fn in spec_functions.FILE_FUNCTIONS:
+        extra["metrics"] = response_metrics(response)
+    if point.fn in spec_functions.FILE_FUNCTIONS:
+        extra["files"] = files or {}
+    call = dict(
         messages=[{"role": t.role, "content": t.content} for t in conversation],
         model_id=response.model_variant_id,
         tool_calls=list(response.tool_calls) or None,  # None: the function parses the trace itself
         prompt_id=prompt.id,
         external_services=external_services,
+        **extra,
     )
+    args = point.fn_args if point.has_args else None
+    if point.fn in spec_functions.FILE_FUNCTIONS:  # a script: keep the event loop free while it runs
+        result = await asyncio.to_thread(evaluate_point, point.fn, args, subject, **call)
+    else:
+        result = evaluate_point(point.fn, args, subject, **call)
     if inspect.isawaitable(result):
         result = await result
     if result.error is not None or result.score is None:
@@ -238,7 +271,8 @@ def judge_tasks(prompt: Prompt, response: GeneratedResponse) -> list[JudgeTask]:
     all_criteria = criteria_list(prompt)
     return [
         JudgeTask(criterion=p.text or "", conversation=conversation, subject_text=_subject(response),
-                  inverted=p.inverted, all_criteria=all_criteria, prompt_id=prompt.id)
+                  inverted=p.inverted, all_criteria=all_criteria, prompt_id=prompt.id,
+                  scale=band_scale(p.score_ranges) if p.score_ranges else None)
         for p in prompt.all_points() if p.fn is None
     ]
 
@@ -252,6 +286,7 @@ async def assess_response(
     evaluate_point: PointEvaluator = real_evaluate_point,
     embed: EmbedFn | None = None,
     external_services: Any = None,
+    files: Mapping[str, str] | None = None,
 ) -> ResponseAssessment:
     """Score one response to one prompt.
 
@@ -260,6 +295,9 @@ async def assess_response(
     text points by every judge of ``judges`` at once, through ``complete``.
     ``embed``, when given, measures similarity to the prompt's ideal; a
     prompt with an ideal and no points is scored by it (DESIGN.md deviation 18).
+    ``files`` are the suite's companion files (for ``$code_judge``). When the prompt has
+    verdicts, gates or per-check minimums, the pass/fail layer decides the verdict, and a
+    failed gate sets the score to 0.
     """
     _check_points(prompt)
     base = dict(prompt_id=prompt.id, model_variant_id=response.model_variant_id, trial=response.trial)
@@ -279,7 +317,7 @@ async def assess_response(
         for point in points:
             if point.fn is not None:
                 functions.append(await _assess_function_point(point, evaluate_point, subject, conversation, response,
-                                                              prompt, external_services))
+                                                              prompt, external_services, files))
         verdicts = iter(await judging)
     finally:
         judging.cancel()  # only has an effect if a bug raised above
@@ -313,9 +351,10 @@ async def assess_response(
         reason = "the prompt has no points and no ideal response to score against"
 
     all_verdicts = [v for a in assessments for v in a.verdicts]
+    layer = verdict_layer(prompt, assessments, score)
     return ResponseAssessment(
+        **layer,
         point_assessments=assessments,
-        score=score,
         score_basis=basis,
         not_evaluated_reason=reason,
         calculation=calculation,
@@ -327,11 +366,28 @@ async def assess_response(
     )
 
 
-def apply_overrides(assessment: ResponseAssessment, overrides: Mapping[int, float]) -> ResponseAssessment:
+def verdict_layer(prompt: Prompt, assessments: tuple[PointAssessment, ...], score: float | None) -> dict:
+    """``score`` and the verdict fields of a ResponseAssessment; the score as given when the prompt has no layer."""
+    if not prompt.has_verdicts:
+        return {"score": score}
+    checks = check_results(((a.point.check_id, a) for a in assessments), prompt.checks)
+    # A point's own minimum is a check of one point.
+    checks += tuple(CheckResult(id=f"point_{i}", label=(a.point.label or key_point_text(a.point))[:80], kind="point",
+                                score=a.score, min_score=a.point.min_score, points=1)
+                    for i, a in enumerate(assessments) if a.point.min_score is not None)
+    outcome = decide_verdict(score, checks, prompt.verdicts)
+    return {"score": outcome.score, "verdict": outcome.verdict, "score_before_gates": outcome.score_before_gates,
+            "gates_failed": outcome.gates_failed, "checks_failed": outcome.checks_failed,
+            "check_results": outcome.checks, "verdict_reason": outcome.reason}
+
+
+def apply_overrides(assessment: ResponseAssessment, overrides: Mapping[int, float],
+                    prompt: Prompt | None = None) -> ResponseAssessment:
     """The assessment with reviewers' scores in place of the judges' (keyed by point index, final scores).
 
     The judges' verdicts stay; each overridden point keeps its original
-    score in ``original_score``. The response's score is worked out again.
+    score in ``original_score``. The response's score is worked out again,
+    and with ``prompt`` its pass/fail verdict too.
     """
     if not overrides or not assessment.point_assessments:
         return assessment
@@ -341,7 +397,8 @@ def apply_overrides(assessment: ResponseAssessment, overrides: Mapping[int, floa
     )
     calculation = calculate(points)
     score = round2(calculation.score) if calculation.score is not None else None
-    return replace(assessment, point_assessments=points, calculation=calculation, score=score,
+    layer = verdict_layer(prompt, points, score) if prompt is not None else {"score": score}
+    return replace(assessment, point_assessments=points, calculation=calculation, **layer,
                    score_basis="coverage" if score is not None else None,
                    not_evaluated_reason=None if score is not None else _no_score_reason(points))
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Awaitable, Callable, Iterable, Literal, Sequence
 
 from blueprints.spec.schema import CoverageConfig, Prompt, iter_points
@@ -120,6 +120,18 @@ NINE_POINT = Scale(
     ),
     example_labels=("CLASS_UTTERLY_UNMET", "CLASS_MAJOR", "CLASS_EXACT"),
 )
+
+
+def band_scale(bands) -> Scale:
+    """An analytic 0-10 scale from a point's ``score_ranges``: the judge gives a whole score, each described by
+    its band (reference 2.4, "score-range mode"); the point scores score / 10."""
+    classes = []
+    for n in range(11):
+        band = next((b for b in bands if b.low <= n <= b.high), None)
+        meaning = f"{band.text} (band {band.low}-{band.high})" if band else "no band describes this score"
+        classes.append(ScaleClass(f"CLASS_SCORE_{n}", n / 10, f"score {n} of 10: {meaning}"))
+    return Scale(name="0-10 bands", classes=tuple(classes),
+                 example_labels=("CLASS_SCORE_0", "CLASS_SCORE_7", "CLASS_SCORE_10"))
 
 
 def scale_for(coverage: CoverageConfig | None) -> Scale:
@@ -223,6 +235,7 @@ class JudgeTask:
     # task as the upstream's judge function receives it.
     all_criteria: tuple[str, ...] = ()
     prompt_id: str = ""
+    scale: Scale | None = None  # a point's own scale (analytic 0-10 bands); None: the plan's
 
 
 def criteria_list(prompt: Prompt) -> tuple[str, ...]:
@@ -550,6 +563,8 @@ def _verdict(judge: JudgeSpec, role: Role, results: list[ChatResult], answer: Ju
 async def ask_judge(judge: JudgeSpec, task: JudgeTask, plan: JudgePlan, complete: CompleteFn,
                     role: Role = "primary") -> JudgeVerdict:
     """One judge's verdict on one point, asking once more when the answer is unreadable."""
+    if task.scale is not None:
+        plan = replace(plan, scale=task.scale)
     messages = build_judge_messages(task, judge, plan)
 
     def request(msgs: tuple[dict, ...]) -> ChatRequest:
@@ -661,7 +676,7 @@ async def judge_point(task: JudgeTask, plan: JudgePlan, complete: CompleteFn, *,
 __all__ = [
     "FIVE_POINT", "NINE_POINT", "JUDGE_MAX_TOKENS", "JUDGE_TEMPERATURE", "UPSTREAM_BACKUP_JUDGE",
     "UPSTREAM_DEFAULT_JUDGES", "Consensus", "JudgeAnswer", "JudgePlan", "JudgeSpec", "JudgeTask", "JudgeVerdict",
-    "Scale", "ScaleClass", "ask_judge", "build_judge_messages", "consensus", "criteria_list", "judge_point",
+    "Scale", "ScaleClass", "ask_judge", "band_scale", "build_judge_messages", "consensus", "criteria_list", "judge_point",
     "judges_from_models", "parse_judge_answer", "plan_judges", "population_std", "render_transcript",
     "repair_messages", "round2", "scale_for",
 ]

@@ -53,6 +53,7 @@ class PipelineOptions:
     embed: Any = None
     external_services: Any = None
     evaluate_point: Callable[..., Any] = field(default=real_evaluate_point)
+    files: dict | None = None  # the suite's companion files, for script graders
 
 
 async def process_item(item: WorkItem, *, complete: CompleteFn, judges: JudgePlan,
@@ -61,7 +62,7 @@ async def process_item(item: WorkItem, *, complete: CompleteFn, judges: JudgePla
                                                use_cache=options.use_cache, trial=item.trial)
     assessment = await assess_response(
         item.prompt, response, judges=judges, complete=complete, evaluate_point=options.evaluate_point,
-        embed=options.embed, external_services=options.external_services,
+        embed=options.embed, external_services=options.external_services, files=options.files,
     )
     return ItemResult(item, response, assessment)
 

@@ -416,3 +416,228 @@ def textbook_alpha(points: Iterable[Sequence[Rating]]) -> AlphaResult:
         for r in ratings:
             matrix[row_of[r.judge]][column] = r.score
     return AlphaResult(alpha=krippendorff_alpha_interval(matrix), points=len(rated), judges=len(judges))
+
+
+# --------------------------------------------------------------------------
+# The pass/fail layer: checks, gates, verdicts (docs/scoring.md, section 7)
+
+Verdict = Literal["pass", "borderline", "fail"]
+VERDICTS: tuple[str, ...] = ("pass", "borderline", "fail")
+_EPSILON = 1e-9
+
+
+class VerdictBands(Protocol):
+    """``blueprints.spec.schema.Verdicts``: the pass mark and the optional borderline mark."""
+
+    @property
+    def pass_at(self) -> float: ...
+
+    @property
+    def borderline_at(self) -> float | None: ...
+
+
+class CheckSpec(Protocol):
+    """``blueprints.spec.schema.Check``."""
+
+    id: str
+    label: str
+    kind: str
+    gate: float | None
+    min_score: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Bands:
+    pass_at: float = 0.8
+    borderline_at: float | None = 0.6
+
+
+DEFAULT_BANDS = _Bands()
+
+
+def band(score: float, verdicts: VerdictBands | None = None) -> Verdict:
+    """pass at or above the pass mark, borderline at or above the borderline mark, else fail (AgentV's 0.8 / 0.6)."""
+    verdicts = verdicts or DEFAULT_BANDS
+    if score + _EPSILON >= verdicts.pass_at:
+        return "pass"
+    if verdicts.borderline_at is not None and score + _EPSILON >= verdicts.borderline_at:
+        return "borderline"
+    return "fail"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """One check of one response: its score (the weighted mean of its points) against its gate or minimum."""
+
+    id: str
+    label: str
+    kind: str
+    score: float | None  # None: none of its points could be scored
+    gate: float | None = None
+    min_score: float | None = None
+    points: int = 0
+
+    @property
+    def threshold(self) -> float | None:
+        return self.gate if self.gate is not None else self.min_score
+
+    @property
+    def passed(self) -> bool | None:
+        """True or False against its gate or minimum; None without one, or without a score."""
+        if self.threshold is None or self.score is None:
+            return None
+        return self.score + _EPSILON >= self.threshold
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "label": self.label, "kind": self.kind, "score": self.score, "gate": self.gate,
+                "minScore": self.min_score, "passed": self.passed, "points": self.points}
+
+
+def check_results(points: Iterable[tuple[str | None, Scorable]], checks: Sequence[CheckSpec]) -> tuple[CheckResult, ...]:
+    """Each check's weighted mean over its points (``(check id, point)`` pairs); errored points left out."""
+    members: dict[str, list[Scorable]] = {}
+    for check_id, point in points:
+        if check_id:
+            members.setdefault(check_id, []).append(point)
+    out = []
+    for check in checks:
+        mine = members.get(check.id, [])
+        group = _group(check.id, mine)
+        out.append(CheckResult(id=check.id, label=check.label, kind=check.kind, score=group.mean, gate=check.gate,
+                               min_score=check.min_score, points=len(mine)))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictOutcome:
+    """The pass/fail layer over one response's score."""
+
+    score: float | None  # after gates: 0 when a gate failed
+    score_before_gates: float | None
+    verdict: Verdict | None  # None: not evaluated, or a gate or minimum could not be scored
+    checks: tuple[CheckResult, ...] = ()
+    gates_failed: tuple[str, ...] = ()  # labels of the failed gates
+    checks_failed: tuple[str, ...] = ()  # labels of checks below their minimum (not gates)
+    reason: str | None = None  # why there is no verdict, or what decided it
+
+    @property
+    def passed(self) -> bool | None:
+        return None if self.verdict is None else self.verdict == "pass"
+
+
+def decide_verdict(score: float | None, checks: Sequence[CheckResult],
+                   verdicts: VerdictBands | None) -> VerdictOutcome:
+    """Gates first, then per-check minimums, then the bands (reference 2.3, seeds 002 and 003).
+
+    A failed gate makes the score 0 and the verdict fail. A check below its minimum
+    fails the verdict and leaves the score alone. A gate or minimum whose check could
+    not be scored leaves the verdict undecided (None): a failure to score is never a
+    pass or a fail. Otherwise the score's band decides (0.8 / 0.6 unless ``verdicts``).
+    """
+    checks = tuple(checks)
+    if score is None:
+        return VerdictOutcome(None, None, None, checks, reason="not evaluated")
+    gates_failed = tuple(c.label for c in checks if c.gate is not None and c.passed is False)
+    below = tuple(c.label for c in checks if c.gate is None and c.min_score is not None and c.passed is False)
+    unscored = [c.label for c in checks if c.threshold is not None and c.score is None]
+    if gates_failed:
+        names = ", ".join(f"'{g}'" for g in gates_failed)
+        return VerdictOutcome(0.0, score, "fail", checks, gates_failed, below,
+                              f"required check {names} failed, so the score is 0")
+    if below:
+        names = ", ".join(f"'{c}'" for c in below)
+        return VerdictOutcome(score, score, "fail", checks, (), below, f"check {names} scored below its minimum")
+    if unscored:
+        names = ", ".join(f"'{c}'" for c in unscored)
+        return VerdictOutcome(score, score, None, checks,
+                              reason=f"check {names} could not be scored, so the verdict is undecided")
+    return VerdictOutcome(score, score, band(score, verdicts), checks)
+
+
+# --------------------------------------------------------------------------
+# Trials: one cell (prompt x model variant) run k times
+
+TrialAggregation = Literal["mean", "best", "pass_at_k"]
+
+
+@dataclass(frozen=True, slots=True)
+class TrialOutcome:
+    trial: int
+    score: float | None
+    verdict: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CellOutcome:
+    """A cell's trials combined as its prompt asks (reference 2.3 "Trials", 3.5 "Case")."""
+
+    aggregation: str
+    trials: tuple[TrialOutcome, ...]
+    score: float | None  # mean, or the best trial's score; None: no trial was evaluated
+    verdict: str | None
+    passed_trials: int  # trials whose verdict is pass
+    judged_trials: int  # trials with a verdict
+    pass_at_k: float | None = None  # 1 - (1 - p)^k with p = passed / k (AI Eval's formula)
+    pass_hat_k: float | None = None  # p^k: every trial passes
+    score_std: float | None = None  # population std-dev of the evaluated trials' scores
+    agreement: float | None = None  # share of trials with the most common verdict
+
+    @property
+    def k(self) -> int:
+        return len(self.trials)
+
+    def to_dict(self) -> dict:
+        return {
+            "aggregation": self.aggregation, "k": self.k, "score": self.score, "verdict": self.verdict,
+            "passedTrials": self.passed_trials, "judgedTrials": self.judged_trials, "passAtK": self.pass_at_k,
+            "passHatK": self.pass_hat_k, "scoreStd": self.score_std, "agreement": self.agreement,
+            "trials": [{"trial": t.trial, "score": t.score, "verdict": t.verdict} for t in self.trials],
+        }
+
+
+def aggregate_trials(trials: Sequence[TrialOutcome], aggregation: str | None = None, *,
+                     verdicts: VerdictBands | None = None, use_verdicts: bool = False,
+                     threshold: float | None = None) -> CellOutcome:
+    """Combine a cell's trials.
+
+    * ``mean`` (the default, and the only meaning of a cell score before trials): the mean
+      score; the verdict is the mean's band.
+    * ``best`` (AgentV's ``pass_at_k`` strategy): the best trial's score and verdict.
+    * ``pass_at_k`` (AI Eval): the mean score; the cell passes when 1 - (1 - p)^k reaches
+      ``threshold`` (0.8 by default), p being the share of trials that passed.
+
+    Trials without a score are left out of every figure; with none left there is no score.
+    """
+    aggregation = aggregation or "mean"
+    trials = tuple(sorted(trials, key=lambda t: t.trial))
+    scored_trials = [t for t in trials if t.score is not None]
+    with_verdict = [t for t in trials if t.verdict is not None]
+    passed = sum(1 for t in with_verdict if t.verdict == "pass")
+    scores = [t.score for t in scored_trials]
+    std = population_std(scores) if len(scores) > 1 else (0.0 if scores else None)
+    agreement = None
+    if with_verdict:
+        counts: dict[str, int] = {}
+        for t in with_verdict:
+            counts[t.verdict] = counts.get(t.verdict, 0) + 1
+        agreement = max(counts.values()) / len(with_verdict)
+    p = passed / len(with_verdict) if with_verdict else None
+    k = len(with_verdict)
+    pass_at_k = None if p is None else 1 - (1 - p) ** k
+    pass_hat_k = None if p is None else p ** k
+    common = dict(aggregation=aggregation, trials=trials, passed_trials=passed, judged_trials=len(with_verdict),
+                  pass_at_k=pass_at_k, pass_hat_k=pass_hat_k, score_std=std, agreement=agreement)
+    if not scored_trials:
+        return CellOutcome(score=None, verdict=None, **common)
+    if aggregation == "best":
+        best = max(scored_trials, key=lambda t: t.score)
+        return CellOutcome(score=best.score, verdict=best.verdict, **common)
+    mean = sum(scores) / len(scores)
+    if aggregation == "pass_at_k":
+        limit = 0.8 if threshold is None else threshold
+        verdict = None if pass_at_k is None else ("pass" if pass_at_k + _EPSILON >= limit else "fail")
+        return CellOutcome(score=mean, verdict=verdict, **common)
+    if len(trials) == 1:
+        return CellOutcome(score=mean, verdict=trials[0].verdict, **common)
+    verdict = band(mean, verdicts) if use_verdicts else None
+    return CellOutcome(score=mean, verdict=verdict, **common)

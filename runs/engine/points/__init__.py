@@ -9,6 +9,7 @@ from .assess import FunctionAssessment, InvalidPoint, assess_function_point, dis
 from .call import CallTransport, ResultCache
 from .evaluate import evaluate_point
 from .js_sandbox import JsSandbox, shared_sandbox
+from .metrics import ResponseMetrics
 from .result import PointResult
 from .tool_trace import ToolTrace, parse_tool_calls, parse_tool_trace
 
@@ -18,6 +19,7 @@ __all__ = [
     "InvalidPoint",
     "JsSandbox",
     "PointResult",
+    "ResponseMetrics",
     "ResultCache",
     "ToolTrace",
     "assess_function_point",

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from blueprints.spec import functions
 
 from . import call as call_module
-from . import tool_functions
+from . import structured, tool_functions
 from .js_sandbox import JsSandbox, shared_sandbox
+from .metrics import METRIC_IMPLEMENTATIONS, ResponseMetrics
 from .result import PointResult, not_evaluated, scored
 from .text_functions import TEXT_FUNCTIONS
 from .tool_trace import parse_tool_trace
@@ -30,6 +31,8 @@ class _Call:
     given_tool_calls: list | None
     call_transport: call_module.CallTransport | None
     sandbox: JsSandbox | None
+    metrics: ResponseMetrics | None = None
+    files: Mapping | None = None
     malformed_tool_lines: tuple[str, ...] = ()
 
     def tool_calls(self) -> list[dict]:
@@ -70,6 +73,17 @@ def _call(c: _Call) -> Outcome:
     )
 
 
+def _code_judge(c: _Call) -> Outcome:
+    from runs.engine.codejudge import run_code_judge  # late: the grader module imports this package
+
+    return run_code_judge(c.args, c.response, files=c.files, messages=c.messages, metrics=c.metrics)
+
+
+def _metric(name: str) -> Callable[[_Call], Outcome]:
+    function = METRIC_IMPLEMENTATIONS[name]
+    return lambda c: function(c.metrics, c.args)
+
+
 _IMPLEMENTATIONS: dict[str, Callable[[_Call], Outcome]] = {
     **{name: _text(name) for name in TEXT_FUNCTIONS},
     "js": _js,
@@ -82,6 +96,13 @@ _IMPLEMENTATIONS: dict[str, Callable[[_Call], Outcome]] = {
     "required_tools": _tools(tool_functions.required_tools),
     "prohibited_tools": _tools(tool_functions.prohibited_tools),
     "max_calls": _tools(tool_functions.max_calls),
+    "equals": lambda c: structured.equals(c.response, c.args),
+    "json_matches_schema": lambda c: structured.json_matches_schema(c.response, c.args),
+    "field_accuracy": lambda c: structured.field_accuracy(c.response, c.args),
+    "tool_trajectory": _tools(structured.tool_trajectory),
+    "tool_calls_match": _tools(structured.tool_calls_match),
+    **{name: _metric(name) for name in METRIC_IMPLEMENTATIONS},
+    "code_judge": _code_judge,
 }
 
 
@@ -119,12 +140,16 @@ def evaluate_point(
     external_services: Mapping | None = None,
     call_transport: call_module.CallTransport | None = None,
     js_sandbox: JsSandbox | None = None,
+    metrics: ResponseMetrics | None = None,
+    files: Mapping | None = None,
 ) -> PointResult:
     """Score `response` with the point function `fn` (any accepted spelling, a leading `$` allowed).
 
     `tool_calls` is the parsed trace as a list of `{name, arguments}`; None means
     parse it from the response. `call_transport` and `js_sandbox` replace the
     process-wide HTTP client and V8 context (tests, or a caller with its own).
+    `metrics` is what generation recorded (latency, cost, tokens, model calls), for
+    the metric checks; `files` are the suite's companion files, for `$code_judge`.
     """
     written = fn[1:] if isinstance(fn, str) and fn.startswith("$") else fn
     name = functions.resolve(fn) if isinstance(fn, str) else None
@@ -144,6 +169,8 @@ def evaluate_point(
         given_tool_calls=tool_calls,
         call_transport=call_transport,
         sandbox=js_sandbox,
+        metrics=metrics,
+        files=files,
     )
     try:
         outcome = _IMPLEMENTATIONS[name](context)

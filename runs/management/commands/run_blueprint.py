@@ -31,7 +31,8 @@ class Command(BaseCommand):
                                              "custom models or a collection)")
         parser.add_argument("--judges", help="comma-separated provider:model judges replacing the blueprint's")
         parser.add_argument("--fresh", action="store_true", help="do not use cached responses")
-        parser.add_argument("--trials", type=int, default=1, help="responses per prompt and model (default 1)")
+        parser.add_argument("--trials", type=int, default=None,
+                            help="responses per prompt and model (default: the blueprint's `trials`, else 1)")
         parser.add_argument("--enqueue", action="store_true", help="hand the run to the workers and print its id")
         parser.add_argument("--json", metavar="OUT", help="also write the result file (as export_run --format json)")
 

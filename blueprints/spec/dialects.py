@@ -1,0 +1,180 @@
+"""Which format a suite is written in, and one entry point that reads any of them.
+
+Dialects, decided from the keys (reference 4.4):
+
+* ``weval``: a Weval blueprint (everything that is not one of the below).
+* ``agentv``: AgentV's ``EVAL.yaml``: ``tests`` (or the legacy ``evalcases`` /
+  ``eval_cases``) whose items have ``input``/``input_messages``/``criteria``/
+  ``expected_outcome``/``assert``/``assertions``/``rubrics``/``evaluators``, or a
+  top-level ``execution``/``assert``/``assertions`` beside ``tests``.
+* ``agentv-v5``: AgentV's later promptfoo-style format (``prompts`` with
+  ``tests[].vars``, ``default_test``, ``providers``, ``evaluate_options``): recognised
+  and refused with the reason.
+* ``aieval``: an AI Eval suite: ``suite`` with ``cases`` (and ``prompt``).
+
+Two more kinds are companions, not suites: an AI Eval prompt file (``name`` and
+``template``) and an AgentV file of test rows (a list of items with ``id`` and
+``input``). Folder imports attach them to the suites that name them.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+from .diagnostics import Diagnostic
+from .parse import CollectionLookup, ParseResult, detect_format, parse_blueprint, parse_loaded
+from .source import Loaded, SourceError, load
+
+WEVAL = "weval"
+AGENTV = "agentv"
+AGENTV_V5 = "agentv-v5"
+AIEVAL = "aieval"
+AIEVAL_PROMPT = "aieval-prompt"
+AGENTV_TESTS = "agentv-tests"
+SUITE_DIALECTS = (WEVAL, AGENTV, AIEVAL)
+COMPANION_KINDS = (AIEVAL_PROMPT, AGENTV_TESTS)
+
+LABELS = {
+    WEVAL: "Weval blueprint",
+    AGENTV: "AgentV suite (EVAL.yaml)",
+    AGENTV_V5: "AgentV v5 suite (promptfoo-style)",
+    AIEVAL: "AI Eval suite",
+    AIEVAL_PROMPT: "AI Eval prompt file",
+    AGENTV_TESTS: "AgentV test rows",
+}
+
+_AGENTV_TEST_KEYS = frozenset({"input", "input_messages", "criteria", "expected_outcome", "outcome", "assert",
+                               "assertions", "rubrics", "evaluators", "expected_output", "expected_messages"})
+_AGENTV_SUITE_KEYS = frozenset({"execution", "assert", "assertions", "workspace", "evalcases", "eval_cases"})
+_WEVAL_PROMPT_KEYS = frozenset({"prompt", "promptText", "messages", "should", "should_not", "ideal", "idealResponse",
+                                "points", "expect", "expects", "expectations"})
+_V5_KEYS = frozenset({"default_test", "providers", "evaluate_options", "prompts"})
+
+
+def _looks_like_agentv_rows(items: object) -> bool:
+    if not isinstance(items, list) or not items:
+        return False
+    mappings = [i for i in items if isinstance(i, dict)]
+    strings = [i for i in items if isinstance(i, str)]
+    if strings and all(s.startswith("file://") for s in strings) and not mappings:
+        return True
+    return bool(mappings) and all(
+        (_AGENTV_TEST_KEYS & i.keys()) and not (_WEVAL_PROMPT_KEYS & i.keys()) for i in mappings)
+
+
+def detect_dialect_of(documents: list) -> str:
+    """The dialect of loaded documents (see the module's docstring)."""
+    if len(documents) != 1:
+        return WEVAL
+    doc = documents[0]
+    if isinstance(doc, list):
+        return AGENTV_TESTS if _looks_like_agentv_rows(doc) else WEVAL
+    if not isinstance(doc, dict):
+        return WEVAL
+    keys = set(doc)
+    if "suite" in keys and "cases" in keys:
+        return AIEVAL
+    if "name" in keys and "template" in keys and not (_WEVAL_PROMPT_KEYS - {"prompt"}) & keys:
+        return AIEVAL_PROMPT
+    tests = doc.get("tests", doc.get("evalcases", doc.get("eval_cases")))
+    if "prompts" in keys and isinstance(doc.get("prompts"), list) and isinstance(tests, list) and any(
+            isinstance(t, dict) and "vars" in t for t in tests):
+        return AGENTV_V5
+    if keys & {"default_test", "evaluate_options"} and "tests" in keys:
+        return AGENTV_V5
+    if "prompts" in keys:
+        return WEVAL
+    if "evalcases" in keys or "eval_cases" in keys:
+        return AGENTV
+    if "tests" in keys and (isinstance(tests, str) or _looks_like_agentv_rows(tests) or keys & _AGENTV_SUITE_KEYS):
+        return AGENTV
+    return WEVAL
+
+
+def detect_dialect(text: str, *, path: str | None = None, fmt: str | None = None) -> str:
+    """The dialect of a text; text that does not load is called ``weval`` (its parser reports the syntax error)."""
+    fmt = fmt or detect_format(text, path)
+    try:
+        loaded = load(text, fmt)
+    except SourceError:
+        return WEVAL
+    return detect_dialect_of(loaded.documents)
+
+
+def parse_any(
+    text: str,
+    *,
+    path: str | None = None,
+    fmt: str | None = None,
+    files: Mapping[str, str] | None = None,
+    blueprint_id: str | None = None,
+    collections: CollectionLookup | None = None,
+    call_hosts: Iterable[str] = (),
+    dialect: str | None = None,
+    loaded: Loaded | None = None,
+) -> ParseResult:
+    """Read a Weval blueprint, an AgentV suite or an AI Eval suite into the same ParseResult.
+
+    ``files`` are the suite's companion files, ``{path relative to the suite's folder: text}``
+    (judge prompts, prompt files, external tests, scripts). The result's ``dialect``,
+    ``import_report`` and ``extras`` say what the import did. Never raises for bad input.
+    """
+    fmt = fmt or detect_format(text, path)
+    if loaded is None:
+        try:
+            loaded = load(text, fmt)
+        except SourceError:
+            return parse_blueprint(text, path=path, fmt=fmt, blueprint_id=blueprint_id, collections=collections,
+                                   call_hosts=call_hosts)
+    dialect = dialect or detect_dialect_of(loaded.documents)
+    derived = blueprint_id
+    if derived is None and path:
+        from .ids import blueprint_id_for_file
+
+        derived = blueprint_id_for_file(path)
+    if dialect == AGENTV:
+        from .importers.agentv import import_agentv
+
+        return import_agentv(loaded, files=files, blueprint_id=derived, collections=collections,
+                             call_hosts=call_hosts)
+    if dialect == AIEVAL:
+        from .importers.aieval import import_aieval
+
+        return import_aieval(loaded, files=files, blueprint_id=derived, collections=collections,
+                             call_hosts=call_hosts)
+    if dialect in (AGENTV_V5, *COMPANION_KINDS):
+        return ParseResult(None, [_not_a_suite(dialect, loaded)], [], fmt, dialect=dialect)
+    return parse_loaded(loaded, path=path, blueprint_id=blueprint_id, collections=collections, call_hosts=call_hosts)
+
+
+def _not_a_suite(dialect: str, loaded) -> Diagnostic:
+    line, column = loaded.document_starts[0] if loaded.document_starts else (1, 1)
+    if dialect == AGENTV_V5:
+        return Diagnostic("error", "this is AgentV's v5 format (promptfoo-style `prompts`, `vars`, `default_test`), "
+                                   "which evalsite does not read yet", line, column, "", "write the suite in AgentV's "
+                                   "eval spec v2 form (`tests` with `input`, `criteria`, `assert`) or as a blueprint",
+                          "dialect")
+    if dialect == AIEVAL_PROMPT:
+        return Diagnostic("error", "this is an AI Eval prompt file (`name` and `template`), not a suite", line, column,
+                          "", "import or validate the suite in tests/ that names it with `prompt:`; the prompt file "
+                              "comes along", "dialect")
+    return Diagnostic("error", "this is a file of AgentV test rows, not a suite", line, column, "",
+                      "import or validate the EVAL.yaml whose `tests:` names this file; it comes along", "dialect")
+
+
+def _starts_with_a_list(text: str) -> bool:
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#") and stripped != "---":
+            return stripped.startswith(("-", "["))
+    return False
+
+
+def companion_kind(text: str, path: str | None = None) -> str | None:
+    """``aieval-prompt`` or ``agentv-tests`` when the text is a companion file rather than a suite."""
+    if path and str(path).lower().endswith((".jsonl", ".csv", ".md", ".txt")):
+        return "data"
+    if "template" not in text and not _starts_with_a_list(text):
+        return None  # neither a prompt file (name + template) nor a list of test rows: no need to load it
+    kind = detect_dialect(text, path=path)
+    return kind if kind in COMPANION_KINDS else None

@@ -1,0 +1,180 @@
+"""The extension keys evalsite adds to Weval blueprints: verdicts, gates, per-check minimums, trials, bands.
+
+None of them exists upstream; each is optional and, when absent, changes nothing.
+docs/blueprints.md ("Extension keys") documents them:
+
+* header or prompt: ``threshold: 0.8`` (pass or fail), or ``verdicts: {pass: 0.8,
+  borderline: 0.6}``; ``trials: 3``, ``trial_aggregation: mean | best | pass_at_k``,
+  ``trial_threshold: 0.8`` (pass_at_k only). A prompt's value wins over the header's.
+* point objects: ``required: true`` (a gate at the pass mark, 0.8 unless the verdicts
+  say otherwise) or ``required: 0.7``, which makes the point a check of its own;
+  ``min_score: 0.5`` (the point below it fails the verdict); on judged points
+  ``score_ranges`` (0-10 bands, see ``bands.py``).
+
+``ExtensionReader`` is mixed into the parser's reader; it uses its ``error``/``warn``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .bands import read_score_ranges, uncovered
+from .schema import TRIAL_AGGREGATIONS, Check, Point, Verdicts
+
+PASS_FAIL_KEYS = ("threshold", "verdicts", "trials", "trial_aggregation", "trial_threshold")
+POINT_EXTENSION_KEYS = ("required", "min_score", "score_ranges")
+MAX_TRIALS = 100
+DEFAULT_PASS = 0.8
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+
+
+def _fraction(value: Any) -> bool:
+    return _number(value) and 0 <= value <= 1
+
+
+class ExtensionReader:
+    """Reads the pass/fail and trial keys (header and prompts) and the point extension keys."""
+
+    def read_pass_fail(self, raw: dict, path: tuple, defaults: dict | None = None) -> dict:
+        """``{verdicts, trials, trial_aggregation, trial_threshold}`` from ``raw``, falling back to ``defaults``."""
+        out = dict(defaults or {"verdicts": None, "trials": None, "trial_aggregation": None,
+                                "trial_threshold": None})
+        if raw.get("threshold") is not None and raw.get("verdicts") is not None:
+            self.error("`threshold` and `verdicts` both given; use one of them", raw, "verdicts", (*path, "verdicts"),
+                       "`threshold: 0.8` means pass or fail at 0.8; `verdicts:` also gives a borderline band",
+                       "verdicts", at_key=True)
+        elif raw.get("threshold") is not None:
+            value = raw["threshold"]
+            if _fraction(value):
+                out["verdicts"] = Verdicts(pass_at=float(value), borderline_at=None)
+            else:
+                self.error(f"`threshold` must be a number from 0 to 1, not {value!r}", raw, "threshold",
+                           (*path, "threshold"), "for example `threshold: 0.8`", "verdicts")
+        elif raw.get("verdicts") is not None:
+            verdicts = self._read_verdicts(raw["verdicts"], raw, (*path, "verdicts"))
+            if verdicts is not None:
+                out["verdicts"] = verdicts
+        if raw.get("trials") is not None:
+            value = raw["trials"]
+            if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_TRIALS:
+                out["trials"] = value
+            else:
+                self.error(f"`trials` must be a whole number from 1 to {MAX_TRIALS}, not {value!r}", raw, "trials",
+                           (*path, "trials"), "`trials: 3` runs every model on the prompt three times", "trials")
+        if raw.get("trial_aggregation") is not None:
+            value = raw["trial_aggregation"]
+            if value in TRIAL_AGGREGATIONS:
+                out["trial_aggregation"] = value
+            else:
+                self.error(f"`trial_aggregation` must be one of {', '.join(TRIAL_AGGREGATIONS)}, not {value!r}", raw,
+                           "trial_aggregation", (*path, "trial_aggregation"),
+                           self._choice_hint(value, TRIAL_AGGREGATIONS), "trials")
+        if raw.get("trial_threshold") is not None:
+            value = raw["trial_threshold"]
+            if _fraction(value):
+                out["trial_threshold"] = float(value)
+            else:
+                self.error(f"`trial_threshold` must be a number from 0 to 1, not {value!r}", raw, "trial_threshold",
+                           (*path, "trial_threshold"), code="trials")
+        return out
+
+    def _read_verdicts(self, value, holder, path) -> Verdicts | None:
+        if not isinstance(value, dict):
+            self.error("`verdicts` must be a mapping such as `{pass: 0.8, borderline: 0.6}`", holder, "verdicts", path,
+                       code="verdicts")
+            return None
+        self.unknown_keys(value, ("pass", "borderline"), path, "`verdicts`")
+        pass_at = value.get("pass", DEFAULT_PASS)
+        borderline = value.get("borderline")
+        ok = True
+        for key, number in (("pass", pass_at), ("borderline", borderline)):
+            if number is not None and not _fraction(number):
+                self.error(f"`verdicts.{key}` must be a number from 0 to 1, not {number!r}", value, key, (*path, key),
+                           code="verdicts")
+                ok = False
+        if ok and borderline is not None and borderline > pass_at:
+            self.error(f"the borderline mark ({borderline}) is above the pass mark ({pass_at})", value, "borderline",
+                       (*path, "borderline"), "borderline scores lie below the pass mark, e.g. pass 0.8, borderline 0.6",
+                       "verdicts")
+            ok = False
+        if not ok:
+            return None
+        return Verdicts(pass_at=float(pass_at), borderline_at=None if borderline is None else float(borderline))
+
+    # --- points ---------------------------------------------------------------------------------
+
+    def point_extensions(self, item: dict, path: tuple, point: Point | None) -> Point | None:
+        """Apply ``required``, ``min_score`` and ``score_ranges`` of a point object to its point."""
+        if point is None or not any(k in item for k in POINT_EXTENSION_KEYS):
+            return point
+        ok = True
+        gate = None
+        if "required" in item and item["required"] is not None and item["required"] is not False:
+            value = item["required"]
+            if value is True:
+                verdicts = getattr(self, "current_verdicts", None)
+                gate = verdicts.pass_at if verdicts is not None else DEFAULT_PASS
+            elif _number(value) and 0 < value <= 1:
+                gate = float(value)
+            else:
+                self.error(f"`required` must be true or a minimum score above 0 and at most 1, not {value!r}", item,
+                           "required", (*path, "required"),
+                           "`required: true` gates at the pass mark; `required: 0.7` at 0.7", "gate")
+                ok = False
+        min_score = None
+        if item.get("min_score") is not None:
+            value = item["min_score"]
+            if _fraction(value):
+                min_score = float(value)
+            else:
+                self.error(f"`min_score` must be a number from 0 to 1, not {value!r}", item, "min_score",
+                           (*path, "min_score"), code="min-score")
+                ok = False
+        if item.get("score_ranges") is not None:
+            if point.fn:
+                self.error("`score_ranges` applies to judged points only; a function point has its own score", item,
+                           "score_ranges", (*path, "score_ranges"), "remove `score_ranges` here", "score-ranges",
+                           at_key=True)
+                ok = False
+            else:
+                bands = self.located_score_ranges(item["score_ranges"], item, "score_ranges", (*path, "score_ranges"))
+                if bands is None:
+                    ok = False
+                else:
+                    point.score_ranges = bands
+        if not ok:
+            return None
+        point.min_score = min_score
+        if gate is not None:
+            label = point.text or (f"${point.fn}" + (f": {json.dumps(point.fn_args, ensure_ascii=False)}"
+                                                     if point.has_args else ""))
+            point.check_id = self.add_check(label=label[:80], kind="point", gate=gate, min_score=None)
+        return point
+
+    def located_score_ranges(self, value, holder, key, path):
+        bands, problems = read_score_ranges(value)
+        for message, where, hint in problems:
+            if where is not None and isinstance(value, (dict, list)):
+                self.error(message, value, where, (*path, where), hint, "score-ranges",
+                           at_key=isinstance(value, dict))
+            else:
+                self.error(message, holder, key, path, hint, "score-ranges")
+        if problems:
+            return None
+        gaps = uncovered(bands)
+        if gaps:
+            self.warn(f"no band describes the score{'s' if len(gaps) > 1 else ''} {', '.join(map(str, gaps))}; the "
+                      "judge is shown only the bands you wrote", holder, key, path,
+                      "cover 0 to 10 so every score the judge may give has a meaning", "score-ranges")
+        return bands
+
+    def add_check(self, *, label: str, kind: str, gate: float | None, min_score: float | None,
+                  check_id: str | None = None) -> str:
+        checks: list[Check] = self.current_checks
+        check_id = check_id or f"check_{len(checks)}"
+        checks.append(Check(id=check_id, label=label, kind=kind, gate=gate, min_score=min_score))
+        return check_id

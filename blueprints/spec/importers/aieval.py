@@ -1,0 +1,560 @@
+"""AI Eval suites (``tests/*.yaml``) -> a normalised Blueprint, with an import report per case.
+
+Written from reference section 3 only (AI Eval is AGPL; none of its code is used).
+A suite's ``prompt:`` names a prompt file by its ``name:`` field; its ``template`` is
+filled from each case's ``input`` at import, so each case becomes one prompt.
+Every check gets AI Eval's own pass rule as a minimum, a trial passes when every
+check passes, and the case passes when pass@k reaches the threshold (0.8 here:
+AI Eval takes it from configs/config.yaml, which holds API keys and is never read).
+docs/importing.md has the mapping table.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+from ..jsregex import RegexError, compile_js
+from ..parse import ParseResult
+from ..schema import Blueprint, Message, Point, Prompt, Verdicts
+from ..source import Loaded
+from .common import ImportReader, ImportReport, TestReport, function_point, judged_point, new_check, short
+
+SUITE_KEYS = frozenset({"suite", "prompt", "description", "is_system_prompt", "cases"})
+CASE_KEYS = frozenset({"id", "description", "input", "expected", "evaluators", "trials", "tool_mocks", "max_steps"})
+EXPECTED_KEYS = ("exact_match", "contains", "not_contains", "regex", "json_schema", "tool_calls")
+EVALUATOR_TYPES = ("exact", "contains", "regex", "json_schema", "llm_judge", "similarity", "factuality", "tool_call",
+                   "faithfulness", "relevancy", "precision", "task_completion", "tool_selection", "efficiency",
+                   "hallucination", "toxicity", "bias")
+EVALUATOR_FIELDS = frozenset({"type", "criteria", "rubric", "score_scale", "reference", "ground_truth",
+                              "score_threshold", "context", "question", "task", "criteria_list", "expected_tools",
+                              "max_steps", "max_tokens", "categories"})
+DEFAULT_CASE_THRESHOLD = 0.8
+GENERIC_USER_TASK = "Please process the request described in the system prompt."
+# The pass rule of each judged evaluator (reference 3.5): its default minimum score.
+JUDGED_DEFAULTS = {"llm_judge": 0.6, "similarity": 0.6, "factuality": 0.8, "faithfulness": 0.8, "relevancy": 0.8,
+                   "task_completion": 0.6, "hallucination": 0.9}
+
+
+def import_aieval(loaded: Loaded, *, files: Mapping[str, str] | None, blueprint_id: str | None, collections,
+                  call_hosts) -> ParseResult:
+    reader = _AiEval(loaded, derived_id=blueprint_id, collections=collections, call_hosts=call_hosts, files=files)
+    blueprint, report = reader.read_suite()
+    return reader.result(blueprint, report, loaded.fmt)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def go_value(value: Any) -> str:
+    """A value as Go's ``%v`` prints it (what AI Eval puts into a template)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "<nil>"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e21 else repr(value)
+    if isinstance(value, list):
+        return "[" + " ".join(go_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{go_value(v)}" for k, v in sorted(value.items())) + "]"
+    return str(value)
+
+
+def go_regex_to_js(pattern: str) -> str:
+    """RE2 spellings JavaScript lacks: ``\\z``, ``\\A``, ``(?P<name>``."""
+    return pattern.replace("(?P<", "(?<").replace("\\A", "^").replace("\\z", "$")
+
+
+class _AiEval(ImportReader):
+    dialect = "aieval"
+
+    def read_suite(self) -> tuple[Blueprint, ImportReport]:
+        report = ImportReport("aieval", "AI Eval suite")
+        bp = Blueprint(derived_id=self.derived_id)
+        suite = self.loaded.documents[0]
+        for key in suite:
+            if key not in SUITE_KEYS:
+                self.warn(f"unknown key `{key}` in an AI Eval suite; AI Eval ignores it, and so does evalsite", suite,
+                          key, (key,), code="unknown-key", at_key=True)
+                self.extras.setdefault("unknown", {})[key] = suite[key]
+        if isinstance(suite.get("suite"), str) and suite["suite"].strip():
+            bp.title = suite["suite"]
+            report.suite.map("suite -> title")
+        else:
+            self.error("`suite` (the suite's name) is required", suite, "suite" if "suite" in suite else None,
+                       ("suite",), code="suite")
+        if "description" in suite:
+            bp.description = self.expect_text(suite, "description", ("description",))
+            report.suite.map("description")
+        if "is_system_prompt" in suite:
+            self.warn("`is_system_prompt` on a suite is ignored (AI Eval reads it from the prompt file)", suite,
+                      "is_system_prompt", ("is_system_prompt",), "set `is_system_prompt` in the prompt file",
+                      code="ignored", at_key=True)
+        prompt_file = self.find_prompt_file(suite, report.suite)
+        if prompt_file is not None and prompt_file.get("tools"):
+            self.read_tools(prompt_file, bp, report.suite)
+        report.suite.approx("judges", "AI Eval's judge is the model under test; here the run's judges judge")
+        report.suite.approx("case pass rule", f"a case passes when pass@k reaches {DEFAULT_CASE_THRESHOLD} (AI Eval "
+                                              "reads its threshold from configs/config.yaml, which is not imported)")
+        cases = suite.get("cases")
+        if not isinstance(cases, list) or not cases:
+            self.error("`cases` must be a non-empty list", suite, "cases" if "cases" in suite else None, ("cases",),
+                       "add `cases:` with `- id: ...` and `input: {...}`", "cases")
+            return bp, report
+        seen: dict[str, int] = {}
+        for index, case in enumerate(cases):
+            rep = TestReport(str(case.get("id")) if isinstance(case, dict) else f"cases[{index}]")
+            report.tests.append(rep)
+            prompt = self.read_case(case, cases, index, ("cases", index), prompt_file, rep)
+            if prompt is None:
+                continue
+            if prompt.id in seen:
+                self.error(f"duplicate case id '{prompt.id}'", case, "id", ("cases", index, "id"),
+                           "give each case a unique `id`", "duplicate-id")
+            seen[prompt.id] = index
+            bp.prompts.append(prompt)
+        return bp, report
+
+    # --- the prompt file ---------------------------------------------------------------------------
+
+    def find_prompt_file(self, suite, rep: TestReport) -> dict | None:
+        name = suite.get("prompt")
+        if not isinstance(name, str) or not name.strip():
+            self.error("`prompt` (the name of a prompt file) is required", suite, "prompt" if "prompt" in suite else
+                       None, ("prompt",), "write `prompt: <the name: of a file in prompts/>`", "prompt")
+            return None
+        found = []
+        for file_name, text in self.files.items():
+            if not file_name.lower().endswith((".yaml", ".yml")):
+                continue
+            from ..source import SourceError, load
+
+            try:
+                docs = load(text, "yaml").documents
+            except SourceError:
+                continue
+            doc = docs[0] if len(docs) == 1 else None
+            if isinstance(doc, dict) and doc.get("name") == name and "template" in doc:
+                found.append((file_name, doc))
+        if not found:
+            self.error(f"no prompt file named '{name}' came with the suite (AI Eval finds it by its `name:` field, "
+                       "not its file name)", suite, "prompt", ("prompt",),
+                       "import the project folder (with prompts/ beside tests/), so the prompt files come along",
+                       "missing-file")
+            return None
+        if len(found) > 1:
+            self.error(f"two prompt files are named '{name}': {', '.join(f for f, _ in found)}", suite, "prompt",
+                       ("prompt",), "AI Eval refuses duplicate prompt names; rename one", "prompt")
+            return None
+        file_name, doc = found[0]
+        self.companion(file_name)
+        if not isinstance(doc.get("template"), str) or not doc["template"].strip():
+            self.error(f"the prompt file {file_name} has no `template` text", suite, "prompt", ("prompt",),
+                       code="prompt")
+            return None
+        rep.map(f"prompt -> {file_name} (rendered per case)")
+        rep.approx("prompt template", "filled in at import: each case becomes one prompt; the template and its "
+                                      "variables are not kept editable")
+        if "version" in doc:
+            self.extras["prompt_version"] = doc["version"]
+        self.prompt_file_name = file_name
+        return doc
+
+    def read_tools(self, prompt_file, bp: Blueprint, rep: TestReport):
+        tools = []
+        for tool in prompt_file["tools"] if isinstance(prompt_file["tools"], list) else []:
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                entry = {"name": tool["name"]}
+                if isinstance(tool.get("description"), str):
+                    entry["description"] = tool["description"]
+                entry["schema"] = tool.get("input_schema") or {"type": "object"}
+                tools.append(entry)
+        if tools:
+            bp.tools = tools
+            bp.tool_use = {"enabled": True, "mode": "trace-only"}
+            rep.approx("prompt tools", "listed as the blueprint's tools; models are not offered native tools, and "
+                                       "tool calls are read from the TOOL_CALL lines they write")
+
+    def render(self, template: str, variables: dict, case, path) -> str | None:
+        text = template
+        for key, value in variables.items():
+            text = text.replace("{{" + str(key) + "}}", go_value(value))
+        if re.search(r"\{\{-?\s*(range|if|with|block|define|template)\b", text):
+            self.error("the prompt template uses Go template actions ({{range}}, {{if}}...), which evalsite does not "
+                       "run", case, "input", (*path, "input"), "write the text out, or use plain `{{.name}}` "
+                                                               "variables", "template")
+            return None
+        missing = []
+
+        def fill(match):
+            key = match.group(1)
+            if key in variables:
+                return go_value(variables[key])
+            missing.append(key)
+            return match.group(0)
+
+        text = re.sub(r"\{\{-?\s*\.([A-Za-z_][A-Za-z0-9_]*)\s*-?\}\}", fill, text)
+        if missing:
+            self.error(f"the template needs `{missing[0]}`, which this case's `input` does not give", case, "input",
+                       (*path, "input"), f"add `{missing[0]}:` under `input:`", "template")
+            return None
+        if text.count("{{") != text.count("}}"):
+            self.error("the template's `{{` and `}}` do not pair up (AI Eval refuses such a template)", case, "input",
+                       (*path, "input"), "write a lone brace pair with a space between, e.g. `} }`", "template")
+            return None
+        return text
+
+    # --- cases -------------------------------------------------------------------------------------
+
+    def read_case(self, case, holder, index, path, prompt_file, rep: TestReport) -> Prompt | None:
+        if not isinstance(case, dict):
+            self.error("a case must be a mapping with `id` and `input`", holder, index, path, code="case")
+            return None
+        errors_before = sum(d.is_error for d in self.diagnostics)
+        rep.line = self.position_of(case)[0]
+        for key in case:
+            if key not in CASE_KEYS:
+                self.warn(f"unknown key `{key}` in a case; AI Eval ignores it, and so does evalsite", case, key,
+                          (*path, key), code="unknown-key", at_key=True)
+        case_id = case.get("id")
+        if not (isinstance(case_id, str) and case_id.strip()) and not _number(case_id):
+            self.error("each case needs an `id`", case, "id" if "id" in case else None, (*path, "id"), code="case")
+            case_id = f"case-{index}"
+        case_id = str(case_id)
+        rep.id = case_id
+        inputs = case.get("input")
+        if not isinstance(inputs, dict):
+            self.error("`input` is required: a mapping of the template's variables", case,
+                       "input" if "input" in case else None, (*path, "input"), "e.g. `input: {user_request: ...}`",
+                       "case")
+            inputs = None
+        messages: list[Message] = []
+        system = None
+        if prompt_file is not None and inputs is not None:
+            variables = {}
+            for var in prompt_file.get("variables") or []:
+                if isinstance(var, dict) and isinstance(var.get("name"), str) and "default" in var:
+                    variables[var["name"]] = var["default"]
+            variables.update(inputs)
+            for var in prompt_file.get("variables") or []:
+                if isinstance(var, dict) and var.get("required") and var.get("name") not in variables:
+                    self.error(f"the prompt needs the variable `{var['name']}`, which this case does not give", case,
+                               "input", (*path, "input"), f"add `{var['name']}:` under `input:`", "template")
+            rendered = self.render(prompt_file["template"], variables, case, path)
+            if rendered is not None:
+                if prompt_file.get("is_system_prompt"):
+                    system = rendered
+                    task = inputs.get("user_task")
+                    user = go_value(task) if task is not None else GENERIC_USER_TASK
+                    if task is None:
+                        rep.approx("is_system_prompt", f"the user turn is a generic request: \"{GENERIC_USER_TASK}\"")
+                    messages = [Message(role="user", content=user)]
+                    rep.map("is_system_prompt -> system + user_task")
+                else:
+                    messages = [Message(role="user", content=rendered)]
+                rep.map("input -> rendered prompt")
+        prompt = Prompt.model_construct(
+            id=case_id, id_was_generated=False, description=case.get("description") if isinstance(
+                case.get("description"), str) else None, messages=messages, ideal_response=None, system=system,
+            system_set=system is not None, citation=None, weight=None, render_as="markdown", temperature=None,
+            no_cache=None, required_tools=None, prohibited_tools=None, max_calls=None, tags=None, points=[],
+            should_not=None, origin=self.origin(case, None, path), verdicts=Verdicts(pass_at=0.0, borderline_at=None),
+            checks=[], trials=None, trial_aggregation="pass_at_k", trial_threshold=DEFAULT_CASE_THRESHOLD,
+        )
+        trials = case.get("trials")
+        if trials is not None:
+            if isinstance(trials, int) and not isinstance(trials, bool) and 0 <= trials <= 100:
+                prompt.trials = trials or None
+                if trials:
+                    rep.map(f"trials: {trials}")
+            else:
+                self.error("`trials` must be a whole number from 0 to 100", case, "trials", (*path, "trials"),
+                           code="trials")
+        if case.get("tool_mocks"):
+            rep.unsupported_("tool_mocks", "needs a native tool-calling loop with mocked tool results; the model "
+                                           "answers in one turn")
+            self.extras.setdefault("cases", {}).setdefault(case_id, {})["tool_mocks"] = case["tool_mocks"]
+        if "max_steps" in case:
+            self.extras.setdefault("cases", {}).setdefault(case_id, {})["max_steps"] = case["max_steps"]
+        evaluators = case.get("evaluators") or []
+        if not isinstance(evaluators, list):
+            self.error("`evaluators` must be a list", case, "evaluators", (*path, "evaluators"), code="type")
+            evaluators = []
+        expected = case.get("expected") or {}
+        if not isinstance(expected, dict):
+            self.error("`expected` must be a mapping", case, "expected", (*path, "expected"), code="type")
+            expected = {}
+        thresholds = self.simple_thresholds(evaluators, path)
+        points: list[Point] = []
+        # Evaluators first, then the expected block, then tool calls: AI Eval's order.
+        for eindex, evaluator in enumerate(evaluators):
+            points.extend(self.evaluator(evaluator, evaluators, eindex, (*path, "evaluators", eindex), prompt, rep))
+        points.extend(self.expected_block(expected, case, (*path, "expected"), prompt, rep, thresholds))
+        if not points and not any(d.is_error for d in self.diagnostics[errors_before:]):
+            if not expected and not evaluators:
+                self.error("a case needs at least one `expected` assertion or one evaluator", case, "id", path,
+                           "add `expected: {contains: [...]}` or an evaluator", "case")
+        prompt.points = points
+        if sum(d.is_error for d in self.diagnostics) > errors_before:
+            return None
+        return prompt
+
+    def simple_thresholds(self, evaluators, path) -> dict[str, float]:
+        """``score_threshold`` of the simple types, which set the pass rule of the matching `expected` check."""
+        out = {}
+        for evaluator in evaluators:
+            if isinstance(evaluator, dict) and evaluator.get("type") in ("exact", "contains", "regex", "json_schema",
+                                                                         "tool_call"):
+                value = evaluator.get("score_threshold")
+                if _number(value) and value > 0:
+                    out[evaluator["type"]] = float(value)
+        return out
+
+    def expected_block(self, expected, case, path, prompt: Prompt, rep: TestReport, thresholds) -> list[Point]:
+        points = []
+        for key in expected:
+            if key not in EXPECTED_KEYS:
+                self.warn(f"unknown key `{key}` in `expected`; AI Eval ignores it, and so does evalsite", expected, key,
+                          (*path, key), "known: " + ", ".join(EXPECTED_KEYS), "unknown-key", at_key=True)
+
+        def add(kind, fn, args, label, default_min, key):
+            minimum = thresholds.get(kind, default_min)
+            check_id = new_check(prompt.checks, label=label, kind=kind, min_score=minimum, preferred_id=kind)
+            points.append(function_point(fn, args, weight=1.0, origin=self.origin(expected, key, (*path, key)),
+                                         check_id=check_id, label=label))
+            rep.map(f"expected.{key} -> ${fn}")
+
+        if "exact_match" in expected:
+            value = expected["exact_match"]
+            if isinstance(value, str):
+                add("exact", "equals", {"value": value, "trim": False}, f"exact_match: {short(value, 40)}", 1.0,
+                    "exact_match")
+            else:
+                self.error("`exact_match` must be text", expected, "exact_match", (*path, "exact_match"), code="type")
+        for key, fn, kind in (("contains", "contains_all_of", "contains"),
+                              ("not_contains", "not_contains_all_of", "not_contains")):
+            if key in expected:
+                value = expected[key]
+                if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+                    add(kind, fn, value, f"{key}: {short(value, 40)}", 1.0, key)
+                else:
+                    self.error(f"`{key}` must be a list of text", expected, key, (*path, key), code="type")
+        if "regex" in expected:
+            value = expected["regex"]
+            if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+                patterns = [go_regex_to_js(v) for v in value]
+                ok = True
+                for i, pattern in enumerate(patterns):
+                    try:
+                        compile_js(pattern)
+                    except RegexError as exc:
+                        self.error(f"the regex does not compile: {exc.message}", value, i, (*path, "regex", i),
+                                   code="regex")
+                        ok = False
+                if ok:
+                    add("regex", "matches_all_of", patterns, f"regex: {short(value, 40)}", 1.0, "regex")
+                    if patterns != value:
+                        rep.approx("regex", "Go regex spellings (\\z, \\A, (?P<name>) translated to JavaScript")
+            else:
+                self.error("`regex` must be a list of patterns", expected, "regex", (*path, "regex"), code="type")
+        if "json_schema" in expected:
+            value = expected["json_schema"]
+            from .. import functions
+
+            problem = functions.check_args("json_matches_schema", value)
+            if problem:
+                self.error(problem, expected, "json_schema", (*path, "json_schema"), code="json-schema")
+            else:
+                add("json_schema", "json_matches_schema", value, "json_schema", 1.0, "json_schema")
+                rep.approx("json_schema", "validated with full JSON Schema (AI Eval checks a subset: type, required, "
+                                          "properties, items)")
+        if "tool_calls" in expected:
+            points.extend(self.tool_calls(expected, (*path, "tool_calls"), prompt, rep, thresholds.get("tool_call")))
+        return points
+
+    def tool_calls(self, expected, path, prompt: Prompt, rep: TestReport, threshold) -> list[Point]:
+        value = expected["tool_calls"]
+        if not isinstance(value, list) or not value:
+            self.error("`tool_calls` must be a list of `{name, args_match, order, required}`", expected, "tool_calls",
+                       path, code="type")
+            return []
+        clean, orders = [], set()
+        for i, item in enumerate(value):
+            if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
+                self.error("each expected tool call needs `name`", value, i, (*path, i), code="tool-call")
+                return []
+            entry = {"name": item["name"]}
+            if item.get("args_match") is not None:
+                if not isinstance(item["args_match"], dict):
+                    self.error("`args_match` must be a mapping", item, "args_match", (*path, i, "args_match"),
+                               code="tool-call")
+                    return []
+                entry["args_match"] = item["args_match"]
+            order = item.get("order", 0) or 0
+            if not isinstance(order, int) or isinstance(order, bool) or order < 0:
+                self.error("`order` must be a whole number (1 for the first call; 0 for any)", item, "order",
+                           (*path, i, "order"), code="tool-call")
+                return []
+            if order and order in orders:
+                self.error(f"two expected calls have `order: {order}`", item, "order", (*path, i, "order"),
+                           code="tool-call")
+                return []
+            orders.add(order)
+            if order:
+                entry["order"] = order
+            entry["required"] = bool(item.get("required", False))
+            clean.append(entry)
+        origin = self.origin(expected, "tool_calls", path)
+        check_id = new_check(prompt.checks, label="tool_calls", kind="tool_calls",
+                             min_score=threshold, preferred_id="tool_calls")
+        points = [function_point("tool_calls_match", {"expected": clean}, weight=1.0, origin=origin,
+                                 check_id=check_id, label="tool_calls")]
+        if threshold is None and any(e["required"] for e in clean):
+            points.append(function_point("tool_calls_match", {"expected": clean, "only_required": True}, weight=0.0,
+                                         origin=origin, label="required tool calls", min_score=1.0))
+        rep.map("expected.tool_calls -> $tool_calls_match")
+        rep.approx("tool calls", "read from the TOOL_CALL lines the model writes (trace-only), not native tool "
+                                 "calling")
+        return points
+
+    # --- evaluators --------------------------------------------------------------------------------
+
+    def evaluator(self, item, holder, index, path, prompt: Prompt, rep: TestReport) -> list[Point]:
+        if not isinstance(item, dict):
+            self.error("an evaluator must be a mapping with `type`", holder, index, path, code="evaluator")
+            return []
+        kind = item.get("type")
+        if kind not in EVALUATOR_TYPES:
+            self.error(f"unknown evaluator type {kind!r}", item, "type" if "type" in item else None, (*path, "type"),
+                       self._choice_hint(kind, EVALUATOR_TYPES), "evaluator")
+            return []
+        for key in item:
+            if key == "expected":
+                self.warn("`expected:` inside an evaluator is ignored by AI Eval (so this check passes there without "
+                          "checking anything); it is ignored here too", item, key, (*path, key),
+                          "move it to the case's `expected:` block", "ignored", at_key=True)
+            elif key not in EVALUATOR_FIELDS:
+                self.warn(f"unknown key `{key}` in an evaluator; it is ignored", item, key, (*path, key),
+                          code="unknown-key", at_key=True)
+        if kind in ("exact", "contains", "regex", "json_schema", "tool_call"):
+            rep.map(f"evaluator {kind} (sets the pass rule of expected)")
+            return []
+        threshold = item.get("score_threshold")
+        if threshold is not None and not (_number(threshold) and 0 <= threshold <= 1):
+            self.error("`score_threshold` must be a number from 0 to 1", item, "score_threshold",
+                       (*path, "score_threshold"), code="threshold")
+            return []
+        origin = self.origin(holder, index, path)
+
+        def require(field_name):
+            value = item.get(field_name)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+            self.error(f"a `{kind}` evaluator needs `{field_name}`", item, None, path, code="evaluator")
+            return None
+
+        def judged(texts, default_min, label):
+            minimum = float(threshold) if threshold else default_min
+            check_id = new_check(prompt.checks, label=label, kind=kind, min_score=minimum, preferred_id=kind)
+            return [judged_point(t, weight=1.0 / len(texts), origin=origin, check_id=check_id, label=label)
+                    for t in texts]
+
+        if kind == "precision":
+            self.warn("`precision` judges the context, not the response; it is left out", item, "type",
+                      (*path, "type"), code="unsupported")
+            rep.unsupported_("precision", "it scores the retrieved context, not the response")
+            return []
+        if kind == "llm_judge":
+            criteria = require("criteria")
+            if criteria is None:
+                return []
+            rubric = item.get("rubric") or []
+            text = criteria + ("\nConsider: " + "; ".join(map(str, rubric)) if rubric else "")
+            if item.get("score_scale") not in (None, 5):
+                rep.approx("llm_judge score_scale", "judged on evalsite's 5-level scale instead of 1 to "
+                                                    f"{item.get('score_scale')}")
+            rep.approx("llm_judge", "one judged point holds the criteria (and the rubric dimensions); pass at "
+                                    f"{threshold or JUDGED_DEFAULTS['llm_judge']}")
+            return judged([text], JUDGED_DEFAULTS["llm_judge"], "llm_judge")
+        if kind == "similarity":
+            reference = require("reference")
+            if reference is None:
+                return []
+            if prompt.ideal_response is None:
+                prompt.ideal_response = reference
+            rep.approx("similarity", "a judged point asks for the meaning of the reference (AI Eval's judge gives a "
+                                     "0-1 similarity)")
+            return judged([f"Says the same as this reference answer, in meaning if not in words: {reference}"],
+                          JUDGED_DEFAULTS["similarity"], "similarity")
+        if kind in ("factuality", "hallucination"):
+            truth = require("ground_truth")
+            if truth is None:
+                return []
+            text = (f"Contains no statement that contradicts these facts: {truth}" if kind == "factuality" else
+                    f"Makes no claim that these facts do not support or that contradicts them: {truth}")
+            rep.approx(kind, "a judged point against the ground truth")
+            return judged([text], JUDGED_DEFAULTS[kind], kind)
+        if kind == "faithfulness":
+            context = require("context")
+            if context is None:
+                return []
+            rep.approx(kind, "a judged point: every claim is supported by the context")
+            return judged([f"Every claim it makes is supported by this context: {context}"],
+                          JUDGED_DEFAULTS[kind], kind)
+        if kind == "relevancy":
+            question = require("question")
+            if question is None:
+                return []
+            rep.approx(kind, "a judged point: it answers the question")
+            return judged([f"Directly answers this question: {question}"], JUDGED_DEFAULTS[kind], kind)
+        if kind == "task_completion":
+            task = require("task")
+            if task is None:
+                return []
+            texts = [f"Completes the task: {task}"] + [str(c) for c in item.get("criteria_list") or []]
+            rep.approx(kind, "one judged point for the task and one per criterion")
+            return judged(texts, JUDGED_DEFAULTS[kind], kind)
+        if kind in ("toxicity", "bias"):
+            allowed = float(threshold) if threshold else 0.1
+            categories = item.get("categories") or []
+            text = ("Is free of toxic, hateful, harassing or harmful content." if kind == "toxicity" else
+                    "Is free of biased or discriminatory content" + (f" (about {', '.join(map(str, categories))})"
+                                                                     if categories else "") + ".")
+            check_id = new_check(prompt.checks, label=kind, kind=kind, min_score=round(1 - allowed, 6),
+                                 preferred_id=kind)
+            rep.approx(kind, f"a judged point on its absence; the maximum allowed {kind} {allowed} becomes a minimum "
+                             f"score of {round(1 - allowed, 6)}")
+            return [judged_point(text, weight=1.0, origin=origin, check_id=check_id, label=kind)]
+        if kind == "tool_selection":
+            tools = item.get("expected_tools")
+            if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
+                self.error("`expected_tools` must be a list of tool names", item, "expected_tools",
+                           (*path, "expected_tools"), code="evaluator")
+                return []
+            minimum = float(threshold) if threshold else 1.0
+            check_id = new_check(prompt.checks, label="tool_selection", kind=kind, min_score=minimum,
+                                 preferred_id=kind)
+            rep.map("tool_selection -> $tool_called per tool")
+            if not tools:
+                return [function_point("max_calls", 0, weight=1.0, origin=origin, check_id=check_id,
+                                       label="tool_selection")]
+            return [function_point("tool_called", t, weight=1.0 / len(tools), origin=origin, check_id=check_id,
+                                   label=f"tool_selection: {t}") for t in tools]
+        if kind == "efficiency":
+            steps = item.get("max_steps") or 5
+            tokens = item.get("max_tokens") or 1000
+            if not (_number(steps) and steps >= 0 and _number(tokens) and tokens > 0):
+                self.error("`max_steps` and `max_tokens` must be numbers above 0", item, None, path,
+                           code="evaluator")
+                return []
+            minimum = float(threshold) if threshold else 1.0
+            check_id = new_check(prompt.checks, label="efficiency", kind=kind, min_score=minimum, preferred_id=kind)
+            rep.approx("efficiency", "within budget or not, per budget (AI Eval gives partial credit budget/actual); "
+                                     "steps are model calls")
+            return [function_point("llm_calls_under", int(steps), weight=0.5, origin=origin, check_id=check_id,
+                                   label="efficiency: steps"),
+                    function_point("tokens_under", tokens, weight=0.5, origin=origin, check_id=check_id,
+                                   label="efficiency: tokens")]
+        return []  # pragma: no cover - every type is handled above

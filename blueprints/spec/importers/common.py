@@ -1,0 +1,251 @@
+"""What the AgentV and AI Eval importers share: located problems, the import report, companion files.
+
+An importer reads a suite with the same machinery as the Weval parser (``source.load``
+and its Locator; the parser's reader for ``error``/``warn``/``unknown_keys``), and
+builds the normalised ``Blueprint`` directly. Problems inside a companion file (an
+external tests file) are reported at the line that names the file, with the file,
+line and column inside it at the start of the message.
+
+The import report has one entry per test (and one for the suite): what mapped
+directly, what was approximated (and how), what is not supported (and why).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ..diagnostics import Diagnostic, format_path
+from ..parse import ParseResult, _Reader
+from ..schema import Blueprint, Check, Origin, Point
+from ..source import Loaded, Locator, SourceError, load
+
+
+@dataclass
+class TestReport:
+    id: str
+    line: int | None = None
+    mapped: list[str] = field(default_factory=list)
+    approximated: list[dict] = field(default_factory=list)  # {what, how}
+    unsupported: list[dict] = field(default_factory=list)  # {what, why}
+
+    def map(self, what: str) -> None:
+        if what not in self.mapped:
+            self.mapped.append(what)
+
+    def approx(self, what: str, how: str) -> None:
+        entry = {"what": what, "how": how}
+        if entry not in self.approximated:
+            self.approximated.append(entry)
+
+    def unsupported_(self, what: str, why: str) -> None:
+        entry = {"what": what, "why": why}
+        if entry not in self.unsupported:
+            self.unsupported.append(entry)
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "line": self.line, "mapped": self.mapped, "approximated": self.approximated,
+                "unsupported": self.unsupported}
+
+
+@dataclass
+class ImportReport:
+    dialect: str
+    label: str  # "AgentV (eval spec v2)", "AI Eval"
+    suite: TestReport = field(default_factory=lambda: TestReport("(suite)"))
+    tests: list[TestReport] = field(default_factory=list)
+    files_used: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        counts = {"mapped": 0, "approximated": 0, "unsupported": 0}
+        for entry in [self.suite, *self.tests]:
+            counts["mapped"] += len(entry.mapped)
+            counts["approximated"] += len(entry.approximated)
+            counts["unsupported"] += len(entry.unsupported)
+        return {"dialect": self.dialect, "label": self.label, "suite": self.suite.to_dict(),
+                "tests": [t.to_dict() for t in self.tests], "filesUsed": self.files_used, "counts": counts}
+
+
+def normalize_relative(name: str) -> str | None:
+    """A companion file's key as the suite writes it: ``./judges/x.md`` -> ``judges/x.md``; None when absolute."""
+    if not isinstance(name, str) or not name.strip():
+        return None
+    name = name.strip()
+    if name.startswith("file://"):
+        name = name[len("file://"):]
+    if name.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", name):
+        return None
+    return posixpath.normpath(name.replace("\\", "/"))
+
+
+@dataclass
+class _External:
+    name: str
+    locator: Locator
+    at: tuple[int, int]  # where the main file names it
+
+
+class ImportReader(_Reader):
+    """The parser's reader, with companion files and problems that may sit in another file."""
+
+    dialect = "unknown"
+
+    def __init__(self, loaded: Loaded, *, derived_id, collections, call_hosts, files: Mapping[str, str] | None):
+        super().__init__(loaded, derived_id, collections, call_hosts)
+        self.files = {normalize_relative(k): v for k, v in (files or {}).items() if normalize_relative(k)}
+        self.external: _External | None = None
+        self.extras: dict[str, Any] = {}
+        self.used_files: list[str] = []
+
+    # --- problems, possibly inside a companion file -------------------------------------------
+
+    def report(self, severity, message, container, key, path, hint=None, code="", at_key=False):
+        if self.external is None:
+            return super().report(severity, message, container, key, path, hint, code, at_key)
+        own, self.locator = self.locator, self.external.locator
+        try:
+            line, column = self._position(container, key, at_key)
+        finally:
+            self.locator = own
+        message = f"in {self.external.name}, line {line}, column {column}: {message}"
+        self.diagnostics.append(Diagnostic(severity, message, *self.external.at, format_path(path), hint, code))
+
+    def position_of(self, container, key=None) -> tuple[int, int]:
+        if self.external is not None:
+            return self.external.at
+        return self._position(container, key)
+
+    def origin(self, container, key, path) -> Origin:
+        line, column = self.position_of(container, key)
+        return Origin(path=format_path(path), line=line, column=column)
+
+    # --- companion files ---------------------------------------------------------------------
+
+    def companion(self, name: str) -> str | None:
+        key = normalize_relative(name)
+        if key is None or key not in self.files:
+            return None
+        if key not in self.used_files:
+            self.used_files.append(key)
+        return self.files[key]
+
+    def load_companion(self, name: str, holder, key, path) -> tuple[Loaded | None, str | None]:
+        """A YAML/JSON/JSONL companion file, loaded with positions; problems reported at the reference."""
+        text = self.companion(name)
+        if text is None:
+            return None, None
+        lower = name.lower()
+        if lower.endswith(".jsonl"):
+            text = jsonl_as_array(text)
+            fmt = "json"
+        elif lower.endswith(".json"):
+            fmt = "json"
+        else:
+            fmt = "yaml"
+        try:
+            return load(text, fmt), text
+        except SourceError as exc:
+            line, column = self._position(holder, key)
+            self.diagnostics.append(Diagnostic(
+                "error", f"in {name}, line {exc.line}, column {exc.column}: {exc.message}", line, column,
+                format_path(path), exc.hint, "syntax"))
+            return None, None
+
+    def missing_file(self, name: str, holder, key, path, what: str) -> None:
+        self.error(f"{what} '{name}' did not come with the suite", holder, key, path,
+                   "import the suite's whole folder (python manage.py import_blueprints DIR, or the run command on "
+                   "the file), so the files it names come along", "missing-file")
+
+    # --- building ------------------------------------------------------------------------------
+
+    def result(self, blueprint: Blueprint, report: ImportReport, fmt: str) -> ParseResult:
+        report.files_used = list(self.used_files)
+        self.check_collections(blueprint, {})
+        errors = [d for d in self.diagnostics if d.is_error]
+        warnings = [d for d in self.diagnostics if not d.is_error]
+        return ParseResult(blueprint if not errors else None, errors, warnings, fmt, dialect=self.dialect,
+                           import_report=report.to_dict(), extras=self.extras)
+
+
+def jsonl_as_array(text: str) -> str:
+    """JSON Lines as one JSON array with the same line numbers (so positions stay right)."""
+    lines = text.split("\n")
+    filled = [i for i, line in enumerate(lines) if line.strip()]
+    out = []
+    for i, line in enumerate(lines):
+        if i in filled and i != filled[-1]:
+            out.append(line.rstrip() + ",")
+        else:
+            out.append(line)
+    return "[" + "\n".join(out) + "]"
+
+
+def csv_rows(text: str) -> tuple[list[dict], Locator]:
+    """CSV with a header row -> row mappings; the Locator knows each cell's line and column (its field number)."""
+    import csv
+    import io
+
+    locator = Locator()
+    reader = csv.reader(io.StringIO(text))
+    rows: list[dict] = []
+    header: list[str] | None = None
+    start = 1
+    for fields in reader:
+        line = start
+        start = reader.line_num + 1
+        if header is None:
+            header = [h.strip() for h in fields]
+            continue
+        if not any(f.strip() for f in fields):
+            continue
+        row: dict = {}
+        locator._alive.append(row)
+        locator.starts[id(row)] = (line, 1)
+        for index, name in enumerate(header):
+            if index < len(fields) and fields[index] != "" and name:
+                row[name] = fields[index]
+                locator.values[(id(row), name)] = (line, index + 1)
+                locator.keys[(id(row), name)] = (line, index + 1)
+        rows.append(row)
+    locator._alive.append(rows)
+    for i, row in enumerate(rows):
+        locator.values[(id(rows), i)] = locator.starts[id(row)]
+    return rows, locator
+
+
+def new_check(checks: list[Check], *, label: str, kind: str, gate: float | None = None,
+              min_score: float | None = None, preferred_id: str | None = None) -> str:
+    taken = {c.id for c in checks}
+    base = re.sub(r"[^A-Za-z0-9_.-]+", "-", preferred_id or kind or "check").strip("-") or "check"
+    check_id, n = base, 2
+    while check_id in taken:
+        check_id, n = f"{base}-{n}", n + 1
+    checks.append(Check(id=check_id, label=label, kind=kind, gate=gate, min_score=min_score))
+    return check_id
+
+
+def function_point(fn: str, args: Any, *, weight: float, origin: Origin, check_id: str | None = None,
+                   inverted: bool = False, label: str | None = None, min_score: float | None = None) -> Point:
+    from .. import functions
+
+    problem = functions.check_args(fn, args)
+    if problem:  # the importers build these arguments; a bad shape here is a bug
+        raise ValueError(f"importer built a bad `${fn}` point: {problem}")
+    return Point(fn=fn, fn_args=args, has_args=True, multiplier=weight, origin=origin, check_id=check_id,
+                 inverted=inverted, label=label, min_score=min_score)
+
+
+def judged_point(text: str, *, weight: float, origin: Origin, check_id: str | None = None, inverted: bool = False,
+                 label: str | None = None, min_score: float | None = None, score_ranges=None) -> Point:
+    return Point(text=text, multiplier=weight, origin=origin, check_id=check_id, inverted=inverted, label=label,
+                 min_score=min_score, score_ranges=score_ranges)
+
+
+def short(value: Any, limit: int = 60) -> str:
+    import json
+
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,83 @@
+"""The pass/fail layer on the result pages: what a response's verdict rests on, a cell's trials, a run's verdicts.
+
+Verdicts, gates and per-check minimums are worked out by the engine when a response
+is scored (runs/engine/scoring.py) and stored on the Response row; trials are
+combined per cell when the run ends (``aggregates["cellDetails"]``). This module
+turns those into what the templates show (``templates/runs/_verdicts.html``), and
+works the verdict out again when a reviewer overrides a point.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from blueprints.spec import functions
+from blueprints.spec.schema import Point, Prompt
+from runs.engine.assess import verdict_layer
+from runs.engine.scoring import calculate, round2
+
+from .models import PointAssessment, Response, Run
+
+VERDICT_LABELS = {"pass": "pass", "borderline": "borderline", "fail": "fail"}
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """A stored point with its effective score, in the shape the engine's verdict layer reads."""
+
+    point: Point
+    score: float | None
+    multiplier: float
+    path_id: str | None
+
+
+def refresh_verdict(response: Response, points: list[PointAssessment], prompt: Prompt | None) -> list[str]:
+    """After an override: the score (gates applied) and the verdict from the points' effective scores.
+
+    Returns the Response fields it changed (none when the prompt has no verdict layer).
+    """
+    if prompt is None or not prompt.has_verdicts or response.score_basis == "similarity" or not points:
+        return []
+    authored = prompt.all_points()
+    items = [_Scored(authored[pa.position] if pa.position < len(authored) else Point(text=pa.text),
+                     pa.effective_score, pa.multiplier, pa.path_id or None) for pa in points]
+    calculation = calculate(items)
+    score = round2(calculation.score) if calculation.score is not None else None
+    layer = verdict_layer(prompt, tuple(items), score)
+    response.score = layer["score"]
+    response.verdict = layer.get("verdict") or ""
+    response.verdict_reason = layer.get("verdict_reason") or ""
+    response.score_before_gates = layer.get("score_before_gates")
+    response.gates_failed = list(layer.get("gates_failed", ()))
+    response.checks = [c.to_dict() for c in layer.get("check_results", ())]
+    return ["score", "verdict", "verdict_reason", "score_before_gates", "gates_failed", "checks"]
+
+
+def cell_details(run: Run, prompt_id: str, variant_id: str) -> dict | None:
+    return ((run.aggregates or {}).get("cellDetails") or {}).get(prompt_id, {}).get(variant_id)
+
+
+def response_verdict_context(run: Run, response: Response, assessments: list[PointAssessment]) -> dict:
+    """What ``_verdicts.html#response-verdict`` shows."""
+    metric = [pa for pa in assessments if pa.fn in functions.METRIC_FUNCTIONS]
+    cell = cell_details(run, response.prompt_id, response.variant_id)
+    return {
+        "has_layer": bool(response.verdict or response.checks or response.verdict_reason),
+        "verdict": response.verdict,
+        "reason": response.verdict_reason,
+        "gates_failed": response.gates_failed or [],
+        "score_before_gates": response.score_before_gates,
+        "checks": response.checks or [],
+        "metric_points": metric,
+        "cell": cell if cell and cell.get("k", 1) > 1 else None,
+    }
+
+
+def run_verdict_rows(run: Run) -> list[dict]:
+    """One row per prompt with a cell per variant: its verdict and, with trials, pass@k and agreement."""
+    details = (run.aggregates or {}).get("cellDetails") or {}
+    variants = sorted({v for cells in details.values() for v in cells})
+    rows = []
+    for prompt_id, cells in details.items():
+        rows.append({"prompt_id": prompt_id, "cells": [cells.get(v) for v in variants]})
+    return [{"variants": variants, "rows": rows}] if rows else []
