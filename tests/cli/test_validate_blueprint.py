@@ -109,3 +109,19 @@ def test_the_whole_corpus_reports_its_one_invalid_file():
     assert code == 1
     assert "eu-ai-act-202401689.yml:3:52: error: Failed to parse YAML blueprint" in out
     assert out.splitlines()[-1].startswith("173 files: 172 OK, 1 with errors")
+
+
+SEEDS = Path(__file__).resolve().parents[1] / "fixtures" / "seeds"
+
+
+def test_other_dialects_say_how_they_were_read():
+    code, out, _ = run(str(SEEDS / "001" / "input-string.yaml"), "--json")
+    (report,) = json.loads(out)
+    assert report["dialect"] == "agentv" and report["ok"] is True
+    code, out, _ = run(str(SEEDS / "001" / "input-string.yaml"))
+    assert "read as AgentV suite" in out.splitlines()[0]
+
+
+def test_a_weval_file_says_weval_in_json(files):
+    _, out, _ = run(str(files / "good.yml"), "--json")
+    assert json.loads(out)[0]["dialect"] == "weval"

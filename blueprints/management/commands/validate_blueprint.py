@@ -5,6 +5,7 @@ import json
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from blueprints.spec.dialects import LABELS, WEVAL
 from blueprints.spec.files import iter_blueprint_files, validate_file
 
 
@@ -32,8 +33,9 @@ class Command(BaseCommand):
         result = report.result
         if result.ok:
             bp = result.blueprint
+            dialect = "" if result.dialect == WEVAL else f"; read as {LABELS.get(result.dialect, result.dialect)}"
             self.stdout.write(f"{report.path}: OK ({_plural(len(bp.prompts), 'prompt')}, "
-                              f"{_plural(bp.point_count, 'point')}, {_plural(report.model_count, 'model')})")
+                              f"{_plural(bp.point_count, 'point')}, {_plural(report.model_count, 'model')}{dialect})")
         for diag in result.diagnostics:
             self.stdout.write(diag.format(report.path))
 
@@ -58,6 +60,7 @@ def _as_json(report):
     return {
         "path": report.path,
         "ok": result.ok,
+        "dialect": result.dialect,
         "errors": [d.as_dict() for d in result.errors],
         "warnings": [d.as_dict() for d in result.warnings],
         "blueprint": result.blueprint.to_upstream() if result.ok else None,
