@@ -70,7 +70,10 @@ def test_a_store_gives_back_what_was_set_and_none_otherwise(make, tmp_path):
 
 def test_the_sqlite_store_persists_and_uses_wal(tmp_path):
     path = tmp_path / "deep" / "cache.sqlite3"
-    SqliteCache(path).set("k", {"text": "kept"})
+    writer = SqliteCache(path)
+    writer.set("k", {"text": "kept"})
+    assert writer.get("k") == {"text": "kept"}  # seen at once by its own process, before it is stored
+    writer.close()  # stores what it kept (the router does this when a run's work ends)
     assert SqliteCache(path).get("k") == {"text": "kept"}
     assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
@@ -83,6 +86,9 @@ cache = SqliteCache(path)
 for i in range(40):
     cache.set(f"{worker}-{i}", {"text": f"answer {worker}-{i}"})
     cache.get(f"{(worker + 1) % 3}-{i}")
+    if i % 10 == 9:
+        cache.flush()  # concurrent transactions from several processes
+cache.close()
 """
 
 
@@ -192,3 +198,14 @@ def test_an_async_store_works_and_a_broken_store_costs_a_call_not_an_item():
     assert [r.cached for r in results] == [False, True]
     broken = run_calls([ask(), ask()], BrokenStore(), handler)
     assert all(r.ok and not r.cached for r in broken)
+
+
+def test_writes_are_stored_together_once_enough_are_kept(tmp_path):
+    path = tmp_path / "batched.sqlite3"
+    cache = SqliteCache(path)
+    for i in range(SqliteCache.WRITE_BATCH - 1):
+        cache.set(f"k{i}", {"text": str(i)})
+    stored = lambda: sqlite3.connect(path).execute("SELECT COUNT(*) FROM responses").fetchone()[0]  # noqa: E731
+    assert stored() == 0
+    cache.set("last", {"text": "x"})
+    assert stored() == SqliteCache.WRITE_BATCH

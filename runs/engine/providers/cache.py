@@ -82,11 +82,18 @@ class SqliteCache:
     is the right trade for a cache. One connection per thread.
     """
 
+    # Writes are kept and stored together, in one transaction per this many answers (or on
+    # flush/close): one commit per answer was the biggest single cost of a run. An answer
+    # not yet stored when a process dies only costs asking the model again.
+    WRITE_BATCH = 64
+
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = 10_000) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
+        self._pending: dict[str, tuple[str, float]] = {}
+        self._pending_lock = threading.Lock()
         with self._connection() as conn:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS responses ("
@@ -104,19 +111,41 @@ class SqliteCache:
         return conn
 
     def get(self, key: str) -> dict | None:
+        pending = self._pending.get(key)
+        if pending is not None:
+            return json.loads(pending[0])
         row = self._connection().execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
         return None if row is None else json.loads(row[0])
 
     def set(self, key: str, value: dict) -> None:
-        self._connection().execute(
-            "INSERT OR REPLACE INTO responses (key, value, stored_at) VALUES (?, ?, ?)",
-            (key, json.dumps(value, ensure_ascii=False), time.time()),
-        )
+        with self._pending_lock:
+            self._pending[key] = (json.dumps(value, ensure_ascii=False), time.time())
+            full = len(self._pending) >= self.WRITE_BATCH
+        if full:
+            self.flush()
+
+    def flush(self) -> None:
+        """Store every answer kept so far, in one transaction."""
+        with self._pending_lock:
+            batch, self._pending = self._pending, {}
+        if not batch:
+            return
+        conn = self._connection()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.executemany("INSERT OR REPLACE INTO responses (key, value, stored_at) VALUES (?, ?, ?)",
+                             [(key, value, stored) for key, (value, stored) in batch.items()])
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
 
     def __len__(self) -> int:
+        self.flush()
         return self._connection().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
     def close(self) -> None:
+        self.flush()
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()

@@ -174,6 +174,12 @@ class Router:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+        flush = getattr(self.cache, "flush", None)
+        if flush is not None:  # a cache that keeps writes together stores the last of them now
+            try:
+                flush()
+            except Exception:
+                logger.warning("response cache flush failed; those answers will be asked for again", exc_info=True)
 
     # ----------------------------------------------------------------------
 
