@@ -39,6 +39,7 @@ from .common import (
     _External,
     csv_rows,
     function_point,
+    is_number,
     judged_point,
     new_check,
     normalize_relative,
@@ -79,10 +80,6 @@ def import_agentv(loaded: Loaded, *, files: Mapping[str, str] | None, blueprint_
     reader = _AgentV(loaded, derived_id=blueprint_id, collections=collections, call_hosts=call_hosts, files=files)
     blueprint, report = reader.read_suite()
     return reader.result(blueprint, report, loaded.fmt)
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _kind(value: Any) -> str | None:
@@ -202,7 +199,7 @@ class _AgentV(ImportReader):
 
     def read_threshold(self, holder, path) -> Verdicts | None:
         value = holder["threshold"]
-        if _number(value) and 0 <= value <= 1:
+        if is_number(value) and 0 <= value <= 1:
             return Verdicts(pass_at=float(value), borderline_at=None)
         self.error(f"`threshold` must be a number from 0 to 1, not {value!r}", holder, "threshold",
                    (*path, "threshold"), code="threshold")
@@ -412,7 +409,7 @@ class _AgentV(ImportReader):
                           self._hint(k, TEST_KEYS), "unknown-key", at_key=True)
                 self.extras.setdefault("tests", {}).setdefault(str(row.get("id")), {})[k] = row[k]
         test_id = row.get("id")
-        if not (isinstance(test_id, str) and test_id.strip()) and not _number(test_id):
+        if not (isinstance(test_id, str) and test_id.strip()) and not is_number(test_id):
             self.error("each test needs an `id` (unique text)", row, "id" if "id" in row else None, (*path, "id"),
                        "add `id: my-test`", "test-id")
             test_id = None
@@ -573,7 +570,7 @@ class _AgentV(ImportReader):
 
     def read_input(self, holder, key, path, rep: TestReport) -> list[Message] | None:
         value = holder[key]
-        if isinstance(value, str) or _number(value):
+        if isinstance(value, str) or is_number(value):
             text = str(value)
             if not text.strip():
                 self.error(f"`{key}` cannot be empty", holder, key, path, code="empty")
@@ -622,7 +619,7 @@ class _AgentV(ImportReader):
     def read_content(self, item, path, rep: TestReport) -> str | None:
         value = item.get("content")
         cpath = (*path, "content")
-        if isinstance(value, str) or _number(value):
+        if isinstance(value, str) or is_number(value):
             text = str(value)
         elif isinstance(value, dict) and "type" not in value:
             text = json.dumps(value, ensure_ascii=False)
@@ -694,7 +691,7 @@ class _AgentV(ImportReader):
                       (*path, "expected_output"), code="alias-conflict", at_key=True)
         value = row[key]
         epath = (*path, key)
-        if isinstance(value, str) or _number(value):
+        if isinstance(value, str) or is_number(value):
             rep.map(f"{key} -> ideal")
             return {"reference": str(value), "structured": None, "messages": [{"role": "assistant",
                                                                                 "content": str(value)}]}
@@ -748,7 +745,7 @@ class _AgentV(ImportReader):
         weight = 1.0
         if "weight" in item:
             value = item["weight"]
-            if not _number(value) or not math.isfinite(value) or value < 0:
+            if not is_number(value) or not math.isfinite(value) or value < 0:
                 self.error(f"`weight` must be a finite number >= 0, not {short(value)}", item, "weight",
                            (*path, "weight"), "weights are relative: 1 is the default, 0 leaves the assertion out of "
                                               "the score", "weight")
@@ -760,7 +757,7 @@ class _AgentV(ImportReader):
             value = item["required"]
             if value is True:
                 gate = PASS_MARK
-            elif _number(value) and 0 < value <= 1:
+            elif is_number(value) and 0 < value <= 1:
                 gate = float(value)
             else:
                 self.error(f"`required` must be true or a minimum score above 0 and at most 1, not {short(value)}",
@@ -810,7 +807,7 @@ class _AgentV(ImportReader):
             self.drop_check(prompt, check_id, parent_check)
         if points and "min_score" in item:
             value = item["min_score"]
-            if _number(value) and 0 <= value <= 1:
+            if is_number(value) and 0 <= value <= 1:
                 check = prompt.check(check_id)
                 if check is not None and check.gate is None:
                     check.min_score = float(value)
@@ -845,7 +842,7 @@ class _AgentV(ImportReader):
             self.error(f"`{item.get('type')}` needs `value:` as a list of text", item, "value" if "value" in item
                        else None, (*path, "value"), code="value")
             return None
-        if isinstance(value, str) or _number(value):
+        if isinstance(value, str) or is_number(value):
             return str(value)
         self.error(f"`{item.get('type')}` needs `value:` (text)", item, "value" if "value" in item else None,
                    (*path, "value"), f"e.g. `value: \"DENIED\"`", "value")
@@ -994,7 +991,7 @@ class _AgentV(ImportReader):
                            "add `outcome: ...`", "rubrics")
                 continue
             inner = rubric.get("weight", 1.0)
-            if not _number(inner) or not math.isfinite(inner) or inner < 0:
+            if not is_number(inner) or not math.isfinite(inner) or inner < 0:
                 self.error(f"`weight` must be a finite number >= 0, not {short(inner)}", rubric, "weight",
                            (*ipath, "weight"), code="weight")
                 continue
@@ -1154,7 +1151,7 @@ class _AgentV(ImportReader):
                            code="code-judge")
                 return []
             args["cwd"] = relative
-        if _number(item.get("timeout_s")) and 0 < item["timeout_s"] <= 600:
+        if is_number(item.get("timeout_s")) and 0 < item["timeout_s"] <= 600:
             args["timeout_s"] = item["timeout_s"]
         if "config" in item:
             args["config"] = item["config"]
@@ -1193,7 +1190,7 @@ class _AgentV(ImportReader):
             return []
         named = [(c, cont, i, p, c.get("name") if isinstance(c, dict) else None) for c, cont, i, p in children]
         for wname, wvalue in weights.items():
-            if not _number(wvalue) or wvalue < 0:
+            if not is_number(wvalue) or wvalue < 0:
                 self.error(f"the weight of '{wname}' must be a number >= 0", weights, wname,
                            (*path, "aggregator", "weights", wname), code="weight")
                 return []
@@ -1318,7 +1315,7 @@ class _AgentV(ImportReader):
         for key in keys:
             if key in item:
                 value = item[key]
-                if _number(value) and (value > 0 if positive else value >= 0):
+                if is_number(value) and (value > 0 if positive else value >= 0):
                     return value
                 self.error(f"`{key}` must be {what}", item, key, (*path, key), code="metric")
                 return None
@@ -1346,7 +1343,7 @@ class _AgentV(ImportReader):
         caps = {}
         for key, name in (("max_total", "total"), ("max_input", "input"), ("max_output", "output")):
             if key in item:
-                if not _number(item[key]) or item[key] <= 0:
+                if not is_number(item[key]) or item[key] <= 0:
                     self.error(f"`{key}` must be a number of tokens above 0", item, key, (*path, key), code="metric")
                     return []
                 caps[name] = item[key]

@@ -18,7 +18,7 @@ from ..jsregex import RegexError, compile_js
 from ..parse import ParseResult
 from ..schema import Blueprint, Message, Point, Prompt, Verdicts
 from ..source import Loaded
-from .common import ImportReader, ImportReport, TestReport, function_point, judged_point, new_check, short
+from .common import ImportReader, ImportReport, TestReport, function_point, is_number, judged_point, new_check, short
 
 SUITE_KEYS = frozenset({"suite", "prompt", "description", "is_system_prompt", "cases"})
 CASE_KEYS = frozenset({"id", "description", "input", "expected", "evaluators", "trials", "tool_mocks", "max_steps"})
@@ -41,10 +41,6 @@ def import_aieval(loaded: Loaded, *, files: Mapping[str, str] | None, blueprint_
     reader = _AiEval(loaded, derived_id=blueprint_id, collections=collections, call_hosts=call_hosts, files=files)
     blueprint, report = reader.read_suite()
     return reader.result(blueprint, report, loaded.fmt)
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def go_value(value: Any) -> str:
@@ -219,7 +215,7 @@ class _AiEval(ImportReader):
                 self.warn(f"unknown key `{key}` in a case; AI Eval ignores it, and so does evalsite", case, key,
                           (*path, key), code="unknown-key", at_key=True)
         case_id = case.get("id")
-        if not (isinstance(case_id, str) and case_id.strip()) and not _number(case_id):
+        if not (isinstance(case_id, str) and case_id.strip()) and not is_number(case_id):
             self.error("each case needs an `id`", case, "id" if "id" in case else None, (*path, "id"), code="case")
             case_id = f"case-{index}"
         case_id = str(case_id)
@@ -308,7 +304,7 @@ class _AiEval(ImportReader):
             if isinstance(evaluator, dict) and evaluator.get("type") in ("exact", "contains", "regex", "json_schema",
                                                                          "tool_call"):
                 value = evaluator.get("score_threshold")
-                if _number(value) and value > 0:
+                if is_number(value) and value > 0:
                     out[evaluator["type"]] = float(value)
         return out
 
@@ -442,7 +438,7 @@ class _AiEval(ImportReader):
             rep.map(f"evaluator {kind} (sets the pass rule of expected)")
             return []
         threshold = item.get("score_threshold")
-        if threshold is not None and not (_number(threshold) and 0 <= threshold <= 1):
+        if threshold is not None and not (is_number(threshold) and 0 <= threshold <= 1):
             self.error("`score_threshold` must be a number from 0 to 1", item, "score_threshold",
                        (*path, "score_threshold"), code="threshold")
             return []
@@ -545,7 +541,7 @@ class _AiEval(ImportReader):
         if kind == "efficiency":
             steps = item.get("max_steps") or 5
             tokens = item.get("max_tokens") or 1000
-            if not (_number(steps) and steps >= 0 and _number(tokens) and tokens > 0):
+            if not (is_number(steps) and steps >= 0 and is_number(tokens) and tokens > 0):
                 self.error("`max_steps` and `max_tokens` must be numbers above 0", item, None, path,
                            code="evaluator")
                 return []

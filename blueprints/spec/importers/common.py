@@ -68,6 +68,11 @@ class ImportReport:
                 "tests": [t.to_dict() for t in self.tests], "filesUsed": self.files_used, "counts": counts}
 
 
+def is_number(value: Any) -> bool:
+    """A JSON/YAML number: int or float, not a boolean."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def normalize_relative(name: str) -> str | None:
     """A companion file's key as the suite writes it: ``./judges/x.md`` -> ``judges/x.md``; None when absolute."""
     if not isinstance(name, str) or not name.strip():
