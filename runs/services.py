@@ -326,11 +326,12 @@ def _stored_generation(row: Response) -> GeneratedResponse:
     )
 
 
-def build_router(run: Run, bp: SpecBlueprint, *, on_wait=None) -> Router:
+def build_router(run: Run, bp: SpecBlueprint, *, on_wait=None, should_stop=None) -> Router:
     fixtures, _ = fixtures_from_blueprint(bp.fixtures, run.revision.files)
     provider_settings = settings_from_env(os.environ)
     return Router(provider_settings, custom_models=_custom_models(bp), fixtures=fixtures, cache=response_cache(),
-                  blueprint_concurrency=bp.concurrency, on_wait=on_wait, fresh=bool(run.options.get("fresh")))
+                  blueprint_concurrency=bp.concurrency, on_wait=on_wait, should_stop=should_stop,
+                  fresh=bool(run.options.get("fresh")))
 
 
 async def _execute(run: Run, claimed: list[int], token: str, progress: Progress) -> None:
@@ -346,7 +347,7 @@ async def _execute(run: Run, claimed: list[int], token: str, progress: Progress)
     saver = _Saver(run.pk, token, progress.on_item)
     flusher = asyncio.create_task(saver.every(0.5))
     try:
-        async with build_router(run, bp, on_wait=waits.on_wait) as router:
+        async with build_router(run, bp, on_wait=waits.on_wait, should_stop=stop.should_stop) as router:
             embedding_model = run.options.get("embeddingModel")
             if embedding_model:
                 options.embed = lambda texts: router.embed(embedding_model, list(texts))

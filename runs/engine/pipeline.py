@@ -23,7 +23,7 @@ from .assess import ResponseAssessment, assess_response
 from .generate import ModelVariant, generate
 from .judge import JudgePlan
 from .points import evaluate_point as real_evaluate_point
-from .types import CompleteFn, GeneratedResponse
+from .types import NOT_STARTED_CANCELLED, CompleteFn, GeneratedResponse
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +89,9 @@ async def run_items(
                 return
             try:
                 result = await process_item(item, complete=complete, judges=judges, options=options)
+                if NOT_STARTED_CANCELLED in (result.response.error or ""):
+                    skipped += 1  # cancelled while it waited for its first call: it never started
+                    return
             except Exception as exc:  # a bug: keep it visible on the item, keep the run going
                 log.exception("internal error on %s x %s", item.prompt.id, item.variant.variant_id)
                 response = GeneratedResponse(prompt_id=item.prompt.id, model_variant_id=item.variant.id_for(item.prompt),

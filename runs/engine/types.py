@@ -16,6 +16,10 @@ from typing import Awaitable, Callable, Literal
 
 Purpose = Literal["candidate", "judge"]
 
+# The error of a first candidate call refused because the run was cancelled while the
+# call waited for a free slot: the item never started, and goes back to pending.
+NOT_STARTED_CANCELLED = "not started: the run was cancelled"
+
 
 @dataclass(frozen=True, slots=True)
 class Usage:

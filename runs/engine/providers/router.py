@@ -37,13 +37,13 @@ import re
 import time
 from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Awaitable, Callable, Iterable, Mapping
 
 import httpx
 
 from blueprints.spec.model_ids import parse_for_api_call, provider_of
 from blueprints.spec.schema import CustomModel
-from runs.engine.types import ChatRequest, ChatResult, Usage
+from runs.engine.types import NOT_STARTED_CANCELLED, ChatRequest, ChatResult, Usage
 
 from .cache import ResponseCache, cache_key
 from .endpoints import FIXTURES_PREFIX, Endpoint, Problem, Quirks, build_request, resolve_endpoint
@@ -135,6 +135,7 @@ class Router:
         cache: ResponseCache | None = None,
         blueprint_concurrency: int | None = None,
         on_wait: OnWait | None = None,
+        should_stop: Callable[[], Awaitable[bool]] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         fresh: bool = False,
     ) -> None:
@@ -149,6 +150,9 @@ class Router:
         self.fresh = fresh
         self.blueprint_concurrency = blueprint_concurrency
         self.on_wait = on_wait
+        # Asked when an item's first call gets a slot: after a cancel, items queued behind
+        # the provider's limit do not start (their first call is refused, never sent).
+        self.should_stop = should_stop
         self.calls_sent = 0  # HTTP requests made, retries included (benchmarks, tests)
         self._secrets = settings.secrets()
         self._endpoints: dict[str, Endpoint | Problem] = {}
@@ -324,6 +328,9 @@ class Router:
                 # The breaker may have opened while this call waited for a slot.
                 if breaker.open_reason:
                     return _Outcome(reason=breaker.open_reason, retryable=breaker.open_retryable), attempts
+                if (attempts == 0 and request.purpose == "candidate" and request.turn == 0
+                        and self.should_stop is not None and await self.should_stop()):
+                    return _Outcome(reason=NOT_STARTED_CANCELLED, retryable=False), attempts
                 attempts += 1
                 outcome = await self._send_once(endpoint, request)
             if outcome.ok:
