@@ -122,6 +122,9 @@ def test_a_finished_run_shows_scores_costs_latency_chart_and_agreement(fake_prov
     assert "≠ 1" in cells["openai:cand-good[temp:0]"] and "✗ 2" in cells["openai:cand-bad[temp:0]"]
     assert "ms</td>" in cells["openai:cand-good[temp:0]"]  # latency
     assert re.search(r"6,\d{3} / \d+", cells["openai:cand-good[temp:0]"])  # judge tokens apart from candidates
+    # The fake judges have no price: their cost is unknown, never "$0".
+    assert run.aggregates["variants"]["openai:cand-good[temp:0]"]["judgeCostUnknown"] > 0
+    assert "$0" not in cells["openai:cand-good[temp:0]"] and "unknown" in cells["openai:cand-good[temp:0]"]
     # The chart is inline SVG with a bar per variant, drawn by the server.
     svg = re.search(r'<svg class="score-chart".*?</svg>', html, re.S).group(0)
     assert svg.count('<rect class="bar') == 2 and "0.95 ± " in svg
