@@ -29,3 +29,21 @@ def fake_llm(fake_llm_server):
     fake_llm_server.set_latency(0)
     yield fake_llm_server
     fake_llm_server.reset()
+
+
+FAKE_KEY = "sk-test-not-a-real-key-123456"
+
+
+@pytest.fixture
+def fake_provider(fake_llm, monkeypatch, settings, tmp_path):
+    """The fake LLM server as the `openai` provider, with a fake key.
+
+    Each test also gets its own data directory, so answers cached by one test's run
+    (the response cache outlives a run) never serve another's.
+    """
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.base_url + "/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    for name in ("OPENROUTER_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    settings.EVALSITE_DATA_DIR = tmp_path
+    return fake_llm

@@ -9,9 +9,8 @@ import pytest
 from blueprints.models import Blueprint
 from runs import services
 from runs.models import Run
-from tests.fakes.pytest_fixtures import fake_llm, fake_llm_server  # noqa: F401
+from tests.fakes.pytest_fixtures import FAKE_KEY, fake_llm, fake_llm_server, fake_provider  # noqa: F401
 
-FAKE_KEY = "sk-test-not-a-real-key-123456"
 
 BLUEPRINT = """\
 title: Results fixture
@@ -102,16 +101,6 @@ def script(fake, extra: list[dict] | None = None) -> None:
                  *judge_rules()])
 
 
-@pytest.fixture
-def fake_provider(fake_llm, monkeypatch):  # noqa: F811
-    """The fake LLM server as the `openai` provider, with a fake key."""
-    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.base_url + "/v1")
-    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-    for name in ("OPENROUTER_API_KEY", "ANTHROPIC_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    return fake_llm
-
-
 def make_blueprint(text: str = BLUEPRINT, slug: str = "results-fixture") -> Blueprint:
     blueprint = Blueprint.objects.create(slug=slug, title="")
     blueprint.save_revision(text)
@@ -123,7 +112,7 @@ def make_run(fake, *, blueprint: Blueprint | None = None, models=("openai:cand-g
              fresh: bool = True) -> Run:
     """A run made by the runs code against the fake server; finished when this returns (tasks run inline).
 
-    ``fresh`` (the default) bypasses the response cache, which outlives a test: the answers are the script's.
+    ``fresh`` (the default) bypasses the response cache, so two runs in one test each get their script's answers.
     """
     script(fake, extra_rules)
     blueprint = blueprint or make_blueprint()
@@ -208,7 +197,7 @@ def hostile_rules() -> list[dict]:
 
 def make_hostile_run(fake) -> Run:
     fake.script(hostile_rules())
-    run = services.start_run(make_blueprint(HOSTILE_BLUEPRINT, slug="hostile"), fresh=True)
+    run = services.start_run(make_blueprint(HOSTILE_BLUEPRINT, slug="hostile"))
     run.refresh_from_db()
     assert run.status == "done" and run.items_failed == 0, run.status
     return run
