@@ -71,13 +71,19 @@ def response_score(response: Response, assessments: list[PointAssessment], *, re
     return round2(score) if score is not None else None
 
 
+def assessments_by_response(run: Run) -> dict[int, list[PointAssessment]]:
+    """Every assessment of a run (with its override), grouped by response, in rubric order."""
+    out: dict[int, list[PointAssessment]] = {}
+    for pa in PointAssessment.objects.filter(response__run=run).select_related("override").order_by(
+            "response_id", "position"):
+        out.setdefault(pa.response_id, []).append(pa)
+    return out
+
+
 def run_to_json(run: Run) -> dict:
     bp = parsed_blueprint(run.revision)
     responses = list(Response.objects.filter(run=run).order_by("prompt_index", "variant_id", "trial"))
-    assessments: dict[int, list[PointAssessment]] = {}
-    for pa in PointAssessment.objects.filter(response__run=run).select_related("override").order_by(
-            "response_id", "position"):
-        assessments.setdefault(pa.response_id, []).append(pa)
+    assessments = assessments_by_response(run)
 
     coverage: dict[str, dict[str, dict]] = {}
     finals: dict[str, dict[str, str | None]] = {}
@@ -190,10 +196,7 @@ def run_to_csv(run: Run) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     responses = Response.objects.filter(run=run).order_by("prompt_index", "variant_id", "trial")
-    assessments: dict[int, list[PointAssessment]] = {}
-    for pa in PointAssessment.objects.filter(response__run=run).select_related("override").order_by(
-            "response_id", "position"):
-        assessments.setdefault(pa.response_id, []).append(pa)
+    assessments = assessments_by_response(run)
     for r in responses:
         points = assessments.get(r.pk, [])
         score = response_score(r, points)
