@@ -20,6 +20,7 @@ import json
 from typing import Any
 
 from .bands import read_score_ranges, uncovered
+from .functions import is_finite_number
 from .schema import TRIAL_AGGREGATIONS, Check, Point, Verdicts
 
 PASS_FAIL_KEYS = ("threshold", "verdicts", "trials", "trial_aggregation", "trial_threshold")
@@ -28,12 +29,8 @@ MAX_TRIALS = 100
 DEFAULT_PASS = 0.8
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
-
-
 def _fraction(value: Any) -> bool:
-    return _number(value) and 0 <= value <= 1
+    return is_finite_number(value) and 0 <= value <= 1
 
 
 class ExtensionReader:
@@ -118,7 +115,7 @@ class ExtensionReader:
             if value is True:
                 verdicts = getattr(self, "current_verdicts", None)
                 gate = verdicts.pass_at if verdicts is not None else DEFAULT_PASS
-            elif _number(value) and 0 < value <= 1:
+            elif is_finite_number(value) and 0 < value <= 1:
                 gate = float(value)
             else:
                 self.error(f"`required` must be true or a minimum score above 0 and at most 1, not {value!r}", item,

@@ -44,10 +44,18 @@ class _Spec:
 # Argument shapes. Each check returns True when the argument is acceptable.
 
 
-def _is_number(value: object) -> bool:
-    # YAML and JSON booleans arrive as bool, a subclass of int; JavaScript's
-    # `typeof` would call them booleans, not numbers.
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
+def is_number(value: object) -> bool:
+    """An int or float from YAML or JSON. Booleans arrive as bool, a subclass of int; JavaScript's
+    `typeof` would call them booleans, not numbers."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_finite_number(value: object) -> bool:
+    """A number that is not NaN (`.nan` in YAML): no argument shape accepts NaN."""
+    return is_number(value) and not math.isnan(value)
+
+
+_is_number = is_finite_number  # the argument shapes below read it
 
 
 def _is_string_list(value: object) -> bool:

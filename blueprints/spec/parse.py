@@ -21,6 +21,7 @@ import yaml
 
 from . import functions
 from .diagnostics import Diagnostic, format_path
+from .functions import is_number
 from .extensions import PASS_FAIL_KEYS, POINT_EXTENSION_KEYS, ExtensionReader
 from .ids import blueprint_id_for_file, normalize_tags, prompt_hash_id
 from .jsregex import RegexError, compile_js
@@ -162,10 +163,6 @@ def _type_name(value: Any) -> str:
     if isinstance(value, dict):
         return "a mapping"
     return type(value).__name__
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _short(value: Any, limit: int = 80) -> str:
@@ -386,7 +383,7 @@ class _Reader(ExtensionReader):
             return value
         if value is None:
             return None
-        if _is_number(value):
+        if is_number(value):
             return str(value)
         self.error(f"`{path[-1]}` must be text, not {_type_name(value)}", container, key, path,
                    "quote the value", "type")
@@ -482,14 +479,14 @@ class _Reader(ExtensionReader):
 
     def read_temperatures(self, h, bp):
         if "temperature" in h and h["temperature"] is not None:
-            if _is_number(h["temperature"]):
+            if is_number(h["temperature"]):
                 bp.temperature = float(h["temperature"])
             else:
                 self.error("Config file has invalid 'temperature' (must be a number).", h, "temperature",
                            ("temperature",), code="type")
         if "temperatures" in h and h["temperatures"] is not None:
             temps = h["temperatures"]
-            if isinstance(temps, list) and all(_is_number(t) for t in temps):
+            if isinstance(temps, list) and all(is_number(t) for t in temps):
                 bp.temperatures = [float(t) for t in temps]
                 if bp.temperature is not None and temps:
                     self.warn("`temperature` is ignored because `temperatures` is set", h, "temperature",
@@ -663,7 +660,7 @@ class _Reader(ExtensionReader):
                 self.error("`toolUse.outputFormat` must be 'json-line'", use, "outputFormat",
                            ("toolUse", "outputFormat"), code="tools")
             steps = use.get("maxSteps")
-            if steps is not None and not (_is_number(steps) and steps >= 1):
+            if steps is not None and not (is_number(steps) and steps >= 1):
                 self.error("`toolUse.maxSteps` must be a number of at least 1", use, "maxSteps",
                            ("toolUse", "maxSteps"), code="tools")
             bp.tool_use = use
@@ -688,7 +685,7 @@ class _Reader(ExtensionReader):
             if "method" in svc and svc["method"] not in HTTP_METHODS:
                 self.error(f"External service '{name}' has invalid method (use GET, POST or PUT)", svc, "method",
                            (*path, "method"), code="external-service")
-            if "timeout_ms" in svc and not (_is_number(svc["timeout_ms"]) and svc["timeout_ms"] > 0):
+            if "timeout_ms" in svc and not (is_number(svc["timeout_ms"]) and svc["timeout_ms"] > 0):
                 self.error(f"External service '{name}' has invalid timeout_ms (must be a positive number)", svc,
                            "timeout_ms", (*path, "timeout_ms"), code="external-service")
         bp.external_services = services
@@ -746,7 +743,7 @@ class _Reader(ExtensionReader):
         if "id" in raw and raw["id"] is not None:
             if isinstance(raw["id"], str) and raw["id"].strip():
                 authored_id = raw["id"]
-            elif _is_number(raw["id"]):
+            elif is_number(raw["id"]):
                 authored_id = str(raw["id"])
             else:
                 self.error("a prompt `id` must be non-empty text", raw, "id", (*path, "id"), code="prompt-id")
@@ -785,7 +782,7 @@ class _Reader(ExtensionReader):
         for weight_key in ("weight", "importance", "multiplier"):
             if weight_key in raw and raw[weight_key] is not None:
                 weight = raw[weight_key]
-                if _is_number(weight) and 0.1 <= weight <= 10:
+                if is_number(weight) and 0.1 <= weight <= 10:
                     prompt.weight = float(weight)
                 else:
                     self.error(f"Prompt weight must be a number between 0.1 and 10. Found {_short(weight)}. "
@@ -800,7 +797,7 @@ class _Reader(ExtensionReader):
                            "plaintext.", raw, "render_as", (*path, "render_as"),
                            self._choice_hint(raw["render_as"], RENDER_AS_VALUES), "enum")
         if "temperature" in raw and raw["temperature"] is not None:
-            if _is_number(raw["temperature"]):
+            if is_number(raw["temperature"]):
                 prompt.temperature = float(raw["temperature"])
             else:
                 self.error(f"`temperature` must be a number, not {_type_name(raw['temperature'])}", raw,
@@ -886,7 +883,7 @@ class _Reader(ExtensionReader):
                 self.warn("`prompt` and `promptText` both given; only `prompt` is used", raw, "promptText",
                           (*path, "promptText"), code="alias-conflict", at_key=True)
             value = raw[text_key]
-            if _is_number(value):
+            if is_number(value):
                 value = str(value)
             if not isinstance(value, str):
                 self.error(f"`{text_key}` must be text, not {_type_name(value)}", raw, text_key, (*path, text_key),
@@ -957,7 +954,7 @@ class _Reader(ExtensionReader):
                            key, (*path, key), "only an assistant turn may be null (to be generated)", "empty")
                 return None
             return Message(role=role, content=None)
-        if _is_number(content) or isinstance(content, bool):
+        if is_number(content) or isinstance(content, bool):
             content = json.dumps(content)
         if not isinstance(content, str):
             self.error(f"message {index} in prompt '{label}': content must be text, not {_type_name(content)}",
@@ -1165,7 +1162,7 @@ class _Reader(ExtensionReader):
     def read_multiplier(self, weight, container, key, path, label) -> float | None:
         if weight is None:
             return 1.0
-        if _is_number(weight) and 0.1 <= weight <= 10:
+        if is_number(weight) and 0.1 <= weight <= 10:
             return float(weight)
         self.error(f"Point multiplier must be a number between 0.1 and 10. Found {_short(weight)}. Prompt ID: '{label}'",
                    container, key, (*path, key), "use 1 for a normal point, 2 for one that counts double", "weight")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..diagnostics import Diagnostic, format_path
+from ..functions import is_number  # noqa: F401  (the importers take it from here)
 from ..parse import ParseResult, _Reader
 from ..schema import Blueprint, Check, Origin, Point
 from ..source import Loaded, Locator, SourceError, load
@@ -66,11 +67,6 @@ class ImportReport:
             counts["unsupported"] += len(entry.unsupported)
         return {"dialect": self.dialect, "label": self.label, "suite": self.suite.to_dict(),
                 "tests": [t.to_dict() for t in self.tests], "filesUsed": self.files_used, "counts": counts}
-
-
-def is_number(value: Any) -> bool:
-    """A JSON/YAML number: int or float, not a boolean."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def normalize_relative(name: str) -> str | None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from blueprints.spec.functions import is_number
+
 from .result import PointResult, not_evaluated, scored
 
 
@@ -32,12 +34,8 @@ _NO_METRICS = "no run metrics were given (metric checks score what a run recorde
 _CACHED = "the response came from the response cache, so its {what} was not measured; run without the cache to measure it"
 
 
-def _number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def latency_under(metrics: ResponseMetrics | None, args: object) -> PointResult:
-    if not _number(args) or args <= 0:
+    if not is_number(args) or args <= 0:
         return not_evaluated("Invalid arguments for 'latency_under'. Expected milliseconds greater than 0.")
     if metrics is None:
         return not_evaluated(_NO_METRICS)
@@ -49,7 +47,7 @@ def latency_under(metrics: ResponseMetrics | None, args: object) -> PointResult:
 
 
 def cost_under(metrics: ResponseMetrics | None, args: object) -> PointResult:
-    if not _number(args) or args < 0:
+    if not is_number(args) or args < 0:
         return not_evaluated("Invalid arguments for 'cost_under'. Expected an amount in US dollars.")
     if metrics is None:
         return not_evaluated(_NO_METRICS)
@@ -61,7 +59,7 @@ def cost_under(metrics: ResponseMetrics | None, args: object) -> PointResult:
 
 
 def tokens_under(metrics: ResponseMetrics | None, args: object) -> PointResult:
-    caps = {"total": args} if _number(args) else args
+    caps = {"total": args} if is_number(args) else args
     if not isinstance(caps, dict) or not caps:
         return not_evaluated("Invalid arguments for 'tokens_under'. Expected a count or {total, input, output}.")
     if metrics is None:
@@ -69,7 +67,7 @@ def tokens_under(metrics: ResponseMetrics | None, args: object) -> PointResult:
     used = {"total": metrics.total_tokens, "input": metrics.input_tokens, "output": metrics.output_tokens}
     over, within = [], []
     for name, cap in caps.items():
-        if name not in used or not _number(cap):
+        if name not in used or not is_number(cap):
             return not_evaluated(f"Invalid cap '{name}' for 'tokens_under'.")
         if used[name] is None:
             return not_evaluated(f"the {name} token count of this response was not recorded")
@@ -79,7 +77,7 @@ def tokens_under(metrics: ResponseMetrics | None, args: object) -> PointResult:
 
 
 def llm_calls_under(metrics: ResponseMetrics | None, args: object) -> PointResult:
-    if not _number(args) or args < 0:
+    if not is_number(args) or args < 0:
         return not_evaluated("Invalid arguments for 'llm_calls_under'. Expected a whole number.")
     if metrics is None:
         return not_evaluated(_NO_METRICS)

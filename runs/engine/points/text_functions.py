@@ -12,6 +12,7 @@ import json
 import re
 from collections.abc import Callable
 
+from blueprints.spec.functions import is_number
 from blueprints.spec.jsregex import RegexError, compile_js
 
 from .result import PointResult, not_evaluated
@@ -19,10 +20,6 @@ from .result import PointResult, not_evaluated
 Outcome = bool | float | PointResult
 
 _JS_NON_SPACE_RUN = compile_js(r"\S+")
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _is_string_list(value: object) -> bool:
@@ -83,7 +80,7 @@ def _n_of_shape_error(name: str, noun: str) -> PointResult:
 
 
 def _n_of_args(args: object) -> tuple[float, list[str]] | None:
-    if isinstance(args, list) and len(args) == 2 and _is_number(args[0]) and _is_string_list(args[1]):
+    if isinstance(args, list) and len(args) == 2 and is_number(args[0]) and _is_string_list(args[1]):
         return args[0], args[1]
     return None
 
@@ -193,8 +190,8 @@ def word_count_between(response: str, args: object) -> Outcome:
     if not (
         isinstance(args, list)
         and len(args) == 2
-        and _is_number(args[0])
-        and _is_number(args[1])
+        and is_number(args[0])
+        and is_number(args[1])
         and 0 <= args[0] <= args[1]
     ):
         return not_evaluated(

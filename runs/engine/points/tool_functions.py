@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from blueprints.spec.functions import is_number
 from blueprints.spec.jsregex import compile_js
 
 from .result import PointResult, not_evaluated, scored
@@ -23,10 +24,6 @@ Outcome = bool | float | PointResult
 _JS_SPACE_RUN = compile_js(r"\s+")
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def tool_called(calls: list[dict], args: object) -> Outcome:
     if not isinstance(args, str) or not args:
         return not_evaluated("tool_called expects a string tool name")
@@ -36,8 +33,8 @@ def tool_called(calls: list[dict], args: object) -> Outcome:
 def tool_call_count_between(calls: list[dict], args: object) -> Outcome:
     # As upstream: missing or mistyped bounds fall back to 0 and infinity.
     bounds = args if isinstance(args, list) else []
-    low = bounds[0] if len(bounds) > 0 and _is_number(bounds[0]) else 0
-    high = bounds[1] if len(bounds) > 1 and _is_number(bounds[1]) else math.inf
+    low = bounds[0] if len(bounds) > 0 and is_number(bounds[0]) else 0
+    high = bounds[1] if len(bounds) > 1 and is_number(bounds[1]) else math.inf
     name = bounds[2] if len(bounds) > 2 and isinstance(bounds[2], str) else None
     count = sum(1 for call in calls if not name or call.get("name") == name)
     return low <= count <= high
@@ -174,7 +171,7 @@ def prohibited_tools(calls: list[dict], args: object) -> Outcome:
 
 
 def max_calls(calls: list[dict], args: object) -> Outcome:
-    if not (_is_number(args) and args >= 0 and float(args).is_integer()):
+    if not (is_number(args) and args >= 0 and float(args).is_integer()):
         return not_evaluated("`$max_calls` takes a whole number of calls, 0 or more")
     count = len(calls)
     limit = int(args)
