@@ -476,12 +476,6 @@ def _assessment_rows(row: Response, assessment: ResponseAssessment) -> list[Poin
     return out
 
 
-def save_result(run_id: int, token: str, result: ItemResult) -> Response | None:
-    """Store one finished item (see ``save_results``)."""
-    rows = save_results(run_id, token, [result])
-    return rows[0] if rows else None
-
-
 def _result_fields(result: ItemResult) -> tuple[dict, dict]:
     """The Response columns for a finished item, and what it adds to the run's counters."""
     response, assessment = result.response, result.assessment

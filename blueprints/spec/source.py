@@ -49,7 +49,6 @@ class DuplicateKey:
     line: int
     column: int
     first_line: int
-    container_path_hint: object = None  # the mapping that holds the key
 
 
 @dataclass
@@ -196,7 +195,7 @@ class _Builder:
             if key in out:
                 first = keys.get((cid, key), (0, 0))
                 self.locator.duplicates.append(
-                    DuplicateKey(str(key), kmark.line + 1, kmark.column + 1, first[0], out)
+                    DuplicateKey(str(key), kmark.line + 1, kmark.column + 1, first[0])
                 )
             out[key] = self.build(value_node)
             keys[(cid, key)] = (kmark.line + 1, kmark.column + 1)
@@ -304,7 +303,7 @@ class _JsonReader:
             value, i = self.value(i)
             if key in out:
                 first = self.locator.keys.get((id(out), key), (0, 0))
-                self.locator.duplicates.append(DuplicateKey(key, *key_pos, first[0], out))
+                self.locator.duplicates.append(DuplicateKey(key, *key_pos, first[0]))
             out[key] = value
             self.locator.keys[(id(out), key)] = key_pos
             self.locator.values[(id(out), key)] = value_pos
