@@ -53,6 +53,21 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     return number
 
 
+def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
+    value = _value(name)
+    if value is None:
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number; got {value!r}.") from None
+    if number != number or number in (float("inf"), float("-inf")):
+        raise ImproperlyConfigured(f"{name} must be a finite number; got {value!r}.")
+    if minimum is not None and number < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}; got {number}.")
+    return number
+
+
 def env_list(name: str, default: list[str] | tuple[str, ...] = ()) -> list[str]:
     """A comma-separated list; blanks around items and empty items are dropped."""
     value = _value(name)

@@ -13,6 +13,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from evalsite.env import (
     env_bool,
+    env_float,
     env_int,
     env_list,
     env_secret,
@@ -142,6 +143,20 @@ EVALSITE_BLUEPRINT_ENV = env_list("EVALSITE_BLUEPRINT_ENV")
 EVALSITE_CALL_HOSTS = env_list("EVALSITE_CALL_HOSTS")
 EVALSITE_ALLOW_CODE_JUDGES = env_bool("EVALSITE_ALLOW_CODE_JUDGES", False)
 EVALSITE_API_TOKEN = env_secret("EVALSITE_API_TOKEN")
+
+# Bounds on what a blueprint or a response can make us do (blueprints/spec/limits.py).
+from blueprints.spec.limits import DEFAULT_LIMITS as _L, Limits  # noqa: E402
+
+EVALSITE_LIMITS = Limits(
+    regex_timeout_s=env_float("EVALSITE_REGEX_TIMEOUT_S", _L.regex_timeout_s, minimum=0.001),
+    js_timeout_ms=env_int("EVALSITE_JS_TIMEOUT_MS", _L.js_timeout_ms, minimum=1),
+    js_memory_bytes=env_int("EVALSITE_JS_MEMORY_MB", _L.js_memory_bytes >> 20, minimum=8) << 20,
+    item_budget_s=env_float("EVALSITE_ITEM_BUDGET_S", _L.item_budget_s, minimum=1),
+    max_text_chars=env_int("EVALSITE_MAX_BLUEPRINT_CHARS", _L.max_text_chars, minimum=1000),
+    max_nodes=env_int("EVALSITE_MAX_NODES", _L.max_nodes, minimum=100),
+    max_depth=env_int("EVALSITE_MAX_DEPTH", _L.max_depth, minimum=10),
+    max_variants=env_int("EVALSITE_MAX_VARIANTS", _L.max_variants, minimum=1),
+)
 
 # Static files -----------------------------------------------------------------
 
