@@ -1,0 +1,106 @@
+"""Benchmark: `run_blueprint` as a whole process, against a fake provider with a fixed latency.
+
+    .venv/bin/python tests/bench/bench_cli_run.py [--prompts 2000] [--latency-ms 200]
+                                                  [--concurrency 50] [--profile]
+
+2,000 one-turn prompts with one `$contains` point each, one model, no judges:
+the run is all generation and persistence. The ideal is calls / concurrency x
+latency (8.0 s with the defaults). Printed: the whole command's wall time
+against the ideal (target: ideal / wall >= 0.90), its CPU time per call
+(user + system of the whole process, start-up and migrations of an empty
+database excluded; target <= 1.0 ms), and its peak memory. With --profile the
+command runs under cProfile and the top functions by cumulative and by own
+time are printed, so the figures say where the time goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+MANAGE = REPO / "manage.py"
+
+
+def blueprint(prompts: int) -> str:
+    lines = ["title: CLI bench\nmodels: [openai:cand]\n---"]
+    for p in range(prompts):
+        lines.append(f"- id: q{p}\n  prompt: Please explain topic {p} briefly.\n  should:\n    - $contains: topic")
+    return "\n".join(lines) + "\n"
+
+
+def child_usage() -> tuple[float, int]:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--prompts", type=int, default=2000)
+    parser.add_argument("--latency-ms", type=float, default=200)
+    parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="evalsite-cli-bench-"))
+    rules = tmp / "rules.json"
+    rules.write_text(json.dumps([{"model": "cand", "match": ".", "reply": "A brief explanation of the topic."}]))
+    server = subprocess.Popen([sys.executable, str(REPO / "tests/fakes/llm_server.py"), "--latency-ms",
+                               str(args.latency_ms), "--no-log", "--script", str(rules)],
+                              stdout=subprocess.PIPE, text=True)
+    base = server.stdout.readline().split()[-1]
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.pop("EVALSITE_TASKS_SYNC", None)
+    env.pop("DATABASE_URL", None)
+    env.update(EVALSITE_DATA_DIR=str(tmp / "data"), OPENAI_BASE_URL=base + "/v1", OPENAI_API_KEY="sk-bench",
+               EVALSITE_CONCURRENCY=str(args.concurrency), PYTHONUNBUFFERED="1")
+    try:
+        subprocess.run([sys.executable, str(MANAGE), "migrate", "--noinput", "-v0"], env=env, check=True)
+        # What an empty command costs (interpreter, Django, settings): taken off the CPU per call.
+        cpu0, _ = child_usage()
+        subprocess.run([sys.executable, str(MANAGE), "check", "-v0"], env=env, check=True, capture_output=True)
+        cpu1, _ = child_usage()
+        startup_cpu = cpu1 - cpu0
+        path = tmp / "bench.yml"
+        path.write_text(blueprint(args.prompts))
+        command = [sys.executable, str(MANAGE), "run_blueprint", str(path)]
+        profile = tmp / "profile.out"
+        if args.profile:
+            command = [sys.executable, "-m", "cProfile", "-o", str(profile), *command[1:]]
+        began = time.perf_counter()
+        out = subprocess.run(command, env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - began
+        cpu2, peak = child_usage()
+        if out.returncode != 0:
+            raise SystemExit(f"run_blueprint exited {out.returncode}:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+        calls = args.prompts
+        ideal = calls / args.concurrency * args.latency_ms / 1000
+        cpu = cpu2 - cpu1
+        print(f"run_blueprint: {args.prompts} prompts x 1 model, one $contains point each, "
+              f"{args.latency_ms:g} ms latency, concurrency {args.concurrency}"
+              f"{' (under cProfile: slower)' if args.profile else ''}")
+        print(f"  wall {wall:.2f} s against an ideal of {ideal:.2f} s: ideal/wall {ideal / wall:.2f} (target >= 0.90)")
+        print(f"  CPU {cpu:.2f} s in all, {(cpu - startup_cpu) * 1000 / calls:.2f} ms per call after start-up "
+              f"({startup_cpu:.2f} s; target <= 1.0 ms)")
+        print(f"  peak memory {peak / 2**20:.0f} MB (largest child process)")
+        if args.profile:
+            import pstats
+
+            stats = pstats.Stats(str(profile))
+            for key in ("cumulative", "tottime"):
+                print(f"\n  top functions by {key}:")
+                stats.sort_stats(key).print_stats(25)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
