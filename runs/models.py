@@ -74,6 +74,14 @@ class Run(models.Model):
     def is_finished(self) -> bool:
         return self.status in FINISHED
 
+    def prompt(self, index: int, blueprint=None):
+        """The prompt at ``index`` of the run's blueprint as parsed (pass ``blueprint`` if you have it), or None."""
+        if blueprint is None:
+            from .services import parsed_blueprint  # the parse is cached there, by revision
+
+            blueprint = parsed_blueprint(self.revision)
+        return blueprint.prompts[index] if 0 <= index < len(blueprint.prompts) else None
+
     @property
     def overall_score(self) -> float | None:
         return (self.aggregates or {}).get("overall", {}).get("mean")

@@ -53,6 +53,7 @@ from runs.engine.types import GeneratedResponse, Turn, Usage
 
 from .cache import response_cache
 from .models import FINISHED, PointAssessment, Response, ResponseStatus, Run, RunStatus
+from .records import point_rows, result_fields
 
 log = logging.getLogger(__name__)
 
@@ -306,7 +307,7 @@ def _work_items(run: Run, bp: SpecBlueprint, rows: list[Response]) -> list[WorkI
     items = []
     for row in rows:
         variant = by_key.get((row.prompt_index, row.variant_id))
-        prompt = bp.prompts[row.prompt_index] if row.prompt_index < len(bp.prompts) else None
+        prompt = run.prompt(row.prompt_index, bp)
         if variant is None or prompt is None or prompt.id != row.prompt_id:
             raise RuntimeError(f"run {run.pk}: item {row.prompt_id} x {row.variant_id} no longer matches its revision")
         existing = _stored_generation(row) if row.text and not row.error else None
@@ -448,84 +449,6 @@ def _release(token: str) -> None:
 # --- saving -----------------------------------------------------------------------------
 
 
-def _verdict_json(v) -> dict:
-    return {
-        "judgeId": v.judge_id, "model": v.judge.model, "approach": v.judge.approach, "role": v.role,
-        "score": v.score, "label": v.label, "reflection": v.reflection, "rawAnswers": list(v.raw_answers),
-        "error": v.error, "latencyMs": v.latency_ms, "inputTokens": v.input_tokens,
-        "outputTokens": v.output_tokens, "costUsd": v.cost_usd, "calls": v.calls, "cached": v.cached,
-    }
-
-
-def _assessment_rows(row: Response, assessment: ResponseAssessment) -> list[PointAssessment]:
-    from runs.engine.assess import key_point_text
-
-    out = []
-    for position, pa in enumerate(assessment.point_assessments):
-        point = pa.point
-        out.append(PointAssessment(
-            response=row, position=position, kind=pa.kind, text=point.text or "", fn=point.fn or "",
-            fn_args=point.fn_args if point.has_args else None, citation=point.citation,
-            multiplier=point.multiplier, path_id=point.path_id or "", inverted=point.inverted,
-            key_point_text=key_point_text(point), source_line=point.origin.line,
-            score=pa.score, raw_score=pa.raw_score, reflection=pa.reflection or "", error=pa.error or "",
-            warning=pa.warning or "", judge_model_id=pa.judge_model_id or "",
-            verdicts=[_verdict_json(v) for v in pa.verdicts], judge_std_dev=pa.judge_std_dev,
-            disagreement=pa.disagreement, backup_used=pa.backup_used,
-        ))
-    return out
-
-
-def _result_fields(result: ItemResult) -> tuple[dict, dict]:
-    """The Response columns for a finished item, and what it adds to the run's counters."""
-    response, assessment = result.response, result.assessment
-    failed = bool(response.error) or assessment is None
-    verdicts = [v for pa in (assessment.point_assessments if assessment else ()) for v in pa.verdicts
-                if v.role == "primary"]
-    judge_ok = sum(1 for v in verdicts if v.ok)
-    judge_failed = len(verdicts) - judge_ok
-    usage = assessment.judge_usage if assessment else None
-    fields = dict(
-        status=ResponseStatus.FAILED if failed else ResponseStatus.DONE,
-        conversation=[{"role": t.role, "content": t.content, "generated": t.generated} for t in response.conversation],
-        text=response.text, final_text=response.final_text, tool_calls=list(response.tool_calls),
-        latency_ms=response.latency_ms, input_tokens=response.usage.input_tokens,
-        output_tokens=response.usage.output_tokens, cost_usd=response.cost_usd, cached=response.cached,
-        error=response.error or "", finished_at=timezone.now(), claimed_by="", claimed_at=None,
-    )
-    if assessment is not None:
-        fields.update(
-            score=assessment.score, judged_score=assessment.score, score_basis=assessment.score_basis or "",
-            not_evaluated_reason=assessment.not_evaluated_reason or "", similarity=assessment.similarity,
-            calculation=assessment.calculation.to_dict() if assessment.calculation else {},
-            agreement=assessment.judge_agreement.to_upstream() if assessment.judge_agreement else {},
-            judge_usage=usage.to_dict(), judge_errors=judge_failed,
-            violated_should_not=any(pa.inverted and pa.score is not None and pa.score < 0.5
-                                    for pa in assessment.point_assessments),
-            disagreement=any(pa.disagreement for pa in assessment.point_assessments),
-            verdict=assessment.verdict or "", verdict_reason=assessment.verdict_reason or "",
-            score_before_gates=assessment.score_before_gates, gates_failed=list(assessment.gates_failed),
-            checks=[c.to_dict() for c in assessment.check_results],
-        )
-    else:
-        fields.update(score=None, judged_score=None, not_evaluated_reason=response.error or "", verdict="",
-                      verdict_reason="", score_before_gates=None, gates_failed=[], checks=[])
-    rejudged = result.item.existing is not None  # the generation was counted when it was made
-    counters = dict(
-        items_done=1, items_failed=1 if failed else 0,
-        judge_calls_done=judge_ok, judge_calls_failed=judge_failed,
-        candidate_input_tokens=0 if rejudged else (response.usage.input_tokens or 0),
-        candidate_output_tokens=0 if rejudged else (response.usage.output_tokens or 0),
-        candidate_cost_usd=0 if rejudged else (response.cost_usd or 0),
-        candidate_cost_unknown=0 if rejudged or response.cost_usd is not None or response.cached else 1,
-        judge_input_tokens=usage.input_tokens if usage else 0,
-        judge_output_tokens=usage.output_tokens if usage else 0,
-        judge_cost_usd=(usage.cost_usd or 0) if usage else 0,
-        judge_cost_unknown=1 if usage and usage.calls and usage.cost_usd is None else 0,
-    )
-    return fields, counters
-
-
 def save_results(run_id: int, token: str, results: list[ItemResult]) -> list[Response]:
     """Store finished items and move the run's counters, in one transaction.
 
@@ -537,14 +460,14 @@ def save_results(run_id: int, token: str, results: list[ItemResult]) -> list[Res
     assessments: list[PointAssessment] = []
     with transaction.atomic():
         for result in results:
-            fields, counters = _result_fields(result)
+            fields, counters = result_fields(result)
             if not Response.objects.filter(pk=result.item.key, claimed_by=token).update(**fields):
                 continue
             row = Response(pk=result.item.key, run_id=run_id, **fields)
             if result.item.existing is not None:  # judged again: the earlier assessments give way
                 PointAssessment.objects.filter(response=row).delete()
             if result.assessment is not None:
-                assessments.extend(_assessment_rows(row, result.assessment))
+                assessments.extend(point_rows(row, result.assessment))
             for name, value in counters.items():
                 totals[name] = totals.get(name, 0) + value
             saved.append(row)

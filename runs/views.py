@@ -242,7 +242,7 @@ def _with_previews(turns: list[dict]) -> list[dict]:
 
 def _response_context(request, run: Run, response: Response) -> dict:
     spec = _spec(run)
-    prompt = spec.prompts[response.prompt_index] if spec and response.prompt_index < len(spec.prompts) else None
+    prompt = run.prompt(response.prompt_index, spec) if spec else None
     render_as = prompt.render_as if prompt else "markdown"
     mode = request.GET.get("as") or render_as
     if mode not in RENDER_MODES:
@@ -302,7 +302,7 @@ def response_text(request, run_id, response_id):
     text = response.text or ""
     if which == "ideal":
         spec = _spec(response.run)
-        prompt = spec.prompts[response.prompt_index] if spec and response.prompt_index < len(spec.prompts) else None
+        prompt = response.run.prompt(response.prompt_index, spec) if spec else None
         text = (prompt.ideal_response if prompt else None) or ""
     out = HttpResponse(text, content_type="text/plain; charset=utf-8")
     out.headers["X-Content-Type-Options"] = "nosniff"
@@ -362,7 +362,7 @@ def prompt_detail(request, run_id, prompt_index):
     responses = list(Response.objects.filter(run=run, prompt_index=prompt_index, trial=0).order_by("variant_id"))
     if not responses:
         raise Http404("no such prompt in this run")
-    prompt = spec.prompts[prompt_index] if spec and prompt_index < len(spec.prompts) else None
+    prompt = run.prompt(prompt_index, spec) if spec else None
     columns = [c.variant_id for c in review.variant_columns(run)]
     rank = {v: i for i, v in enumerate(columns)}
     responses.sort(key=lambda r: (rank.get(r.variant_id, len(rank)), r.variant_id))

@@ -74,6 +74,8 @@ class PointAssessment:
     backup_used: bool = False
     original_score: float | None = None  # the judges' or function's score when a reviewer overrode it
     overridden: bool = False
+    override_reason: str | None = None  # the reviewer's reason, and who they are, when overridden
+    override_by: str | None = None
 
     @property
     def kind(self) -> Literal["function", "judged"]:
@@ -141,6 +143,12 @@ class JudgeUsage:
         return {"calls": self.calls, "failedVerdicts": self.failed_verdicts, "cachedVerdicts": self.cached_verdicts,
                 "inputTokens": self.input_tokens, "outputTokens": self.output_tokens, "costUsd": self.cost_usd}
 
+    @classmethod
+    def from_dict(cls, data: dict) -> JudgeUsage:
+        return cls(calls=data.get("calls") or 0, failed_verdicts=data.get("failedVerdicts") or 0,
+                   cached_verdicts=data.get("cachedVerdicts") or 0, input_tokens=data.get("inputTokens") or 0,
+                   output_tokens=data.get("outputTokens") or 0, cost_usd=data.get("costUsd", 0.0))
+
 
 @dataclass(frozen=True, slots=True)
 class ResponseAssessment:
@@ -164,10 +172,20 @@ class ResponseAssessment:
     checks_failed: tuple[str, ...] = ()
     check_results: tuple[CheckResult, ...] = ()
     verdict_reason: str | None = None
+    score_before_overrides: float | None = None  # the score as assessed, when reviewers overrode points
 
     @property
     def evaluated(self) -> bool:
         return self.score is not None
+
+    @property
+    def overridden(self) -> bool:
+        return any(pa.overridden for pa in self.point_assessments)
+
+    @property
+    def violated_should_not(self) -> bool:
+        """Some ``should_not`` point was met (its final score below 0.5)."""
+        return any(pa.inverted and pa.score is not None and pa.score < 0.5 for pa in self.point_assessments)
 
     @property
     def passed(self) -> bool | None:
@@ -381,24 +399,41 @@ def verdict_layer(prompt: Prompt, assessments: tuple[PointAssessment, ...], scor
             "check_results": outcome.checks, "verdict_reason": outcome.reason}
 
 
-def apply_overrides(assessment: ResponseAssessment, overrides: Mapping[int, float],
+@dataclass(frozen=True, slots=True)
+class Override:
+    """A reviewer's final score for one point, with why and who."""
+
+    score: float
+    reason: str = ""
+    who: str = ""
+
+
+def apply_overrides(assessment: ResponseAssessment, overrides: Mapping[int, float | Override],
                     prompt: Prompt | None = None) -> ResponseAssessment:
     """The assessment with reviewers' scores in place of the judges' (keyed by point index, final scores).
 
     The judges' verdicts stay; each overridden point keeps its original
     score in ``original_score``. The response's score is worked out again,
-    and with ``prompt`` its pass/fail verdict too.
+    and with ``prompt`` its pass/fail verdict too (also with no overrides: a
+    verdict read back from storage is then the one the scores give). This is the one place an
+    override changes a score: the review pages, the exports and the
+    conformance tests all come here.
     """
-    if not overrides or not assessment.point_assessments:
+    if not assessment.point_assessments or (not overrides and prompt is None):
         return assessment
-    points = tuple(
-        replace(pa, score=overrides[i], original_score=pa.score, overridden=True, error=None) if i in overrides else pa
-        for i, pa in enumerate(assessment.point_assessments)
-    )
+
+    def overridden(pa: PointAssessment, given: float | Override) -> PointAssessment:
+        o = given if isinstance(given, Override) else Override(score=given)
+        return replace(pa, score=o.score, original_score=pa.score, overridden=True, error=None,
+                       override_reason=o.reason or None, override_by=o.who or None)
+
+    points = tuple(overridden(pa, overrides[i]) if i in overrides else pa
+                   for i, pa in enumerate(assessment.point_assessments))
     calculation = calculate(points)
     score = round2(calculation.score) if calculation.score is not None else None
     layer = verdict_layer(prompt, points, score) if prompt is not None else {"score": score}
     return replace(assessment, point_assessments=points, calculation=calculation, **layer,
+                   score_before_overrides=assessment.score if overrides else None,
                    score_basis="coverage" if score is not None else None,
                    not_evaluated_reason=None if score is not None else _no_score_reason(points))
 

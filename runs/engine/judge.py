@@ -534,6 +534,30 @@ class JudgeVerdict:
     def judge_id(self) -> str:
         return self.judge.judge_id
 
+    def to_dict(self) -> dict:
+        """The verdict as stored and exported (``evalsite`` key); ``from_dict`` reads it back."""
+        return {
+            "judgeId": self.judge_id, "model": self.judge.model, "approach": self.judge.approach, "role": self.role,
+            "score": self.score, "label": self.label, "reflection": self.reflection,
+            "rawAnswers": list(self.raw_answers), "error": self.error, "latencyMs": self.latency_ms,
+            "inputTokens": self.input_tokens, "outputTokens": self.output_tokens, "costUsd": self.cost_usd,
+            "calls": self.calls, "cached": self.cached,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> JudgeVerdict:
+        model, approach = data.get("model") or "", data.get("approach") or "holistic"
+        judge_id = data.get("judgeId") or ""
+        suffix = f"({model})"
+        label = judge_id[:-len(suffix)] if judge_id.endswith(suffix) else judge_id
+        judge = JudgeSpec(model=model, approach=approach, id=label if label and label != approach else None)
+        return cls(judge=judge, role=data.get("role") or "primary", score=data.get("score"),
+                   label=data.get("label"), reflection=data.get("reflection"),
+                   raw_answers=tuple(data.get("rawAnswers") or ()), error=data.get("error"),
+                   latency_ms=data.get("latencyMs"), input_tokens=data.get("inputTokens"),
+                   output_tokens=data.get("outputTokens"), cost_usd=data.get("costUsd"),
+                   calls=data.get("calls") or 0, cached=bool(data.get("cached")))
+
 
 def _sum_known(values: Iterable[float | int | None]) -> float | int | None:
     known = [v for v in values if v is not None]

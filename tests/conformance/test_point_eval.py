@@ -91,3 +91,13 @@ def test_a_refused_point_is_refused_before_the_run_and_the_evaluator_agrees(reco
         return
     (assessment,) = _assess(record, prompt).point_assessments
     assert_matches(export_point(assessment), expect, partial=True)
+
+
+def test_the_functions_checked_here_are_the_ones_production_calls():
+    import runs.exports
+    import runs.records
+    from runs.engine import assess, export_shape
+
+    assert runs.exports.export_response is export_shape.export_response  # export_response calls export_point
+    assert runs.exports.evalsite_details is export_shape.evalsite_details
+    assert runs.records.apply_overrides is assess.apply_overrides

@@ -320,8 +320,9 @@ def test_export_shape_uses_the_upstream_keys():
     assert "judgeAgreement" not in exported  # no point has two judgements
 
     details = evalsite_details(result)
-    assert details["points"][0]["failedJudges"] == ["b(test:b)"]
-    failed = details["points"][0]["verdicts"][1]
+    (failed,) = details["points"][0]["failedJudges"]
+    assert failed["judgeId"] == "b(test:b)" and failed["calls"] == 1
+    assert details["points"][0]["judges"][1] == {**{k: failed[k] for k in details["points"][0]["judges"][1]}}
     assert failed["error"] == "the call failed: HTTP 503 from test" and failed["rawAnswers"] == []
     assert details["calculation"]["bestPath"] == "path_1"
     assert details["judgeUsage"]["calls"] == 4

@@ -220,6 +220,19 @@ def test_result_pages_show_verdicts_gates_trials_and_metric_checks(fake_provider
     apply_override(gate_point, 1.0, reason="the calls were made, in another format")
     gated.refresh_from_db()
     assert gated.score > 0.9 and gated.verdict == "pass" and gated.gates_failed == []
+    # The export reads the same score, through the same engine functions, with the reviewer's reason beside it.
+    from runs.exports import run_to_csv, run_to_json
+
+    exported = run_to_json(run)
+    if gated.trial == 0:
+        assert exported["evaluationResults"]["llmCoverageScores"]["sanctioned-entity"][gated.variant_id][
+            "avgCoverageExtent"] == gated.score
+    trial = next(t for t in exported["evalsite"]["responses"]["sanctioned-entity"][gated.variant_id]["trials"]
+                 if t["trial"] == gated.trial)
+    assert (trial["score"], trial["verdict"], trial["judgedScore"]) == (gated.score, "pass", 0.0)
+    point = trial["points"][gate_point.position]
+    assert point["override"]["reason"] == "the calls were made, in another format" and point["judgesScore"] == 0.0
+    assert f",{gated.trial},{gated.score}," in run_to_csv(run)
     apply_override(gate_point, None)
     gated.refresh_from_db()
     assert (gated.score, gated.verdict) == (0.0, "fail")
