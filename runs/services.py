@@ -35,7 +35,6 @@ from blueprints.spec.collections import resolve_models
 from blueprints.spec.schema import Blueprint as SpecBlueprint
 from blueprints.spec.schema import CustomModel
 from runs.engine.assess import ResponseAssessment
-from runs.engine.generate import ModelVariant, expand_variants
 from runs.engine.judge import JudgePlan, JudgeSpec, judges_from_models, plan_judges, scale_for
 from runs.engine.pipeline import ItemResult, PipelineOptions, WorkItem, run_items
 from runs.engine.providers import Router, check_models, fixtures_from_blueprint, settings_from_env
@@ -183,7 +182,6 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
     if embedding_model:
         problems += [f"embeddings {p.message}" for p in check_models([embedding_model], os.environ,
                                                                      custom_models=customs)]
-    variants = expand_variants(bp, resolved)
     judged_points = {i: sum(1 for p in prompt.all_points() if p.fn is None) for i, prompt in enumerate(bp.prompts)}
     override = max(1, int(trials)) if trials is not None else None
     per_prompt = [override or prompt.trials or 1 for prompt in bp.prompts]
@@ -196,10 +194,13 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
                      "problems": problems, "embeddingModel": embedding_model,
                      "requestedModels": models or None, "requestedJudges": judges or None},
         )
+        variants = run.variants(bp)
         rows = [
             Response(run=run, prompt_id=prompt.id, prompt_index=index, variant_id=variant.id_for(prompt),
-                     model_id=variant.base_model_id, trial=trial)
-            for index, prompt in enumerate(bp.prompts) for variant in variants for trial in range(per_prompt[index])
+                     model_id=variant.base_model_id, variant_index=v, temperature=variant.temperature_for(prompt),
+                     system_index=variant.sp_idx, trial=trial)
+            for index, prompt in enumerate(bp.prompts) for v, variant in enumerate(variants)
+            for trial in range(per_prompt[index])
         ]
         Response.objects.bulk_create(rows, batch_size=500)
         run.items_total = len(rows)
@@ -297,18 +298,12 @@ def execute_chunk(run_id: int, response_ids: list[int], *, progress: Progress | 
 
 
 def _work_items(run: Run, bp: SpecBlueprint, rows: list[Response]) -> list[WorkItem]:
-    customs = _custom_models(bp)
-    models = [customs.get(m["id"]) if isinstance(m, dict) else m for m in run.resolved_models]
-    variants = expand_variants(bp, [m for m in models if m is not None])
-    by_key: dict[tuple[int, str], ModelVariant] = {}
-    for index, prompt in enumerate(bp.prompts):
-        for variant in variants:
-            by_key.setdefault((index, variant.id_for(prompt)), variant)
+    variants = run.variants(bp)
     items = []
     for row in rows:
-        variant = by_key.get((row.prompt_index, row.variant_id))
         prompt = run.prompt(row.prompt_index, bp)
-        if variant is None or prompt is None or prompt.id != row.prompt_id:
+        variant = row.variant_in(variants, prompt) if prompt is not None and prompt.id == row.prompt_id else None
+        if variant is None:
             raise RuntimeError(f"run {run.pk}: item {row.prompt_id} x {row.variant_id} no longer matches its revision")
         existing = _stored_generation(row) if row.text and not row.error else None
         items.append(WorkItem(key=row.pk, prompt=prompt, variant=variant, trial=row.trial, existing=existing))

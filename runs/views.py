@@ -28,7 +28,6 @@ from django.views.decorators.http import require_POST, require_safe
 from django_htmx.http import HttpResponseStopPolling
 
 from blueprints.models import Blueprint
-from runs.engine.generate import expand_variants
 
 from . import review, services, verdicts
 from .exports import run_to_csv, run_to_json
@@ -212,10 +211,9 @@ def heatmap(request, run_id):
 # --- one response ----------------------------------------------------------------------------
 
 
-def _authored_turns(prompt, run: Run, spec, variant_id: str) -> list[dict]:
+def _authored_turns(prompt, run: Run, spec, response: Response) -> list[dict]:
     """The prompt as written: its system prompt for this model variant, its turns, the turns to generate."""
-    models = [m["id"] if isinstance(m, dict) else m for m in run.resolved_models]
-    variant = next((v for v in expand_variants(spec, models) if v.id_for(prompt) == variant_id), None)
+    variant = response.variant_in(run.variants(spec), prompt)
     system = variant.system_for(prompt) if variant else prompt.system
     turns = [{"role": "system", "content": system, "generated": False}] if system else []
     turns += [{"role": m.role, "content": m.content, "generated": False} for m in prompt.messages]
@@ -228,7 +226,7 @@ def _conversation(response: Response, prompt, run: Run, spec) -> list[dict]:
     """The turns to show: the stored conversation, or (before generation) the prompt as authored."""
     turns = [dict(t) for t in response.conversation]
     if not turns and prompt is not None:
-        turns = _authored_turns(prompt, run, spec, response.variant_id)
+        turns = _authored_turns(prompt, run, spec, response)
     return _with_previews(turns)
 
 
@@ -381,7 +379,7 @@ def prompt_detail(request, run_id, prompt_index):
                "cards": cards, "responses": responses, "table": table, "mode": mode,
                "ideal": render_text(prompt.ideal_response, mode) if prompt and prompt.ideal_response is not None
                else None,
-               "conversation": _with_previews(_authored_turns(prompt, run, spec, responses[0].variant_id))
+               "conversation": _with_previews(_authored_turns(prompt, run, spec, responses[0]))
                if prompt else []}
     return render(request, "runs/prompt_detail.html", context)
 
