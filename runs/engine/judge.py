@@ -591,9 +591,12 @@ async def ask_judge(judge: JudgeSpec, task: JudgeTask, plan: JudgePlan, complete
         plan = replace(plan, scale=task.scale)
     messages = build_judge_messages(task, judge, plan)
 
+    def readable(text: str) -> bool:
+        return parse_judge_answer(text, plan.scale).ok
+
     def request(msgs: tuple[dict, ...]) -> ChatRequest:
         return ChatRequest(model_id=judge.model, messages=msgs, temperature=JUDGE_TEMPERATURE,
-                           max_tokens=JUDGE_MAX_TOKENS, purpose="judge")
+                           max_tokens=JUDGE_MAX_TOKENS, purpose="judge", cacheable=readable)
 
     first = await complete(request(messages))
     if not first.ok:

@@ -48,6 +48,10 @@ class ChatRequest:
     prompt_id: str | None = None
     turn: int = 0  # index of the generated turn within the prompt (0 for the first)
     trial: int = 0
+    # Which answers the cache may keep and give back: a judge's only when they can be read
+    # (an unreadable verdict is asked for again next time, never served from the cache).
+    # Empty answers are never cached, whatever this says.
+    cacheable: Callable[[str], bool] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -115,6 +115,17 @@ class _Breaker:
     open_retryable: bool = False
 
 
+def _cacheable(request: ChatRequest, text: str | None) -> bool:
+    """An answer the cache may keep or give back: never an empty one, and only what the caller can use."""
+    if not isinstance(text, str) or not text.strip():
+        return False
+    try:
+        return request.cacheable is None or bool(request.cacheable(text))
+    except Exception:  # a check that breaks costs a call, never an item
+        logger.warning("cacheable check failed; the answer is not cached", exc_info=True)
+        return False
+
+
 class Router:
     """Answers ``ChatRequest``s for one run. Use one per run (or per process) and ``aclose`` it.
 
@@ -214,7 +225,7 @@ class Router:
                             else endpoint.default_max_tokens, trial=request.trial)
             if not self.fresh:
                 hit = await self._cache_get(key)
-                if hit is not None:
+                if hit is not None and _cacheable(request, hit.get("text")):
                     usage = Usage(hit.get("input_tokens"), hit.get("output_tokens"))
                     # A cache hit spent nothing now; its usage says what the answer took.
                     return ChatResult(text=hit["text"], usage=usage, latency_ms=_ms(started), attempts=0,
@@ -226,7 +237,7 @@ class Router:
                               retryable=outcome.retryable, attempts=attempts, latency_ms=_ms(started),
                               usage=outcome.usage)
         cost = None if endpoint.custom is not None else cost_usd(endpoint.model_id, outcome.usage)
-        if key is not None:
+        if key is not None and _cacheable(request, outcome.text):
             await self._cache_set(key, {
                 "text": outcome.text, "input_tokens": outcome.usage.input_tokens,
                 "output_tokens": outcome.usage.output_tokens, "finish_reason": outcome.finish_reason,
