@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models, transaction
 from django.db.models.functions import Lower
+from django.dispatch import Signal
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -28,6 +29,10 @@ validate_blueprint_id = RegexValidator(
     "Use letters, digits, '-', '_' and '.', starting with a letter or digit "
     "(a path such as subdir/name becomes subdir__name).",
 )
+# Sent with ``blueprint=`` just before a blueprint is deleted, inside the deleting transaction. The runs
+# app (which this app must not import) deletes the blueprint's runs, which pin its revisions.
+deleting = Signal()
+
 validate_collection_name = RegexValidator(
     r"^[A-Z0-9_-]*[A-Z][A-Z0-9_-]*\Z",
     "A collection name is upper case: letters A-Z, digits, '_' and '-' (for example CORE).",
@@ -150,6 +155,23 @@ class Blueprint(models.Model):
         self.updated_at = timezone.now()
         self.save(update_fields=["slug", "updated_at"])
 
+    def delete(self, *args, **kwargs):
+        """Delete the blueprint and its revisions; apps holding rows that pin them (runs) remove theirs first."""
+        with transaction.atomic():
+            deleting.send(sender=Blueprint, blueprint=self)
+            return super().delete(*args, **kwargs)
+
+    def deletion_summary(self) -> dict:
+        """What deleting this blueprint takes with it: revisions, runs (and how many are going), responses."""
+        out = {"revisions": self.revisions.count(), "runs": 0, "running": 0, "responses": 0}
+        relation = _runs_relation(Blueprint)
+        if relation is not None:
+            runs = getattr(self, relation.get_accessor_name())
+            out["runs"] = runs.count()
+            out["running"] = runs.filter(finished_at__isnull=True).count()
+            out["responses"] = runs.aggregate(n=models.Count("responses"))["n"] or 0
+        return out
+
     # --- runs -----------------------------------------------------------------------
 
     def last_run(self):
@@ -269,6 +291,16 @@ class ModelCollection(models.Model):
         """
         stored = {name: list(models) for name, models in cls.objects.values_list("name", "models")}
         return stored.get
+
+    def rename(self, new_name: str) -> None:
+        """Change the name (upper case, as blueprints write it); refuses one that is taken or malformed."""
+        new_name = new_name.strip().upper()
+        validate_collection_name(new_name)
+        if ModelCollection.objects.filter(name=new_name).exclude(pk=self.pk).exists():
+            raise ValidationError(f"There is already a collection named {new_name}.")
+        self.name = new_name
+        self.updated_at = timezone.now()
+        self.save(update_fields=["name", "updated_at"])
 
     @classmethod
     def store(cls, name: str, model_ids: list[str], source: str = "") -> tuple["ModelCollection", bool]:

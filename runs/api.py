@@ -16,13 +16,14 @@ from functools import wraps
 
 from django.conf import settings
 from django.db import transaction
-from django.http import JsonResponse
+from django.http import Http404, JsonResponse
+from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from blueprints.models import Blueprint
+from blueprints.models import Blueprint, ModelCollection
 from blueprints.services import create_from_text
 
 from . import services
@@ -54,7 +55,14 @@ def api_view(view):
             return _error(403, "the API answers only on the loopback address unless EVALSITE_API_TOKEN is set")
         if request.method == "POST" and request.content_type != "application/json":
             return _error(415, "send a JSON body with Content-Type: application/json")
-        return view(request, *args, **kwargs)
+        try:
+            response = view(request, *args, **kwargs)
+        except Http404 as exc:  # the API answers JSON, never the site's HTML page
+            return _error(404, str(exc) or "not found")
+        if response.status_code == 405 and not response.get("Content-Type", "").startswith("application/json"):
+            allowed = response.get("Allow", "")
+            return _error(405, f"{request.method} is not allowed here; use {allowed}", allowed=allowed.split(", "))
+        return response
 
     return wrapper
 
@@ -76,6 +84,7 @@ def run_status(run: Run, request) -> dict:
         "revision": run.revision.number,
         "status": run.status,
         "label": run.label,
+        "name": run.name,
         "items": {"total": run.items_total, "done": run.items_done, "failed": run.items_failed},
         "judgeCalls": {"total": run.judge_calls_total, "done": run.judge_calls_done,
                        "failed": run.judge_calls_failed},
@@ -141,10 +150,22 @@ def start(request):
     return JsonResponse(run_status(run, request), status=201)
 
 
+def _run_or_404(run_id: int) -> Run:
+    run = Run.objects.select_related("blueprint", "revision").filter(pk=run_id).first()
+    if run is None:
+        raise Http404(f"no run with the id {run_id}")
+    return run
+
+
 @api_view
-@require_GET
+@require_http_methods(["GET", "DELETE"])
 def run_detail(request, run_id):
-    run = get_object_or_404(Run.objects.select_related("blueprint", "revision"), pk=run_id)
+    """GET: the run's status; DELETE: delete it with its results (a run still going is cancelled first)."""
+    run = _run_or_404(run_id)
+    if request.method == "DELETE":
+        gone = services.delete_run(run)
+        return JsonResponse({"deleted": {"run": run_id, "responses": gone["responses"],
+                                         "overrides": gone["overrides"]}, "wasRunning": gone["was_running"]})
     return JsonResponse(run_status(run, request))
 
 
@@ -158,10 +179,20 @@ def run_results(request, run_id):
 @api_view
 @require_POST
 def control(request, run_id, action):
-    if action not in ("cancel", "resume", "retry-failed"):
-        return _error(404, f"unknown action '{action}': use cancel, resume or retry-failed")
-    run = get_object_or_404(Run.objects.select_related("blueprint", "revision"), pk=run_id)
-    if action == "cancel":
+    if action not in ("cancel", "resume", "retry-failed", "rename"):
+        return _error(404, f"unknown action '{action}': use cancel, resume, retry-failed or rename")
+    run = _run_or_404(run_id)
+    if action == "rename":
+        data = _body(request)
+        if isinstance(data, JsonResponse):
+            return data
+        if not isinstance(data.get("name"), str):
+            return _error(400, "send {\"name\": \"...\"} (an empty name gives the run back its number)")
+        try:
+            run.rename(data["name"])
+        except ValidationError as exc:
+            return _error(400, " ".join(exc.messages))
+    elif action == "cancel":
         services.cancel_run(run)
     elif action == "resume":
         services.resume_run(run)
@@ -169,3 +200,83 @@ def control(request, run_id, action):
         services.retry_failed(run)
     run.refresh_from_db()
     return JsonResponse(run_status(run, request))
+
+
+# --- the library: blueprints and collections -----------------------------------------------------
+
+
+def _blueprint_or_404(slug: str) -> Blueprint:
+    blueprint = Blueprint.objects.filter(slug=slug).first()
+    if blueprint is None:
+        raise Http404(f"no blueprint with the id '{slug}'")
+    return blueprint
+
+
+def _blueprint_json(blueprint: Blueprint, request) -> dict:
+    return {"id": blueprint.slug, "title": blueprint.title, "tags": blueprint.tags,
+            "revision": blueprint.current_revision.number if blueprint.current_revision else None,
+            "updatedAt": blueprint.updated_at.isoformat(),
+            "urls": {"page": request.build_absolute_uri(blueprint.get_absolute_url())}}
+
+
+@api_view
+@require_http_methods(["GET", "DELETE"])
+def blueprint_detail(request, slug):
+    """GET: the blueprint; DELETE: delete it with its revisions and runs (runs still going are cancelled first)."""
+    blueprint = _blueprint_or_404(slug)
+    if request.method == "DELETE":
+        summary = blueprint.deletion_summary()
+        blueprint.delete()
+        return JsonResponse({"deleted": {"blueprint": slug, "revisions": summary["revisions"],
+                                         "runs": summary["runs"], "responses": summary["responses"]},
+                             "cancelled": summary["running"]})
+    return JsonResponse(_blueprint_json(blueprint, request))
+
+
+@api_view
+@require_POST
+def blueprint_rename(request, slug):
+    blueprint = _blueprint_or_404(slug)
+    data = _body(request)
+    if isinstance(data, JsonResponse):
+        return data
+    if not isinstance(data.get("id"), str):
+        return _error(400, 'send {"id": "<new id>"}')
+    try:
+        blueprint.rename(data["id"].strip())
+    except ValidationError as exc:
+        return _error(400, " ".join(exc.messages))
+    return JsonResponse(_blueprint_json(blueprint, request))
+
+
+def _collection_or_404(name: str) -> ModelCollection:
+    collection = ModelCollection.objects.filter(name=name).first()
+    if collection is None:
+        raise Http404(f"no model collection named '{name}'")
+    return collection
+
+
+@api_view
+@require_http_methods(["GET", "DELETE"])
+def collection_detail(request, name):
+    collection = _collection_or_404(name)
+    if request.method == "DELETE":
+        collection.delete()
+        return JsonResponse({"deleted": {"collection": name}})
+    return JsonResponse({"name": collection.name, "models": collection.models, "source": collection.source})
+
+
+@api_view
+@require_POST
+def collection_rename(request, name):
+    collection = _collection_or_404(name)
+    data = _body(request)
+    if isinstance(data, JsonResponse):
+        return data
+    if not isinstance(data.get("name"), str):
+        return _error(400, 'send {"name": "<NEW NAME>"}')
+    try:
+        collection.rename(data["name"])
+    except ValidationError as exc:
+        return _error(400, " ".join(exc.messages))
+    return JsonResponse({"name": collection.name, "models": collection.models, "source": collection.source})

@@ -11,6 +11,7 @@ pages never recompute them from every assessment.
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
@@ -31,6 +32,7 @@ class Run(models.Model):
     revision = models.ForeignKey("blueprints.BlueprintRevision", on_delete=models.PROTECT, related_name="runs")
     blueprint = models.ForeignKey("blueprints.Blueprint", on_delete=models.CASCADE, related_name="runs")
     label = models.CharField(max_length=80, db_index=True)  # hash of the whole revision text (deviation 12)
+    name = models.CharField(max_length=200, blank=True)  # the user's name for it; "" shows "Run <id>"
     status = models.CharField(max_length=12, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True)
     source = models.CharField(max_length=12, default="web")  # web, cli, api
     # What the run resolved at start: model ids (custom model objects as dicts), the judge plan, options.
@@ -69,6 +71,18 @@ class Run(models.Model):
 
     def __str__(self):
         return f"run {self.pk} of {self.blueprint_id} ({self.status})"
+
+    @property
+    def display_name(self) -> str:
+        return self.name or f"Run {self.pk}"
+
+    def rename(self, name: str) -> None:
+        """Give the run a name (blank: back to "Run <id>"); names need not be unique."""
+        name = " ".join(name.split())
+        if len(name) > 200:
+            raise ValidationError("A run's name is at most 200 characters.")
+        self.name = name
+        self.save(update_fields=["name"])
 
     @property
     def is_finished(self) -> bool:

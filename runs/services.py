@@ -279,8 +279,8 @@ class Progress:
 
 def execute_chunk(run_id: int, response_ids: list[int], *, progress: Progress | None = None) -> None:
     """Claim and process these items of a run, then finish the run if nothing is left."""
-    run = Run.objects.select_related("revision", "blueprint").get(pk=run_id)
-    if run.is_finished:
+    run = Run.objects.select_related("revision", "blueprint").filter(pk=run_id).first()
+    if run is None or run.is_finished:  # deleted, or finished, since the task was queued
         return
     if run.cancel_requested:
         maybe_finish(run_id)
@@ -400,8 +400,9 @@ class _StopCheck:
     async def should_stop(self) -> bool:
         if not self.stopped and time.monotonic() - self.checked > 1.0:
             self.checked = time.monotonic()
+            # A run that was cancelled, or deleted, stops.
             self.stopped = await sync_to_async(
-                lambda: Run.objects.filter(pk=self.run_id, cancel_requested=True).exists())()
+                lambda: not Run.objects.filter(pk=self.run_id, cancel_requested=False).exists())()
         return self.stopped
 
 
@@ -477,8 +478,8 @@ def save_results(run_id: int, token: str, results: list[ItemResult]) -> list[Res
 
 def maybe_finish(run_id: int) -> bool:
     """Finish the run when no item is pending or running (or, after a cancel, none is running)."""
-    run = Run.objects.get(pk=run_id)
-    if run.is_finished:
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None or run.is_finished:
         return True
     open_items = Response.objects.filter(run_id=run_id, status__in=[ResponseStatus.PENDING, ResponseStatus.RUNNING])
     if run.cancel_requested:
@@ -579,6 +580,21 @@ def compute_aggregates(run_id: int, *, agreement: dict | None = None) -> dict:
 
 
 # --- controls ---------------------------------------------------------------------------
+
+
+def delete_run(run: Run) -> dict:
+    """Delete a run with its responses, assessments and overrides; returns what went.
+
+    A run still going is cancelled first: its workers see it gone at their next
+    stop check (within a second) and send nothing more; what they finish is dropped.
+    """
+    with transaction.atomic():
+        gone = {"responses": Response.objects.filter(run=run).count(),
+                "overrides": PointAssessment.objects.filter(response__run=run, override__isnull=False).count(),
+                "was_running": not run.is_finished}
+        Run.objects.filter(pk=run.pk).exclude(status__in=FINISHED).update(cancel_requested=True)
+        run.delete()
+    return gone
 
 
 def cancel_run(run: Run) -> None:

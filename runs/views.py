@@ -17,6 +17,7 @@ from __future__ import annotations
 from functools import wraps
 
 from django.contrib import messages
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db.models.fields.json import KT
 from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
@@ -24,7 +25,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_POST, require_safe
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django_htmx.http import HttpResponseStopPolling
 
 from blueprints.models import Blueprint
@@ -102,6 +103,31 @@ def control(request, run_id, action):
     elif action == "retry-failed":
         count = services.retry_failed(run)
         messages.info(request, f"Retrying {count} item{'s' if count != 1 else ''} that ended in error.")
+    return redirect("runs:detail", run.pk)
+
+
+@require_http_methods(["GET", "POST"])
+def delete(request, run_id):
+    """GET: what deleting the run takes with it; POST: delete it (cancelled first if it is going)."""
+    run = get_object_or_404(Run.objects.select_related("blueprint"), pk=run_id)
+    if request.method == "POST":
+        name, blueprint = run.display_name, run.blueprint
+        gone = services.delete_run(run)
+        messages.success(request, f"Deleted {name} of '{blueprint.slug}' with its {gone['responses']} responses"
+                                  f"{' (it was cancelled first)' if gone['was_running'] else ''}.")
+        return redirect(f"{reverse('runs:list')}?blueprint={blueprint.slug}")
+    context = {"run": run, "responses": run.responses.count(),
+               "overrides": PointAssessment.objects.filter(response__run=run, override__isnull=False).count()}
+    return render(request, "runs/delete.html", context)
+
+
+@require_POST
+def rename(request, run_id):
+    run = get_object_or_404(Run, pk=run_id)
+    try:
+        run.rename(request.POST.get("name", ""))
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
     return redirect("runs:detail", run.pk)
 
 

@@ -18,7 +18,6 @@ def test_the_collections_page_lists_and_saves_collections(client):
 
 
 @pytest.mark.parametrize(("name", "models", "message"), [
-    ("CORE", "", "List at least one model id"),
     ("no good", "a:b", "upper case"),
 ])
 def test_a_bad_collection_is_explained(client, name, models, message):
