@@ -32,11 +32,13 @@ from blueprints.models import (
 )
 from blueprints.spec import Blueprint as SpecBlueprint
 from blueprints.spec import ParseResult, Point, Prompt, parse_any
+from blueprints.spec.schema import CustomModel
 from blueprints.spec import functions
 from blueprints.spec.collections import CollectionError, read_collection_file, resolve_models
 from blueprints.spec.files import iter_blueprint_files, read_text
 from blueprints.spec.ids import blueprint_id_from_path
 from blueprints.spec.model_ids import effective_id, format_js_number, is_collection_name, provider_of
+from runs.engine.judge import plan_for_run
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
 
@@ -425,14 +427,38 @@ def _collection_origins(bp: SpecBlueprint, collections) -> dict[str, str]:
     return origins
 
 
+def run_judges(bp: SpecBlueprint):
+    """The judges a run of this blueprint uses unless told otherwise: the same plan the runs app builds."""
+    return plan_for_run(bp.coverage, default_judges=settings.EVALSITE_DEFAULT_JUDGES,
+                        backup_judge=settings.EVALSITE_BACKUP_JUDGE or None, description=bp.description)
+
+
+def run_problems(preview: "Preview", revision) -> list[str]:
+    """What would fail if the run started now (a model or judge without its key, say), in the run's own words."""
+    import os
+
+    from runs.engine.providers import fixtures_from_blueprint
+    from runs.engine.providers import run_problems as problems_of
+
+    bp = preview.blueprint
+    judged = any(p.fn is None for prompt in bp.prompts for p in prompt.all_points())
+    fixtures, fixture_problems = fixtures_from_blueprint(bp.fixtures, revision.files or {})
+    customs = {m.id: m for m in bp.models if isinstance(m, CustomModel)}
+    models = [customs.get(m.id, m.id) for m in preview.models]
+    embedding = (bp.embedding_model or settings.EVALSITE_EMBEDDINGS_MODEL or None) \
+        if any(p.ideal_response for p in bp.prompts) else None
+    return problems_of(models, os.environ, judge_models=[j.id for j in preview.judges] if judged else (),
+                       embedding_model=embedding, custom_models=customs, fixtures=fixtures) + fixture_problems
+
+
+def known_models() -> list[str]:
+    """Model ids with a known price, and the stored collections: what the run form suggests."""
+    return sorted(load_prices()) + sorted(ModelCollection.objects.values_list("name", flat=True))
+
+
 def _judges(bp: SpecBlueprint) -> tuple[list[str], bool]:
-    if bp.coverage.judges:
-        return [j.model for j in bp.coverage.judges], False
-    return list(getattr(settings, "EVALSITE_DEFAULT_JUDGES", [])), True
-
-
-def site_judges() -> list[str]:
-    return list(getattr(settings, "EVALSITE_DEFAULT_JUDGES", []))
+    plan = run_judges(bp)
+    return [j.model for j in plan.judges], not plan.configured
 
 
 PRICES_PATH = Path(settings.BASE_DIR) / "runs" / "engine" / "providers" / "prices.json"

@@ -143,8 +143,8 @@ def _run_context(revision, preview):
         reason = "Fix the errors in this blueprint before running it: drafts cannot run."
         return {"run_form": None, "run_blocked": reason, "run_action": None}
     model_ids = [m.id for m in preview.models]
-    judge_ids = [j.id for j in preview.judges] or services.site_judges()
-    form = RunForm(model_ids=model_ids, judge_ids=judge_ids)
+    judges = services.run_judges(preview.blueprint).judges
+    form = RunForm(model_ids=model_ids, judges=judges)
     blocked = None
     if preview.missing_collections:
         names = ", ".join(preview.missing_collections)
@@ -153,7 +153,8 @@ def _run_context(revision, preview):
     elif not model_ids:
         blocked = "This blueprint lists no models to run."
     # The runs app owns starting a run; this app only names its address.
-    return {"run_form": form, "run_blocked": blocked, "run_action": reverse("runs:start")}
+    return {"run_form": form, "run_blocked": blocked, "run_action": reverse("runs:start"),
+            "run_problems": services.run_problems(preview, revision), "known_models": services.known_models()}
 
 
 @require_http_methods(["GET", "POST"])

@@ -35,9 +35,9 @@ from blueprints.spec.collections import resolve_models
 from blueprints.spec.schema import Blueprint as SpecBlueprint
 from blueprints.spec.schema import CustomModel
 from runs.engine.assess import ResponseAssessment
-from runs.engine.judge import JudgePlan, JudgeSpec, judges_from_models, plan_judges, scale_for
+from runs.engine.judge import JudgePlan, JudgeSpec, plan_for_run, scale_for
 from runs.engine.pipeline import ItemResult, PipelineOptions, WorkItem, run_items
-from runs.engine.providers import Router, check_models, fixtures_from_blueprint, settings_from_env
+from runs.engine.providers import Router, fixtures_from_blueprint, run_problems, settings_from_env
 from runs.engine.scoring import (
     VERDICTS,
     Rating,
@@ -118,12 +118,15 @@ def resolve_run_models(bp: SpecBlueprint, requested: list[str] | None, collectio
     return models
 
 
-def judge_plan_for(bp: SpecBlueprint, requested: list[str] | None) -> JudgePlan:
-    if requested:
-        specs = judges_from_models(requested)
-        return JudgePlan(judges=specs, scale=scale_for(bp.coverage), configured=True, description=bp.description)
-    return plan_judges(bp.coverage, default_judges=settings.EVALSITE_DEFAULT_JUDGES,
-                       backup_judge=settings.EVALSITE_BACKUP_JUDGE or None, description=bp.description)
+def judge_plan_for(bp: SpecBlueprint, requested: list[str] | None = None, keep: list[str] | None = None
+                   ) -> JudgePlan:
+    """The run's judges (``runs.engine.judge.plan_for_run``) with the site's default and backup judges."""
+    try:
+        return plan_for_run(bp.coverage, default_judges=settings.EVALSITE_DEFAULT_JUDGES,
+                            backup_judge=settings.EVALSITE_BACKUP_JUDGE or None, description=bp.description,
+                            replace_with=requested, keep=keep)
+    except ValueError as exc:
+        raise RunRefused(str(exc)) from None
 
 
 def _plan_to_json(plan: JudgePlan) -> dict:
@@ -151,10 +154,13 @@ def run_label(revision: BlueprintRevision) -> str:
 
 
 def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None, models: list[str] | None = None,
-              judges: list[str] | None = None, fresh: bool = False, trials: int | None = None, source: str = "web",
-              collections=None, enqueue: bool = True) -> Run:
+              judges: list[str] | None = None, keep_judges: list[str] | None = None, fresh: bool = False,
+              trials: int | None = None, source: str = "web", collections=None, enqueue: bool = True) -> Run:
     """Create a run and its items; with ``enqueue``, hand it to the workers once the transaction commits.
 
+    ``models`` and ``judges`` replace the blueprint's; ``keep_judges`` (judge ids, the run
+    form's ticked boxes) narrows its judges, keeping their approaches and ids. None of
+    them given: the blueprint's evaluation, the same from every door.
     Raises RunRefused when the blueprint has errors or names an unknown collection.
     ``trials`` None runs each prompt as many times as the blueprint asks (its ``trials``, else once).
     """
@@ -168,20 +174,17 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
                          [e.format(blueprint.slug) for e in result.errors])
     bp = result.blueprint
     resolved = resolve_run_models(bp, models, lookup)
-    plan = judge_plan_for(bp, judges)
-    customs = _custom_models(bp)
+    plan = judge_plan_for(bp, judges, keep_judges)
+    judged = any(p.fn is None for prompt in bp.prompts for p in prompt.all_points())
+    if judged and not plan.judges:
+        raise RunRefused("no judge would score the judged points: tick at least one judge")
     fixtures, fixture_problems = fixtures_from_blueprint(bp.fixtures, revision.files)
-    problems = [p.message for p in check_models(resolved, os.environ, custom_models=customs, fixtures=fixtures)]
-    if any(p.fn is None for prompt in bp.prompts for p in prompt.all_points()):
-        judge_models = [j.model for j in plan.judges]
-        problems += [f"judge {p.message}" for p in check_models(judge_models, os.environ, custom_models=customs)]
-    problems += fixture_problems
     # Similarity to ideals: the blueprint's embeddingModel wins over the site's; none means no similarity.
     embedding_model = (bp.embedding_model or settings.EVALSITE_EMBEDDINGS_MODEL or None) \
         if any(p.ideal_response for p in bp.prompts) else None
-    if embedding_model:
-        problems += [f"embeddings {p.message}" for p in check_models([embedding_model], os.environ,
-                                                                     custom_models=customs)]
+    problems = run_problems(resolved, os.environ, judge_models=[j.model for j in plan.judges] if judged else (),
+                            embedding_model=embedding_model, custom_models=_custom_models(bp), fixtures=fixtures)
+    problems += fixture_problems
     judged_points = {i: sum(1 for p in prompt.all_points() if p.fn is None) for i, prompt in enumerate(bp.prompts)}
     override = max(1, int(trials)) if trials is not None else None
     per_prompt = [override or prompt.trials or 1 for prompt in bp.prompts]
@@ -192,7 +195,8 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
             judges=_plan_to_json(plan),
             options={"fresh": fresh, "trials": override or max(per_prompt, default=1), "trialsOverride": override,
                      "problems": problems, "embeddingModel": embedding_model,
-                     "requestedModels": models or None, "requestedJudges": judges or None},
+                     "requestedModels": models or None, "requestedJudges": judges or None,
+                     "keptJudges": keep_judges},
         )
         variants = run.variants(bp)
         rows = [

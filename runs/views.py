@@ -73,6 +73,11 @@ def _spec(run: Run):
 # --- starting and controlling ----------------------------------------------------------------
 
 
+def _changed(ticked: list[str], offered: list[str]) -> list[str] | None:
+    """What the user changed: None when every offered box is still ticked (the blueprint's own choice)."""
+    return None if set(ticked) == set(offered) else ticked
+
+
 @require_POST
 def start(request):
     blueprint = get_object_or_404(Blueprint, slug=request.POST.get("blueprint", ""))
@@ -80,9 +85,19 @@ def start(request):
     number = request.POST.get("revision")
     if number and revision and str(revision.number) != number:
         revision = get_object_or_404(blueprint.revisions, number=number)
+    post = request.POST
+    models = _changed(post.getlist("models"), post.getlist("models_offered"))
+    added = [m.strip() for m in post.get("add_models", "").replace("\n", ",").split(",") if m.strip()]
+    if added:
+        models = [*(models if models is not None else post.getlist("models_offered")), *added]
+    trials = post.get("trials", "").strip()
+    if trials and not (trials.isdigit() and 1 <= int(trials) <= 100):
+        messages.error(request, "Cannot run: trials is a whole number from 1 to 100 (or empty for the blueprint's).")
+        return redirect(blueprint.get_absolute_url())
     try:
-        run = services.start_run(blueprint, revision=revision, models=request.POST.getlist("models") or None,
-                                 judges=request.POST.getlist("judges") or None, source="web")
+        run = services.start_run(blueprint, revision=revision, models=models,
+                                 keep_judges=_changed(post.getlist("judges"), post.getlist("judges_offered")),
+                                 trials=int(trials) if trials else None, fresh=bool(post.get("fresh")), source="web")
     except services.RunRefused as refused:
         messages.error(request, f"Cannot run: {refused}")
         return redirect(blueprint.get_absolute_url())

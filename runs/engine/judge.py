@@ -218,6 +218,39 @@ def plan_judges(
                      description=description)
 
 
+def plan_for_run(
+    coverage: CoverageConfig | None,
+    *,
+    default_judges: Sequence[str],
+    backup_judge: str | None = None,
+    description: str | None = None,
+    replace_with: Sequence[str] | None = None,
+    keep: Iterable[str] | None = None,
+) -> JudgePlan:
+    """The judges of one run, whichever door it starts from (browser, CLI, API).
+
+    The blueprint's plan (``plan_judges``: its judges with their approaches and
+    ids, else the site's defaults with the backup); ``replace_with`` judges named
+    only by ``provider:model`` instead (``--judges``, the API's ``judges``); then
+    only the judge ids in ``keep`` (the run form's ticked boxes; None keeps all).
+    Raises ValueError for an id in ``keep`` that the plan does not have.
+    """
+    if replace_with:
+        plan = JudgePlan(judges=judges_from_models(replace_with), scale=scale_for(coverage), configured=True,
+                         description=description)
+    else:
+        plan = plan_judges(coverage, default_judges=default_judges, backup_judge=backup_judge,
+                           description=description)
+    if keep is not None:
+        keep = set(keep)
+        unknown = keep - {j.judge_id for j in plan.judges}
+        if unknown:
+            raise ValueError(f"unknown judge{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))}: this "
+                             f"run's judges are {', '.join(j.judge_id for j in plan.judges) or 'none'}")
+        plan = replace(plan, judges=tuple(j for j in plan.judges if j.judge_id in keep))
+    return plan
+
+
 # --------------------------------------------------------------------------
 # What a judge is asked
 
@@ -705,5 +738,5 @@ __all__ = [
     "UPSTREAM_DEFAULT_JUDGES", "Consensus", "JudgeAnswer", "JudgePlan", "JudgeSpec", "JudgeTask", "JudgeVerdict",
     "Scale", "ScaleClass", "ask_judge", "band_scale", "build_judge_messages", "consensus", "criteria_list", "judge_point",
     "judges_from_models", "parse_judge_answer", "plan_judges", "population_std", "render_transcript",
-    "repair_messages", "round2", "scale_for",
+    "plan_for_run", "repair_messages", "round2", "scale_for",
 ]

@@ -149,3 +149,77 @@ def test_a_missing_page_answers_in_the_sites_layout(client):
     assert page.status_code == 404
     html = page.content.decode()
     assert "<h1>Not found</h1>" in html and 'href="/runs/"' in html and "<main" in html
+
+
+# --- one run plan from every door (issue: browser runs dropped the blueprint's judges) -------------------
+
+JUDGED = """title: Standard judges
+models: [openai:cand-a, openai:cand-b]
+evaluationConfig:
+  llm-coverage:
+    judges:
+      - {id: judge-a, model: openai:judge-a, approach: standard}
+      - {id: judge-b, model: openai:judge-b, approach: standard}
+---
+- id: fr
+  prompt: Capital of France?
+  should:
+    - Names Paris
+"""
+
+
+def _form_post(client, slug: str, **changes) -> dict:
+    """What a browser posts when the Start button is pressed: every field of the form as the page renders it."""
+    import re
+
+    html = client.get(f"/blueprints/{slug}/").content.decode()
+    form = html.split('<section id="run-form"')[1].split("</form>")[0]
+    data: dict[str, list[str]] = {}
+    for tag in re.findall(r"<input[^>]*>", form):
+        name = re.search(r'name="([^"]+)"', tag)
+        value = re.search(r'value="([^"]*)"', tag)
+        kind = re.search(r'type="([^"]+)"', tag)
+        if not name or (kind and kind.group(1) == "checkbox" and "checked" not in tag):
+            continue
+        data.setdefault(name.group(1), []).append(value.group(1) if value else "")
+    data.update(changes)
+    return data
+
+
+def test_the_browser_the_cli_and_the_api_run_the_same_plan(fake_provider, client, tmp_path):
+    fake_provider.script([{"model": "cand-", "match": ".", "reply": "Paris."}, *judge_rules()])
+    blueprint = import_files([("standard.yml", JUDGED, {})], via="test").items[0].blueprint
+
+    client.post("/runs/start", _form_post(client, "standard"))
+    browser = Run.objects.latest("pk")
+    path = tmp_path / "standard.yml"
+    path.write_text(JUDGED)
+    call_command("run_blueprint", "standard", stdout=io.StringIO(), stderr=io.StringIO())
+    cli = Run.objects.latest("pk")
+    api = client.post("/api/runs", {"blueprintId": "standard"}, content_type="application/json").json()
+    api = Run.objects.get(pk=api["id"])
+
+    assert browser.judges == cli.judges == api.judges
+    assert [(j["id"], j["approach"]) for j in browser.judges["judges"]] == [("judge-a", "standard"),
+                                                                           ("judge-b", "standard")]
+    assert browser.resolved_models == cli.resolved_models == ["openai:cand-a", "openai:cand-b"]
+    verdicts = PointAssessment.objects.filter(response__run=browser).first().verdicts
+    assert [v["judgeId"] for v in verdicts] == ["judge-a(openai:judge-a)", "judge-b(openai:judge-b)"]
+    assert blueprint.runs.count() == 3
+
+
+def test_the_form_sends_only_what_the_user_changed(fake_provider, client):
+    fake_provider.script([{"model": "cand-", "match": ".", "reply": "Paris."}, *judge_rules()])
+    import_files([("standard.yml", JUDGED, {})], via="test")
+    post = _form_post(client, "standard", judges=["judge-b(openai:judge-b)"], models=["openai:cand-a"],
+                      add_models=["openai:cand-c"], trials=["2"], fresh=["on"])
+    client.post("/runs/start", post)
+    run = Run.objects.latest("pk")
+    assert [(j["id"], j["approach"]) for j in run.judges["judges"]] == [("judge-b", "standard")]
+    assert run.resolved_models == ["openai:cand-a", "openai:cand-c"]
+    assert run.options["trials"] == 2 and run.options["fresh"] is True
+    assert run.items_total == 4  # 1 prompt x 2 models x 2 trials
+
+    none = _form_post(client, "standard", judges=[])
+    answer = client.post("/runs/start", none, follow=True).content.decode()
+    assert "tick at least one judge" in answer
