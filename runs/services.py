@@ -35,19 +35,11 @@ from blueprints.spec.collections import resolve_models
 from blueprints.spec.schema import Blueprint as SpecBlueprint
 from blueprints.spec.schema import CustomModel
 from runs.engine.assess import ResponseAssessment
-from runs.engine.judge import JudgePlan, JudgeSpec, plan_for_run, scale_for
+from runs.engine.judge import JudgePlan, JudgeSpec, JudgeVerdict, plan_for_run, scale_for
 from runs.engine.pipeline import ItemResult, PipelineOptions, WorkItem, run_items
 from runs.engine.providers import Router, fixtures_from_blueprint, run_problems, settings_from_env
-from runs.engine.scoring import (
-    VERDICTS,
-    Rating,
-    TrialOutcome,
-    aggregate_trials,
-    model_stats,
-    round2,
-    run_stats,
-    textbook_alpha,
-)
+from runs.engine.aggregates import ResponseRecord, run_aggregates
+from runs.engine.scoring import Rating
 from runs.engine.types import GeneratedResponse, Turn, Usage
 
 from .cache import response_cache
@@ -506,81 +498,29 @@ def finish_run(run_id: int, status: str = RunStatus.DONE) -> bool:
 
 
 def compute_aggregates(run_id: int, *, agreement: dict | None = None) -> dict:
-    """Per model variant, per cell, overall, judge agreement: what the pages show without recomputing.
+    """Per model variant, per cell, overall, judge agreement (``runs.engine.aggregates``), from the stored rows.
 
     ``agreement`` reuses a known judge-agreement figure: a reviewer's override changes
     scores, never the judges' verdicts, so there is no need to read them all again.
     """
     run = Run.objects.select_related("revision").get(pk=run_id)
-    bp = parsed_blueprint(run.revision)
-    weights = {i: p.weight for i, p in enumerate(bp.prompts)}
-    rows = list(Response.objects.filter(run_id=run_id).values(
-        "prompt_id", "prompt_index", "variant_id", "trial", "score", "status", "latency_ms", "input_tokens",
-        "output_tokens", "cost_usd", "judge_usage", "violated_should_not", "disagreement", "verdict"))
-    variants: dict[str, dict] = {}
-    cells: dict[str, dict[str, float | None]] = {}
-    details: dict[str, dict[str, dict]] = {}
-    by_cell: dict[tuple[int, str], list[TrialOutcome]] = {}
-    for row in rows:
-        by_cell.setdefault((row["prompt_index"], row["variant_id"]), []).append(
-            TrialOutcome(row["trial"], row["score"], row["verdict"] or None))
-    cell_scores: dict[tuple[int, str], float | None] = {}
-    for (index, variant_id), trials in by_cell.items():
-        prompt = bp.prompts[index] if index < len(bp.prompts) else None
-        prompt_id = prompt.id if prompt is not None else str(index)
-        outcome = aggregate_trials(trials, prompt.trial_aggregation if prompt else None,
-                                   verdicts=prompt.verdicts if prompt else None,
-                                   use_verdicts=bool(prompt and prompt.has_verdicts),
-                                   threshold=prompt.trial_threshold if prompt else None)
-        # A cell's score: the mean of its trials unless the prompt asks for another aggregation.
-        cell_scores[(index, variant_id)] = outcome.score
-        cells.setdefault(prompt_id, {})[variant_id] = round2(outcome.score) if outcome.score is not None else None
-        if len(trials) > 1 or (prompt is not None and prompt.has_verdicts):
-            details.setdefault(prompt_id, {})[variant_id] = outcome.to_dict()
-    for variant_id in sorted({r["variant_id"] for r in rows}):
-        mine = [r for r in rows if r["variant_id"] == variant_id]
-        stats = model_stats((score, weights.get(i)) for (i, v), score in cell_scores.items() if v == variant_id)
-        latencies = [r["latency_ms"] for r in mine if r["latency_ms"] is not None]
-        costs = [r["cost_usd"] for r in mine if r["cost_usd"] is not None]
-        verdict_counts = {name: 0 for name in VERDICTS}
-        for per_variant in details.values():
-            cell_verdict = (per_variant.get(variant_id) or {}).get("verdict")
-            if cell_verdict in verdict_counts:
-                verdict_counts[cell_verdict] += 1
-        variants[variant_id] = {
-            "mean": stats.mean, "std": stats.std, "n": stats.n, "notEvaluated": stats.n_not_evaluated,
-            "failed": sum(1 for r in mine if r["status"] == ResponseStatus.FAILED),
-            "inputTokens": sum(r["input_tokens"] or 0 for r in mine),
-            "outputTokens": sum(r["output_tokens"] or 0 for r in mine),
-            "costUsd": sum(costs) if costs else None, "costUnknown": len(mine) - len(costs),
-            "judgeInputTokens": sum((r["judge_usage"] or {}).get("inputTokens", 0) for r in mine),
-            "judgeOutputTokens": sum((r["judge_usage"] or {}).get("outputTokens", 0) for r in mine),
-            "judgeCostUsd": sum((r["judge_usage"] or {}).get("costUsd") or 0 for r in mine),
-            "judgeCostUnknown": sum(1 for r in mine if (r["judge_usage"] or {}).get("calls")
-                                    and (r["judge_usage"] or {}).get("costUsd") is None),
-            "latencyMs": sum(latencies) / len(latencies) if latencies else None,
-            "violatedShouldNot": sum(1 for r in mine if r["violated_should_not"]),
-            "disagreements": sum(1 for r in mine if r["disagreement"]),
-        }
-        if details:
-            variants[variant_id]["verdicts"] = verdict_counts
-    overall = run_stats(v["mean"] for v in variants.values())
+    records = [ResponseRecord(prompt_index=r["prompt_index"], variant_id=r["variant_id"], trial=r["trial"],
+                              score=r["score"], failed=r["status"] == ResponseStatus.FAILED,
+                              latency_ms=r["latency_ms"], input_tokens=r["input_tokens"],
+                              output_tokens=r["output_tokens"], cost_usd=r["cost_usd"],
+                              judge_usage=r["judge_usage"] or {}, violated_should_not=r["violated_should_not"],
+                              disagreement=r["disagreement"], verdict=r["verdict"] or None)
+               for r in Response.objects.filter(run_id=run_id).values(
+                   "prompt_index", "variant_id", "trial", "score", "status", "latency_ms", "input_tokens",
+                   "output_tokens", "cost_usd", "judge_usage", "violated_should_not", "disagreement", "verdict")]
+    ratings = []
     if agreement is None:
-        ratings = []
         for verdicts in PointAssessment.objects.filter(response__run_id=run_id, kind="judged").values_list(
                 "verdicts", flat=True):
-            ratings.append([Rating(v["judgeId"].split("(")[0], v["score"], v["model"], v["approach"])
-                            for v in verdicts if v.get("score") is not None and v.get("role", "primary") == "primary"])
-        agreement = textbook_alpha(ratings).to_dict()
-    out = {
-        "variants": variants,
-        "cells": cells,
-        "overall": {"mean": overall.mean, "std": overall.std, "n": overall.n},
-        "agreement": agreement,
-    }
-    if details:  # trials and verdicts, per cell: only for blueprints that use them
-        out["cellDetails"] = details
-    return out
+            answered = [JudgeVerdict.from_dict(v) for v in verdicts]
+            ratings.append([Rating(v.judge.label, v.score, v.judge.model, v.judge.approach)
+                            for v in answered if v.score is not None and v.role == "primary"])
+    return run_aggregates(records, parsed_blueprint(run.revision).prompts, agreement=agreement, ratings=ratings)
 
 
 # --- controls ---------------------------------------------------------------------------
