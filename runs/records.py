@@ -54,8 +54,31 @@ def assessment_fields(assessment: ResponseAssessment) -> dict:
     )
 
 
+def _stopped_fields(result: ItemResult) -> tuple[dict, dict]:
+    """An item the cancel stopped under way: back to pending, keeping a complete generation (and counting its cost)."""
+    response = result.response
+    fields = dict(status=ResponseStatus.PENDING, claimed_by="", claimed_at=None)
+    complete = not response.error and bool(response.text)
+    if complete and result.item.existing is None:
+        fields.update(
+            conversation=[{"role": t.role, "content": t.content, "generated": t.generated}
+                          for t in response.conversation],
+            text=response.text, final_text=response.final_text, tool_calls=list(response.tool_calls),
+            latency_ms=response.latency_ms, input_tokens=response.usage.input_tokens,
+            output_tokens=response.usage.output_tokens, cost_usd=response.cost_usd, cached=response.cached, error="")
+    spent = result.item.existing is None  # what generation cost was spent now, kept or not
+    counters = dict(
+        candidate_input_tokens=(response.usage.input_tokens or 0) if spent else 0,
+        candidate_output_tokens=(response.usage.output_tokens or 0) if spent else 0,
+        candidate_cost_usd=(response.cost_usd or 0) if spent else 0,
+    )
+    return fields, counters
+
+
 def result_fields(result: ItemResult) -> tuple[dict, dict]:
     """The Response columns for a finished item, and what it adds to the run's counters."""
+    if result.stopped:
+        return _stopped_fields(result)
     response, assessment = result.response, result.assessment
     failed = bool(response.error) or assessment is None
     verdicts = [v for pa in (assessment.point_assessments if assessment else ()) for v in pa.verdicts

@@ -386,19 +386,35 @@ class _Saver:
 
 
 class _StopCheck:
-    """Reads the run's cancel flag at most once a second."""
+    """Reads the run's cancel flag at most five times a second; every call waiting for a provider slot asks.
+
+    Callers that ask while a read is under way wait for that read rather than take the
+    last answer: when several slots free at once, none of them may send on a stale "go on".
+    """
 
     def __init__(self, run_id: int):
         self.run_id = run_id
         self.checked = 0.0
         self.stopped = False
+        self._reading: asyncio.Future | None = None
+
+    def _read(self) -> bool:
+        # A run that was cancelled, or deleted, stops.
+        return not Run.objects.filter(pk=self.run_id, cancel_requested=False).exists()
 
     async def should_stop(self) -> bool:
-        if not self.stopped and time.monotonic() - self.checked > 1.0:
+        if self.stopped:
+            return True
+        if self._reading is None and time.monotonic() - self.checked > 0.2:
             self.checked = time.monotonic()
-            # A run that was cancelled, or deleted, stops.
-            self.stopped = await sync_to_async(
-                lambda: not Run.objects.filter(pk=self.run_id, cancel_requested=False).exists())()
+            self._reading = asyncio.ensure_future(sync_to_async(self._read)())
+        if self._reading is not None:
+            reading = self._reading
+            try:
+                self.stopped = await asyncio.shield(reading)
+            finally:
+                if reading.done() and self._reading is reading:
+                    self._reading = None
         return self.stopped
 
 
@@ -445,7 +461,7 @@ def save_results(run_id: int, token: str, results: list[ItemResult]) -> list[Res
     """Store finished items and move the run's counters, in one transaction.
 
     An item another worker has taken over (its claim is no longer ours) is dropped:
-    its result, not ours, counts.
+    its result, not ours, counts. An item a cancel stopped under way goes back to pending.
     """
     saved: list[Response] = []
     totals: dict[str, float] = {}
@@ -455,13 +471,15 @@ def save_results(run_id: int, token: str, results: list[ItemResult]) -> list[Res
             fields, counters = result_fields(result)
             if not Response.objects.filter(pk=result.item.key, claimed_by=token).update(**fields):
                 continue
+            for name, value in counters.items():
+                totals[name] = totals.get(name, 0) + value
+            if result.stopped:  # cancelled under way: pending again, nothing scored
+                continue
             row = Response(pk=result.item.key, run_id=run_id, **fields)
             if result.item.existing is not None:  # judged again: the earlier assessments give way
                 PointAssessment.objects.filter(response=row).delete()
             if result.assessment is not None:
                 assessments.extend(point_rows(row, result.assessment))
-            for name, value in counters.items():
-                totals[name] = totals.get(name, 0) + value
             saved.append(row)
         PointAssessment.objects.bulk_create(assessments, batch_size=500)
         if totals:

@@ -23,7 +23,7 @@ from .assess import ResponseAssessment, assess_response
 from .generate import ModelVariant, generate
 from .judge import JudgePlan
 from .points import evaluate_point as real_evaluate_point
-from .types import NOT_STARTED_CANCELLED, CompleteFn, GeneratedResponse
+from .types import NOT_SENT_CANCELLED, NOT_STARTED_CANCELLED, CompleteFn, GeneratedResponse
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,9 @@ class ItemResult:
     response: GeneratedResponse
     assessment: ResponseAssessment | None
     internal_error: str | None = None  # a bug in our code, recorded instead of a score
+    # The run was cancelled while the item was under way: it was not scored and goes back to
+    # pending; ``response`` is kept when its generation was complete (a resume judges it).
+    stopped: bool = False
 
 
 @dataclass
@@ -56,14 +59,25 @@ class PipelineOptions:
     files: dict | None = None  # the suite's companion files, for script graders
 
 
+def _cancelled(error: str | None) -> bool:
+    return bool(error) and (NOT_SENT_CANCELLED in error or NOT_STARTED_CANCELLED in error)
+
+
 async def process_item(item: WorkItem, *, complete: CompleteFn, judges: JudgePlan,
-                       options: PipelineOptions) -> ItemResult:
+                       options: PipelineOptions, should_stop: Callable[[], Awaitable[bool]] | None = None
+                       ) -> ItemResult:
     response = item.existing or await generate(item.prompt, item.variant, complete, max_tokens=options.max_tokens,
                                                use_cache=options.use_cache, trial=item.trial)
+    if _cancelled(response.error):  # a later turn was refused: the generation is incomplete
+        return ItemResult(item, response, None, stopped=True)
+    if should_stop is not None and not response.error and await should_stop():
+        return ItemResult(item, response, None, stopped=True)  # generated, not judged: a resume judges it
     assessment = await assess_response(
         item.prompt, response, judges=judges, complete=complete, evaluate_point=options.evaluate_point,
         embed=options.embed, external_services=options.external_services, files=options.files,
     )
+    if any(_cancelled(v.error) for pa in assessment.point_assessments for v in pa.verdicts):
+        return ItemResult(item, response, None, stopped=True)  # judges refused by the cancel: not a judge failure
     return ItemResult(item, response, assessment)
 
 
@@ -88,9 +102,14 @@ async def run_items(
                 skipped += 1
                 return
             try:
-                result = await process_item(item, complete=complete, judges=judges, options=options)
+                result = await process_item(item, complete=complete, judges=judges, options=options,
+                                            should_stop=should_stop)
                 if NOT_STARTED_CANCELLED in (result.response.error or ""):
                     skipped += 1  # cancelled while it waited for its first call: it never started
+                    return
+                if result.stopped:  # cancelled under way: stored as pending, with what it generated
+                    skipped += 1
+                    await on_result(result)
                     return
             except Exception as exc:  # a bug: keep it visible on the item, keep the run going
                 log.exception("internal error on %s x %s", item.prompt.id, item.variant.variant_id)

@@ -19,6 +19,10 @@ Purpose = Literal["candidate", "judge"]
 # The error of a first candidate call refused because the run was cancelled while the
 # call waited for a free slot: the item never started, and goes back to pending.
 NOT_STARTED_CANCELLED = "not started: the run was cancelled"
+# The error of any later call (another turn, a judge, a retry) refused because the run was
+# cancelled: no request leaves the process after a cancel. The item goes back to pending,
+# keeping its generation when that was complete, so a resume judges it without asking again.
+NOT_SENT_CANCELLED = "not sent: the run was cancelled"
 
 
 @dataclass(frozen=True, slots=True)

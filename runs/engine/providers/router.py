@@ -43,7 +43,7 @@ import httpx
 
 from blueprints.spec.model_ids import parse_for_api_call, provider_of
 from blueprints.spec.schema import CustomModel
-from runs.engine.types import NOT_STARTED_CANCELLED, ChatRequest, ChatResult, Usage
+from runs.engine.types import NOT_SENT_CANCELLED, NOT_STARTED_CANCELLED, ChatRequest, ChatResult, Usage
 
 from .cache import ResponseCache, cache_key
 from .endpoints import FIXTURES_PREFIX, Endpoint, Problem, Quirks, build_request, resolve_endpoint
@@ -339,9 +339,11 @@ class Router:
                 # The breaker may have opened while this call waited for a slot.
                 if breaker.open_reason:
                     return _Outcome(reason=breaker.open_reason, retryable=breaker.open_retryable), attempts
-                if (attempts == 0 and request.purpose == "candidate" and request.turn == 0
-                        and self.should_stop is not None and await self.should_stop()):
-                    return _Outcome(reason=NOT_STARTED_CANCELLED, retryable=False), attempts
+                # After a cancel no request leaves: not a first call, not another turn, not a judge, not a retry.
+                if self.should_stop is not None and await self.should_stop():
+                    first = attempts == 0 and request.purpose == "candidate" and request.turn == 0
+                    return _Outcome(reason=NOT_STARTED_CANCELLED if first else NOT_SENT_CANCELLED,
+                                    retryable=False), attempts
                 attempts += 1
                 outcome = await self._send_once(endpoint, request)
             if outcome.ok:
