@@ -572,7 +572,8 @@ def try_response(bp: SpecBlueprint, prompt: Prompt, response: str, evaluate=None
                 trials.append(PointTrial(view, error="point functions are not available in this version"))
                 continue
             outcome = evaluate(point.fn, point.fn_args if point.has_args else None, response, messages=messages,
-                               prompt_id=prompt.id, external_services=bp.external_services)
+                               prompt_id=prompt.id, external_services=bp.external_services,
+                               limits=settings.EVALSITE_LIMITS)
             trials.append(PointTrial(view, score=outcome.score, explain=outcome.explain, error=outcome.error))
         groups.append(TrialGroup(group, trials))
     return groups

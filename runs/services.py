@@ -335,7 +335,8 @@ async def _execute(run: Run, claimed: list[int], token: str, progress: Progress)
     waits = _WaitBoard(run.pk, progress.on_wait)
     heartbeat = asyncio.create_task(_heartbeat(token))
     options = PipelineOptions(max_in_flight=int(os.environ.get("EVALSITE_ITEMS_IN_FLIGHT") or 256),
-                              external_services=bp.external_services, files=dict(run.revision.files or {}))
+                              external_services=bp.external_services, files=dict(run.revision.files or {}),
+                              limits=settings.EVALSITE_LIMITS)
     saver = _Saver(run.pk, token, progress.on_item)
     flusher = asyncio.create_task(saver.every(0.5))
     try:

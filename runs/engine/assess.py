@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Literal, Mapping
 
 from blueprints.spec import functions as spec_functions
+from blueprints.spec.limits import Limits
 from blueprints.spec.schema import Point, Prompt
 
 from .judge import Consensus, JudgePlan, JudgeTask, JudgeVerdict, band_scale, criteria_list, judge_point
@@ -217,8 +218,11 @@ def response_metrics(response: GeneratedResponse) -> ResponseMetrics:
 async def _assess_function_point(point: Point, evaluate_point: PointEvaluator, subject: str,
                                  conversation: tuple[Turn, ...], response: GeneratedResponse,
                                  prompt: Prompt, external_services: Any,
-                                 files: Mapping[str, str] | None = None) -> PointAssessment:
+                                 files: Mapping[str, str] | None = None,
+                                 limits: Limits | None = None) -> PointAssessment:
     extra: dict[str, Any] = {}
+    if limits is not None:
+        extra["limits"] = limits
     # Only the functions that need them get these, so that an evaluator a caller passes keeps its signature.
     if point.fn in spec_functions.METRIC_FUNCTIONS or point.fn in spec_functions.FILE_FUNCTIONS:
         extra["metrics"] = response_metrics(response)
@@ -305,6 +309,7 @@ async def assess_response(
     embed: EmbedFn | None = None,
     external_services: Any = None,
     files: Mapping[str, str] | None = None,
+    limits: Limits | None = None,
 ) -> ResponseAssessment:
     """Score one response to one prompt.
 
@@ -313,7 +318,8 @@ async def assess_response(
     text points by every judge of ``judges`` at once, through ``complete``.
     ``embed``, when given, measures similarity to the prompt's ideal; a
     prompt with an ideal and no points is scored by it (DESIGN.md deviation 18).
-    ``files`` are the suite's companion files (for ``$code_judge``). When the prompt has
+    ``files`` are the suite's companion files (for ``$code_judge``). ``limits`` go to
+    ``evaluate_point`` (regex time limit; its default when None). When the prompt has
     verdicts, gates or per-check minimums, the pass/fail layer decides the verdict, and a
     failed gate sets the score to 0.
     """
@@ -335,7 +341,7 @@ async def assess_response(
         for point in points:
             if point.fn is not None:
                 functions.append(await _assess_function_point(point, evaluate_point, subject, conversation, response,
-                                                              prompt, external_services, files))
+                                                              prompt, external_services, files, limits))
         verdicts = iter(await judging)
     finally:
         judging.cancel()  # only has an effect if a bug raised above

@@ -17,6 +17,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterable
 
+from blueprints.spec.limits import Limits
 from blueprints.spec.schema import Prompt
 
 from .assess import ResponseAssessment, assess_response
@@ -57,6 +58,7 @@ class PipelineOptions:
     external_services: Any = None
     evaluate_point: Callable[..., Any] = field(default=real_evaluate_point)
     files: dict | None = None  # the suite's companion files, for script graders
+    limits: Limits | None = None  # for evaluate_point (regex time limit); None: its default
 
 
 def _cancelled(error: str | None) -> bool:
@@ -75,6 +77,7 @@ async def process_item(item: WorkItem, *, complete: CompleteFn, judges: JudgePla
     assessment = await assess_response(
         item.prompt, response, judges=judges, complete=complete, evaluate_point=options.evaluate_point,
         embed=options.embed, external_services=options.external_services, files=options.files,
+        limits=options.limits,
     )
     if any(_cancelled(v.error) for pa in assessment.point_assessments for v in pa.verdicts):
         return ItemResult(item, response, None, stopped=True)  # judges refused by the cancel: not a judge failure
