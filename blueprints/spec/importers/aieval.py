@@ -15,6 +15,7 @@ import re
 from typing import Any, Mapping
 
 from ..jsregex import RegexError, compile_js
+from ..limits import DEFAULT_LIMITS, Limits
 from ..parse import ParseResult
 from ..schema import Blueprint, Message, Point, Prompt, Verdicts
 from ..source import Loaded
@@ -37,8 +38,9 @@ JUDGED_DEFAULTS = {"llm_judge": 0.6, "similarity": 0.6, "factuality": 0.8, "fait
 
 
 def import_aieval(loaded: Loaded, *, files: Mapping[str, str] | None, blueprint_id: str | None, collections,
-                  call_hosts) -> ParseResult:
-    reader = _AiEval(loaded, derived_id=blueprint_id, collections=collections, call_hosts=call_hosts, files=files)
+                  call_hosts, limits: Limits = DEFAULT_LIMITS) -> ParseResult:
+    reader = _AiEval(loaded, derived_id=blueprint_id, collections=collections, call_hosts=call_hosts, files=files,
+                     limits=limits)
     blueprint, report = reader.read_suite()
     return reader.result(blueprint, report, loaded.fmt)
 
@@ -128,7 +130,7 @@ class _AiEval(ImportReader):
             from ..source import SourceError, load
 
             try:
-                docs = load(text, "yaml").documents
+                docs = load(text, "yaml", self.limits).documents
             except SourceError:
                 continue
             doc = docs[0] if len(docs) == 1 else None
