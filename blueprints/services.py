@@ -356,7 +356,7 @@ def _model_id(model) -> str:
 def _max_tokens(model) -> int:
     if not isinstance(model, str) and model.parameters:
         value = model.parameters.get("max_tokens") or model.parameters.get("maxTokens")
-        if isinstance(value, (int, float)) and value > 0:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 10**9:
             return int(value)
     return DEFAULT_MAX_TOKENS
 

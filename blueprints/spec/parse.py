@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
@@ -418,7 +419,15 @@ class _Reader(ExtensionReader):
         if isinstance(value, dict):
             if isinstance(value.get("name"), str) and value["name"].strip():
                 self.unknown_keys(value, ("name", "url", "image_url"), ("author",), "`author`")
-                return Author(name=value["name"], url=value.get("url"), image_url=value.get("image_url"))
+                links = {}
+                for field_name in ("url", "image_url"):
+                    link = value.get(field_name)
+                    if link is None or isinstance(link, str):
+                        links[field_name] = link
+                    else:
+                        self.error(f"`author.{field_name}` must be text (a web address), not {_type_name(link)}",
+                                   value, field_name, ("author", field_name), "write it as `https://...`", "author")
+                return Author(name=value["name"], **links)
             self.error("Invalid 'author' object: missing 'name' string.", h, "author", ("author",),
                        "add `name: Your Name` under `author`", "author")
             return None
@@ -577,6 +586,13 @@ class _Reader(ExtensionReader):
                         self.error(f"Invalid custom model definition: '{mapping_key}.{k}' must be text", value, k,
                                    (*path, mapping_key, k), "quote the value", "custom-model")
                         ok = False
+        parameters = entry.get("parameters")
+        if isinstance(parameters, dict):
+            for k, v in parameters.items():
+                if is_number(v) and not math.isfinite(v):
+                    self.error(f"Invalid custom model definition: 'parameters.{k}' must be a finite number",
+                               parameters, k, (*path, "parameters", k), "write a number such as 1024", "custom-model")
+                    ok = False
         if isinstance(entry.get("url"), str) and not re.match(r"^https?://[^\s/]+", entry["url"]):
             self.error("Invalid custom model definition: 'url' must be an http:// or https:// address", entry,
                        "url", (*path, "url"), code="custom-model")
