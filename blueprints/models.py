@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models, transaction
@@ -109,7 +110,8 @@ class Blueprint(models.Model):
         if current is not None and current.sha256 == digest and current.files == files:
             return current, False
         lookup = collections if collections is not None else ModelCollection.lookup()
-        result = parse_any(text, blueprint_id=self.slug, collections=lookup, files=files)
+        result = parse_any(text, blueprint_id=self.slug, collections=lookup, files=files,
+                           limits=settings.EVALSITE_LIMITS)
         bp = result.blueprint
         report = dict(import_report or {})
         if result.import_report is not None:
@@ -259,7 +261,8 @@ class BlueprintRevision(models.Model):
 
     def parse(self, collections=None):
         lookup = collections if collections is not None else ModelCollection.lookup()
-        return parse_any(self.text, blueprint_id=self.blueprint.slug, collections=lookup, files=self.files or {})
+        return parse_any(self.text, blueprint_id=self.blueprint.slug, collections=lookup, files=self.files or {},
+                         limits=settings.EVALSITE_LIMITS)
 
 
 class ModelCollection(models.Model):

@@ -105,7 +105,8 @@ def check_text(text: str, *, slug: str | None = None, collections=None, files: d
     if files is None and slug:
         files = (Blueprint.objects.filter(slug=slug).values_list("current_revision__files", flat=True).first()
                  or {})
-    result = parse_any(text, blueprint_id=slug, collections=lookup, files=files or {})
+    result = parse_any(text, blueprint_id=slug, collections=lookup, files=files or {},
+                       limits=settings.EVALSITE_LIMITS)
     preview = build_preview(result.blueprint, lookup) if result.blueprint is not None else None
     return Check(result, preview)
 
@@ -357,7 +358,7 @@ def _model_id(model) -> str:
 def _max_tokens(model) -> int:
     if not isinstance(model, str) and model.parameters:
         value = model.parameters.get("max_tokens") or model.parameters.get("maxTokens")
-        if isinstance(value, (int, float)) and value > 0:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 10**9:
             return int(value)
     return DEFAULT_MAX_TOKENS
 
@@ -744,7 +745,7 @@ def create_from_text(text: str, *, title_hint: str = "", slug: str = "", summary
                      ) -> tuple[Blueprint, BlueprintRevision]:
     """A new blueprint made in the browser: its id from the given one, else from its title."""
     lookup = ModelCollection.lookup()
-    result = parse_any(text, collections=lookup)
+    result = parse_any(text, collections=lookup, limits=settings.EVALSITE_LIMITS)
     title = (result.blueprint.title if result.blueprint and result.blueprint.title else None) \
         or title_from_text(text) or title_hint or "Untitled blueprint"
     with transaction.atomic():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
@@ -25,6 +26,7 @@ from .functions import is_number
 from .extensions import PASS_FAIL_KEYS, POINT_EXTENSION_KEYS, ExtensionReader
 from .ids import blueprint_id_for_file, normalize_tags, prompt_hash_id
 from .jsregex import RegexError, compile_js
+from .limits import DEFAULT_LIMITS, Limits
 from .model_ids import is_collection_name, normalize_model_entry
 from .schema import (
     RENDER_AS_VALUES,
@@ -116,28 +118,35 @@ def parse_blueprint(
     blueprint_id: str | None = None,
     collections: CollectionLookup | None = None,
     call_hosts: Iterable[str] = (),
+    limits: Limits = DEFAULT_LIMITS,
 ) -> ParseResult:
     """Parse and validate blueprint text. Never raises for bad input.
 
     ``collections`` resolves an upper-case model collection name (``CORE``) to its
     model ids, or returns None when it does not know it. ``call_hosts`` are the
-    hosts ``$call`` may reach (the operator's ``EVALSITE_CALL_HOSTS``).
+    hosts ``$call`` may reach (the operator's ``EVALSITE_CALL_HOSTS``). ``limits`` bound the
+    text, its nesting, its values with aliases expanded and its model variants.
     """
     fmt = fmt or detect_format(text, path)
     try:
-        loaded = load(text, fmt)
+        loaded = load(text, fmt, limits)
     except SourceError as exc:
-        diag = Diagnostic("error", exc.message, exc.line, exc.column, "", exc.hint, "syntax")
-        return ParseResult(None, [diag], [], fmt)
-    return parse_loaded(loaded, path=path, blueprint_id=blueprint_id, collections=collections, call_hosts=call_hosts)
+        return ParseResult(None, [source_diagnostic(exc)], [], fmt)
+    return parse_loaded(loaded, path=path, blueprint_id=blueprint_id, collections=collections, call_hosts=call_hosts,
+                        limits=limits)
+
+
+def source_diagnostic(exc: SourceError) -> Diagnostic:
+    return Diagnostic("error", exc.message, exc.line, exc.column, "", exc.hint, exc.code)
 
 
 def parse_loaded(loaded: Loaded, *, path: str | None = None, blueprint_id: str | None = None,
-                 collections: CollectionLookup | None = None, call_hosts: Iterable[str] = ()) -> ParseResult:
+                 collections: CollectionLookup | None = None, call_hosts: Iterable[str] = (),
+                 limits: Limits = DEFAULT_LIMITS) -> ParseResult:
     """``parse_blueprint`` for text already loaded (``parse_any`` loads once to detect the dialect)."""
     fmt = loaded.fmt
     derived = blueprint_id or (blueprint_id_for_file(path) if path else None)
-    reader = _Reader(loaded, derived, collections, frozenset(call_hosts))
+    reader = _Reader(loaded, derived, collections, frozenset(call_hosts), limits)
     blueprint = reader.read()
     errors = [d for d in reader.diagnostics if d.is_error]
     warnings = [d for d in reader.diagnostics if not d.is_error]
@@ -171,8 +180,9 @@ def _short(value: Any, limit: int = 80) -> str:
 
 
 class _Reader(ExtensionReader):
-    def __init__(self, loaded: Loaded, derived_id, collections, call_hosts):
+    def __init__(self, loaded: Loaded, derived_id, collections, call_hosts, limits: Limits = DEFAULT_LIMITS):
         self.loaded = loaded
+        self.limits = limits
         self.locator = loaded.locator
         self.json = loaded.fmt == "json"
         self.derived_id = derived_id
@@ -409,7 +419,15 @@ class _Reader(ExtensionReader):
         if isinstance(value, dict):
             if isinstance(value.get("name"), str) and value["name"].strip():
                 self.unknown_keys(value, ("name", "url", "image_url"), ("author",), "`author`")
-                return Author(name=value["name"], url=value.get("url"), image_url=value.get("image_url"))
+                links = {}
+                for field_name in ("url", "image_url"):
+                    link = value.get(field_name)
+                    if link is None or isinstance(link, str):
+                        links[field_name] = link
+                    else:
+                        self.error(f"`author.{field_name}` must be text (a web address), not {_type_name(link)}",
+                                   value, field_name, ("author", field_name), "write it as `https://...`", "author")
+                return Author(name=value["name"], **links)
             self.error("Invalid 'author' object: missing 'name' string.", h, "author", ("author",),
                        "add `name: Your Name` under `author`", "author")
             return None
@@ -568,6 +586,13 @@ class _Reader(ExtensionReader):
                         self.error(f"Invalid custom model definition: '{mapping_key}.{k}' must be text", value, k,
                                    (*path, mapping_key, k), "quote the value", "custom-model")
                         ok = False
+        parameters = entry.get("parameters")
+        if isinstance(parameters, dict):
+            for k, v in parameters.items():
+                if is_number(v) and not math.isfinite(v):
+                    self.error(f"Invalid custom model definition: 'parameters.{k}' must be a finite number",
+                               parameters, k, (*path, "parameters", k), "write a number such as 1024", "custom-model")
+                    ok = False
         if isinstance(entry.get("url"), str) and not re.match(r"^https?://[^\s/]+", entry["url"]):
             self.error("Invalid custom model definition: 'url' must be an http:// or https:// address", entry,
                        "url", (*path, "url"), code="custom-model")

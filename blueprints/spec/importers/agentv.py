@@ -28,6 +28,7 @@ from typing import Any, Mapping
 from ..bands import read_score_ranges, uncovered
 from ..diagnostics import format_path
 from ..ids import normalize_tags
+from ..limits import DEFAULT_LIMITS, Limits
 from ..model_ids import is_collection_name
 from ..parse import ParseResult
 from ..schema import Blueprint, Message, Point, Prompt, Verdicts
@@ -76,8 +77,9 @@ NOT_AN_AGENT = "evalsite runs language models, not agent targets, and has no wor
 
 
 def import_agentv(loaded: Loaded, *, files: Mapping[str, str] | None, blueprint_id: str | None, collections,
-                  call_hosts) -> ParseResult:
-    reader = _AgentV(loaded, derived_id=blueprint_id, collections=collections, call_hosts=call_hosts, files=files)
+                  call_hosts, limits: Limits = DEFAULT_LIMITS) -> ParseResult:
+    reader = _AgentV(loaded, derived_id=blueprint_id, collections=collections, call_hosts=call_hosts, files=files,
+                     limits=limits)
     blueprint, report = reader.read_suite()
     return reader.result(blueprint, report, loaded.fmt)
 
