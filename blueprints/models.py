@@ -135,6 +135,7 @@ class Blueprint(models.Model):
                 self.title = title_from_text(text) or self.slug
             self.updated_at = revision.created_at
             self.save()
+        revision.parsed = result  # what the parser said, for the caller (not stored; parse() reads it again)
         return revision, True
 
     def restore(self, revision: "BlueprintRevision") -> tuple["BlueprintRevision", bool]:

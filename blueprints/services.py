@@ -659,7 +659,7 @@ class ImportOutcome:
         return text + "."
 
 
-def import_files(files: Iterable[tuple[str, str, dict]], *, via: str) -> ImportOutcome:
+def import_files(files: Iterable[tuple[str, str, dict]], *, via: str, folder_name: str = "") -> ImportOutcome:
     """Import ``(path, text, companion files)`` triples; each path gives its blueprint's id.
 
     The id is the path's, as upstream (``sub/name.yml`` -> ``sub__name``, a leading
@@ -667,13 +667,15 @@ def import_files(files: Iterable[tuple[str, str, dict]], *, via: str) -> ImportO
     A file whose blueprint exists makes a new revision when its text changed.
     """
     outcome = ImportOutcome()
-    files = _attach_companions(list(files), outcome)
+    files = _store_collection_files(list(files), outcome)
+    files = _attach_companions(files, outcome)
+    slugs = {path: _import_id(path, text, folder_name) for path, text, _files in files}
     by_slug: dict[str, list[str]] = {}
-    for path, _text, _files in files:
-        by_slug.setdefault(blueprint_id_from_path(path), []).append(path)
+    for path, slug in slugs.items():
+        by_slug.setdefault(slug, []).append(path)
     lookup = ModelCollection.lookup()
     for path, text, companions in files:
-        slug = blueprint_id_from_path(path)
+        slug = slugs[path]
         clash = by_slug[slug]
         if len(clash) > 1:
             others = " and ".join(f"'{p}'" for p in clash)
@@ -687,8 +689,88 @@ def import_files(files: Iterable[tuple[str, str, dict]], *, via: str) -> ImportO
                                             f"'{path}' would get the id '{slug}', which is not usable; rename the file "
                                             "to letters, digits, '-', '_' and '.'"))
             continue
+        taken = _taken_by_another_suite(slug, path)
+        if taken:
+            outcome.items.append(ImportItem(path, slug, "refused", taken))
+            continue
         outcome.items.append(_import_one(path, slug, text, companions, via=via, lookup=lookup))
     return outcome
+
+
+# A suite file of these names says nothing about which suite it is (AgentV's EVAL.yaml):
+# its id comes from the suite's `name`, else its folder.
+GENERIC_SUITE_NAMES = frozenset({"eval", "evals", "suite", "tests", "dataset", "promptfooconfig"})
+
+
+def _import_id(path: str, text: str, folder_name: str = "") -> str:
+    """The id a file is imported under: from its path, as upstream; a generically named suite file
+    (AgentV's ``EVAL.yaml``) by the suite's ``name``, else its folder (``folder_name``: the imported
+    folder's own name, for a suite at its top)."""
+    from blueprints.spec.dialects import WEVAL, detect_dialect_of
+    from blueprints.spec.parse import detect_format
+    from blueprints.spec.source import SourceError, load
+
+    slug = blueprint_id_from_path(path)
+    if PurePosixPath(path).stem.lower() not in GENERIC_SUITE_NAMES:
+        return slug
+    try:
+        documents = load(text, detect_format(text, path), settings.EVALSITE_LIMITS).documents
+    except SourceError:
+        return slug  # the reader explains the text
+    if detect_dialect_of(documents) == WEVAL:
+        return slug
+    first = documents[0] if documents else None
+    name = first.get("name") if isinstance(first, dict) else None
+    if isinstance(name, str) and slugify_id(name):
+        return slugify_id(name)
+    folder = PurePosixPath(path).parent
+    if folder.parts:
+        return blueprint_id_from_path(folder.as_posix())
+    return slugify_id(folder_name) or slug
+
+
+def slugify_id(text: str) -> str:
+    from django.utils.text import slugify
+
+    return slugify(text)[:100]
+
+
+def _taken_by_another_suite(slug: str, path: str) -> str:
+    """Why ``path`` may not become a new revision of the blueprint ``slug``: it was imported from another file."""
+    existing = Blueprint.objects.filter(slug=slug).select_related("current_revision").first()
+    if existing is None or existing.current_revision is None:
+        return ""
+    before = (existing.current_revision.import_report or {}).get("path")
+    if not before or before == path:
+        return ""
+    return (f"the id '{slug}' belongs to the suite imported from '{before}', and '{path}' is another file: "
+            f"give this suite its own `name:`, or rename or delete '{slug}' first (its page, Settings)")
+
+
+def _store_collection_files(files: list[tuple[str, str, dict]], outcome: ImportOutcome) -> list:
+    """Model collection files among the imported ones (``models/CORE.json``: a JSON list of model ids) are stored
+    as collections, before the blueprints that name them; the other files are returned."""
+    rest = []
+    for path, text, extra in files:
+        pure = PurePosixPath(path)
+        if pure.suffix.lower() != ".json" or not (pure.parent.name == "models" or is_collection_name(pure.stem)):
+            rest.append((path, text, extra))
+            continue
+        try:
+            data = json.loads(text)
+        except ValueError:
+            rest.append((path, text, extra))
+            continue
+        if not isinstance(data, list) or not all(isinstance(m, str) for m in data):
+            rest.append((path, text, extra))  # not a collection: let the blueprint reader explain it
+            continue
+        name = pure.stem
+        if not is_collection_name(name):
+            outcome.collections.append((name, f"skipped: '{pure.name}' is not an upper-case collection name"))
+            continue
+        _, changed = ModelCollection.store(name, [m for m in data if m.strip()], source=path)
+        outcome.collections.append((name, "stored" if changed else "unchanged"))
+    return rest
 
 
 def _attach_companions(files: list[tuple[str, str, dict]], outcome: ImportOutcome) -> list[tuple[str, str, dict]]:
@@ -738,7 +820,22 @@ def _import_one(path, slug, text, companions, *, via, lookup) -> ImportItem:
     message = ""
     if not revision.is_valid:
         message = f"saved as a draft: {revision.error_count} error{'s' if revision.error_count != 1 else ''}"
+    else:
+        missing = _missing_collections(revision, lookup)
+        if missing:
+            names = ", ".join(missing)
+            message = (f"names the model collection{'s' if len(missing) > 1 else ''} {names}, which evalsite does not "
+                       f"have: import {' and '.join(f'models/{n}.json' for n in missing)} with it, or add "
+                       f"{'them' if len(missing) > 1 else 'it'} on the Collections page; until then it cannot run")
     return ImportItem(path, slug, status, message, blueprint, revision)
+
+
+def _missing_collections(revision, lookup) -> list[str]:
+    result = getattr(revision, "parsed", None) or revision.parse(collections=lookup)
+    if result.blueprint is None or not result.blueprint.models_given:
+        return []
+    _, missing = resolve_models(result.blueprint.models, lookup)
+    return list(missing)
 
 
 def create_from_text(text: str, *, title_hint: str = "", slug: str = "", summary: str = "Created in evalsite"
@@ -768,7 +865,7 @@ def import_folder(folder: Path, *, via: str = "import_blueprints") -> ImportOutc
             outcome.items.append(ImportItem(relative, None, "refused", f"cannot read '{relative}': {exc}"))
             continue
         files.append((relative, text, companion_files(path, text, folder)))
-    outcome.items.extend(import_files(files, via=via).items)
+    outcome.items.extend(import_files(files, via=via, folder_name=folder.name).items)
     return outcome
 
 
