@@ -38,9 +38,11 @@ with JavaScript's `u` flag, not as two; case-insensitive matching of a few dozen
 rare characters (Greek letters with iota subscript, capital sharp s, theta
 symbol) follows Python's Unicode tables.
 
-Two bounds the engine needs: groups nest at most `MAX_GROUP_DEPTH` deep (a
-located error beyond; the translator and the `regex` compiler both recurse), and
-a long run of literal characters is cut every `_LITERAL_RUN` characters by an
+Bounds the engine needs, each a located error: a pattern has at most
+`MAX_PATTERN_CHARS` characters (the `regex` compiler is pure Python and holds the
+interpreter lock, about 8 µs a character); groups nest at most `MAX_GROUP_DEPTH`
+deep (the translator and the compiler both recurse); repetition counts ask for at
+most `MAX_REPEAT_UNITS` (memory, see there). And a long run of literal characters is cut every `_LITERAL_RUN` characters by an
 always-true assertion, because `regex` builds its string-search table for one
 literal in time cubic in its length, before the time limit applies and with the
 interpreter lock held (2,000 characters took 1.8 s; 5,000 took 27 s).
@@ -56,7 +58,7 @@ import regex as regex_engine
 
 from .limits import DEFAULT_LIMITS, Limits
 
-__all__ = ["RegexError", "RegexTimeout", "translate", "compile_js", "search_js", "MAX_GROUP_DEPTH"]
+__all__ = ["RegexError", "RegexTimeout", "translate", "compile_js", "search_js", "MAX_GROUP_DEPTH", "MAX_PATTERN_CHARS"]
 
 MAX_CODE_POINT = 0x10FFFF
 
@@ -90,6 +92,8 @@ _INLINE_FLAGS_RE = re.compile(r"\(\?([a-zA-Z]*)(?:-([a-zA-Z]*))?\)")
 _FLAG_GROUP_RE = re.compile(r"([a-zA-Z]*)(?:-([a-zA-Z]*))?:")
 # Python's `re` rejects repeat counts at or above this (sre_constants.MAXREPEAT).
 _PYTHON_MAX_REPEAT = 4294967295
+# Characters in one pattern (the corpus's longest is a few hundred).
+MAX_PATTERN_CHARS = 10_000
 # Groups inside groups: deeper than this is an error (real patterns nest a few levels).
 MAX_GROUP_DEPTH = 64
 # Literal characters in a row before an always-true assertion cuts the run (see above).
@@ -145,6 +149,11 @@ def translate(pattern: str, *, ignore_case: bool = False) -> str:
     """
     if not isinstance(pattern, str):
         raise RegexError("a regex must be a string")
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise RegexError(
+            f"the regex is {len(pattern):,} characters long; at most {MAX_PATTERN_CHARS:,} are allowed: shorten it",
+            MAX_PATTERN_CHARS,
+        )
     return _Translator(pattern, _Flags(ignore_case=ignore_case)).run()
 
 

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from blueprints.spec import functions
-from blueprints.spec.jsregex import MAX_GROUP_DEPTH, RegexError, RegexTimeout, compile_js, search_js, translate
+from blueprints.spec.jsregex import MAX_GROUP_DEPTH, MAX_PATTERN_CHARS, RegexError, RegexTimeout, compile_js, search_js, translate
 from blueprints.spec.limits import Limits
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "weval-configs"
@@ -227,6 +227,13 @@ def test_huge_repetition_counts_are_located_errors_not_an_out_of_memory_kill() -
         assert caught.value.position == position
     assert compile_js(r"(x{10}|y){5}").search("x" * 50)
     assert compile_js(r"a{0,2147483647}").search("aaa")  # a large maximum costs nothing
+
+
+def test_a_pattern_longer_than_the_bound_is_a_located_error() -> None:
+    assert compile_js("a" * MAX_PATTERN_CHARS).search("a" * MAX_PATTERN_CHARS)
+    with pytest.raises(RegexError, match="characters long") as caught:
+        compile_js("a" * (MAX_PATTERN_CHARS + 1))
+    assert caught.value.position == MAX_PATTERN_CHARS
 
 
 def test_deep_nesting_is_a_located_error_not_a_recursion_error() -> None:
