@@ -182,6 +182,12 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
     if embedding_model:
         problems += [f"embeddings {p.message}" for p in check_models([embedding_model], os.environ,
                                                                      custom_models=customs)]
+    # Checked before expanding: a collection may have grown since the blueprint was saved.
+    product = len(resolved) * max(len(bp.temperatures or ()), 1) * max(len(bp.systems or ()), 1)
+    if product > settings.EVALSITE_LIMITS.max_variants:
+        raise RunRefused(f"this run would expand to {product:,} model variants, more than the limit of "
+                         f"{settings.EVALSITE_LIMITS.max_variants:,}; choose fewer models, or raise the limit with "
+                         "the setting EVALSITE_MAX_VARIANTS")
     variants = expand_variants(bp, resolved)
     judged_points = {i: sum(1 for p in prompt.all_points() if p.fn is None) for i, prompt in enumerate(bp.prompts)}
     override = max(1, int(trials)) if trials is not None else None
