@@ -499,14 +499,14 @@ class _Reader(ExtensionReader):
 
     def read_temperatures(self, h, bp):
         if "temperature" in h and h["temperature"] is not None:
-            if is_number(h["temperature"]):
+            if is_number(h["temperature"]) and math.isfinite(h["temperature"]):
                 bp.temperature = float(h["temperature"])
             else:
                 self.error("Config file has invalid 'temperature' (must be a number).", h, "temperature",
-                           ("temperature",), code="type")
+                           ("temperature",), "write a number from 0 to 2; .inf and .nan are not temperatures", "type")
         if "temperatures" in h and h["temperatures"] is not None:
             temps = h["temperatures"]
-            if isinstance(temps, list) and all(is_number(t) for t in temps):
+            if isinstance(temps, list) and all(is_number(t) and math.isfinite(t) for t in temps):
                 bp.temperatures = [float(t) for t in temps]
                 if bp.temperature is not None and temps:
                     self.warn("`temperature` is ignored because `temperatures` is set", h, "temperature",
@@ -841,7 +841,7 @@ class _Reader(ExtensionReader):
                            "plaintext.", raw, "render_as", (*path, "render_as"),
                            self._choice_hint(raw["render_as"], RENDER_AS_VALUES), "enum")
         if "temperature" in raw and raw["temperature"] is not None:
-            if is_number(raw["temperature"]):
+            if is_number(raw["temperature"]) and math.isfinite(raw["temperature"]):
                 prompt.temperature = float(raw["temperature"])
             else:
                 self.error(f"`temperature` must be a number, not {_type_name(raw['temperature'])}", raw,
