@@ -37,6 +37,7 @@ from blueprints.spec import functions
 from blueprints.spec.collections import CollectionError, read_collection_file, resolve_models
 from blueprints.spec.files import iter_blueprint_files, read_text
 from blueprints.spec.ids import blueprint_id_from_path
+from blueprints.spec.limits import Limits
 from blueprints.spec.model_ids import effective_id, format_js_number, is_collection_name, provider_of
 from runs.engine.judge import plan_for_run
 
@@ -304,16 +305,21 @@ class Preview:
     missing_collections: list[str]
     temperatures: list[float | None]
     systems: list[str | None] | None
-    variants: list[str]
+    variants: list[str]  # the first Limits.max_variants ids; variant_total counts them all
     judges: list[ModelLine]
     judges_are_default: bool
     generation_calls: int
     judge_calls: int
     prices_known: bool
+    variant_total: int = 0
 
     @property
     def variant_count(self) -> int:
-        return len(self.variants)
+        return max(self.variant_total, len(self.variants))
+
+    @property
+    def variants_truncated(self) -> bool:
+        return self.variant_count > len(self.variants)
 
     @property
     def point_count(self) -> int:
@@ -363,17 +369,27 @@ def _max_tokens(model) -> int:
     return DEFAULT_MAX_TOKENS
 
 
-def build_preview(bp: SpecBlueprint, collections: Callable[[str], list[str] | None] | None) -> Preview:
-    """Prompts as the run will see them, the model variants, and the calls and tokens they take."""
+def build_preview(bp: SpecBlueprint, collections: Callable[[str], list[str] | None] | None,
+                  limits: Limits | None = None) -> Preview:
+    """Prompts as the run will see them, the model variants, and the calls and tokens they take.
+
+    At most ``limits.max_variants`` variant ids are listed (``variant_total`` counts them all).
+    """
+    limits = limits or settings.EVALSITE_LIMITS
     prompts = [prompt_view(bp, p) for p in bp.prompts]
     models, missing = resolve_models(bp.models if bp.models_given else [], collections)
     origins = _collection_origins(bp, collections)
     temperatures: list[float | None] = list(bp.temperatures) if bp.temperatures else [bp.temperature]
     system_count = len(bp.systems) if bp.systems else 1
     variants = []
+    variant_total = len(models) * len(temperatures) * system_count
     for model in models:
+        if len(variants) >= limits.max_variants:
+            break
         for temperature in temperatures:
             for index in range(system_count):
+                if len(variants) >= limits.max_variants:
+                    break
                 variants.append(effective_id(_model_id(model), temperature=temperature or 0,
                                              system_index=index if system_count > 1 else None,
                                              system_count=system_count))
@@ -407,6 +423,7 @@ def build_preview(bp: SpecBlueprint, collections: Callable[[str], list[str] | No
         blueprint=bp, prompts=prompts, models=lines, missing_collections=missing, temperatures=temperatures,
         systems=bp.systems, variants=variants, judges=judge_lines, judges_are_default=judges_default,
         generation_calls=sum(m.calls for m in lines), judge_calls=judge_calls, prices_known=bool(prices),
+        variant_total=variant_total,
     )
 
 

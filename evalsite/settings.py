@@ -157,6 +157,9 @@ EVALSITE_LIMITS = Limits(
     max_depth=env_int("EVALSITE_MAX_DEPTH", _L.max_depth, minimum=10),
     max_variants=env_int("EVALSITE_MAX_VARIANTS", _L.max_variants, minimum=1),
 )
+# A form post must be able to carry a blueprint up to the text limit (URL-encoded, so up to three
+# bytes a character), so the parser's located "too long" error is what the author sees.
+DATA_UPLOAD_MAX_MEMORY_SIZE = EVALSITE_LIMITS.max_text_chars * 3 + (1 << 20)
 
 # Static files -----------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from blueprints.models import Blueprint, ModelCollection
 from blueprints.services import create_from_text
+from blueprints.spec.extensions import MAX_TRIALS
 
 from . import services
 from .exports import run_to_json
@@ -67,11 +68,19 @@ def api_view(view):
     return wrapper
 
 
+def _refuse_constant(name: str):
+    raise ValueError(f"`{name}` is not a JSON value")
+
+
 def _body(request) -> dict | JsonResponse:
     try:
-        data = json.loads(request.body or b"{}")
+        data = json.loads(request.body or b"{}", parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         return _error(400, f"the body is not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
+    except RecursionError:
+        return _error(400, "the body is not usable JSON: it is nested too deeply")
+    except ValueError as exc:  # NaN/Infinity, an int of thousands of digits, bytes that are not UTF-8
+        return _error(400, f"the body is not usable JSON: {exc}"[:300])
     if not isinstance(data, dict):
         return _error(400, "the body must be a JSON object")
     return data
@@ -115,6 +124,17 @@ def _strings(data: dict, key: str) -> list[str] | None:
     return [v for v in value if v]
 
 
+def _trials(data: dict) -> int | None:
+    value = data.get("trials")
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_TRIALS:
+        raise ValueError(f"`trials` must be a whole number from 1 to {MAX_TRIALS}")
+    return value
+
+
 @api_view
 @require_POST
 def start(request):
@@ -128,6 +148,7 @@ def start(request):
         return _error(400, "send `blueprint` (its text) or `blueprintId` (a stored blueprint's id)")
     try:
         models, judges = _strings(data, "models"), _strings(data, "judges")
+        trials = _trials(data)
     except ValueError as exc:
         return _error(400, str(exc))
     with transaction.atomic():
@@ -142,7 +163,7 @@ def start(request):
                 return _error(404, f"no blueprint with the id '{slug}'")
         try:
             run = services.start_run(blueprint, models=models, judges=judges, fresh=bool(data.get("fresh")),
-                                     trials=int(data["trials"]) if data.get("trials") else None, source="api")
+                                     trials=trials, source="api")
         except services.RunRefused as refused:
             transaction.set_rollback(text is not None and not slug)  # keep nothing from a refused one-off text
             return _error(422, refused.message, problems=refused.problems, blueprint=blueprint.slug)

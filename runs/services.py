@@ -177,6 +177,12 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
     problems = run_problems(resolved, os.environ, judge_models=[j.model for j in plan.judges] if judged else (),
                             embedding_model=embedding_model, custom_models=_custom_models(bp), fixtures=fixtures)
     problems += fixture_problems
+    # Checked before expanding: a collection may have grown since the blueprint was saved.
+    product = len(resolved) * max(len(bp.temperatures or ()), 1) * max(len(bp.systems or ()), 1)
+    if product > settings.EVALSITE_LIMITS.max_variants:
+        raise RunRefused(f"this run would expand to {product:,} model variants, more than the limit of "
+                         f"{settings.EVALSITE_LIMITS.max_variants:,}; choose fewer models, or raise the limit with "
+                         "the setting EVALSITE_MAX_VARIANTS")
     judged_points = {i: sum(1 for p in prompt.all_points() if p.fn is None) for i, prompt in enumerate(bp.prompts)}
     override = max(1, int(trials)) if trials is not None else None
     per_prompt = [override or prompt.trials or 1 for prompt in bp.prompts]

@@ -27,6 +27,7 @@ from .extensions import PASS_FAIL_KEYS, POINT_EXTENSION_KEYS, ExtensionReader
 from .ids import blueprint_id_for_file, normalize_tags, prompt_hash_id
 from .jsregex import RegexError, compile_js
 from .limits import DEFAULT_LIMITS, Limits
+from .collections import resolve_models
 from .model_ids import is_collection_name, normalize_model_entry
 from .schema import (
     RENDER_AS_VALUES,
@@ -265,6 +266,7 @@ class _Reader(ExtensionReader):
             prompts.append(prompt)
         blueprint.prompts = prompts
         self.check_collections(blueprint, header)
+        self.check_variants(blueprint, header)
         return blueprint
 
     def split_documents(self, docs: list) -> tuple[dict, list[tuple[Any, Any, Any]]]:
@@ -497,14 +499,14 @@ class _Reader(ExtensionReader):
 
     def read_temperatures(self, h, bp):
         if "temperature" in h and h["temperature"] is not None:
-            if is_number(h["temperature"]):
+            if is_number(h["temperature"]) and math.isfinite(h["temperature"]):
                 bp.temperature = float(h["temperature"])
             else:
                 self.error("Config file has invalid 'temperature' (must be a number).", h, "temperature",
-                           ("temperature",), code="type")
+                           ("temperature",), "write a number from 0 to 2; .inf and .nan are not temperatures", "type")
         if "temperatures" in h and h["temperatures"] is not None:
             temps = h["temperatures"]
-            if isinstance(temps, list) and all(is_number(t) for t in temps):
+            if isinstance(temps, list) and all(is_number(t) and math.isfinite(t) for t in temps):
                 bp.temperatures = [float(t) for t in temps]
                 if bp.temperature is not None and temps:
                     self.warn("`temperature` is ignored because `temperatures` is set", h, "temperature",
@@ -737,6 +739,23 @@ class _Reader(ExtensionReader):
 
     # --- collections -------------------------------------------------------------------
 
+    def check_variants(self, bp: Blueprint, header: dict):
+        """models x temperatures x system prompts past ``Limits.max_variants`` is an error at `models`."""
+        models, _ = resolve_models(bp.models if bp.models_given else [], self.collections)
+        counts = (max(len(models), 1), len(bp.temperatures) if bp.temperatures else 1,
+                  len(bp.systems) if bp.systems else 1)
+        total = counts[0] * counts[1] * counts[2]
+        limit = self.limits.max_variants
+        if total <= limit:
+            return
+        at = "models" if isinstance(header, dict) and "models" in header else None
+        self.error(f"this blueprint asks for {counts[0]:,} model{'s' if counts[0] != 1 else ''} x {counts[1]:,} "
+                   f"temperature{'s' if counts[1] != 1 else ''} x {counts[2]:,} system prompt"
+                   f"{'s' if counts[2] != 1 else ''} = {total:,} model variants, more than the limit of {limit:,}",
+                   header if at else None, at, ("models",),
+                   "list fewer models, temperatures or system prompts (or split the blueprint), or raise the limit "
+                   "with the setting EVALSITE_MAX_VARIANTS", "limit", at_key=bool(at))
+
     def check_collections(self, bp: Blueprint, header: dict):
         names = [m for m in bp.models if isinstance(m, str) and is_collection_name(m)]
         if not bp.models_given:
@@ -822,7 +841,7 @@ class _Reader(ExtensionReader):
                            "plaintext.", raw, "render_as", (*path, "render_as"),
                            self._choice_hint(raw["render_as"], RENDER_AS_VALUES), "enum")
         if "temperature" in raw and raw["temperature"] is not None:
-            if is_number(raw["temperature"]):
+            if is_number(raw["temperature"]) and math.isfinite(raw["temperature"]):
                 prompt.temperature = float(raw["temperature"])
             else:
                 self.error(f"`temperature` must be a number, not {_type_name(raw['temperature'])}", raw,

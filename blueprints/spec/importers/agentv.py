@@ -289,7 +289,7 @@ class _AgentV(ImportReader):
             return out
         out["trials"] = count
         mapping = {"pass_at_k": "best", "mean": "mean", "confidence_interval": "mean"}
-        if strategy not in mapping:
+        if not isinstance(strategy, str) or strategy not in mapping:
             self.error(f"`trials.strategy` must be pass_at_k, mean or confidence_interval, not {strategy!r}",
                        value, "strategy", (*path, "trials", "strategy"), code="trials")
             return out
@@ -1114,7 +1114,7 @@ class _AgentV(ImportReader):
                        path, 'e.g. `command: ["python", "judges/check.py"]`', "code-judge")
             return []
         value = item[key]
-        if isinstance(value, str):
+        if isinstance(value, str) and value.strip():
             try:
                 argv = shlex.split(value)
             except ValueError as exc:
@@ -1126,6 +1126,10 @@ class _AgentV(ImportReader):
         elif isinstance(value, list) and value and all(isinstance(t, str) and t for t in value):
             argv = list(value)
         else:
+            self.error("the command must be a non-empty list of text: [program, arg, ...]", item, key, (*path, key),
+                       code="code-judge")
+            return []
+        if not argv or not all(argv):
             self.error("the command must be a non-empty list of text: [program, arg, ...]", item, key, (*path, key),
                        code="code-judge")
             return []

@@ -237,7 +237,8 @@ class _AiEval(ImportReader):
                     variables[var["name"]] = var["default"]
             variables.update(inputs)
             for var in prompt_file.get("variables") or []:
-                if isinstance(var, dict) and var.get("required") and var.get("name") not in variables:
+                if isinstance(var, dict) and var.get("required") and isinstance(var.get("name"), str) \
+                        and var["name"] not in variables:
                     self.error(f"the prompt needs the variable `{var['name']}`, which this case does not give", case,
                                "input", (*path, "input"), f"add `{var['name']}:` under `input:`", "template")
             rendered = self.render(prompt_file["template"], variables, case, path)
