@@ -39,6 +39,7 @@ from blueprints.spec.files import iter_blueprint_files, read_text
 from blueprints.spec.ids import blueprint_id_from_path
 from blueprints.spec.limits import Limits
 from blueprints.spec.model_ids import effective_id, format_js_number, is_collection_name, provider_of
+from evalsite.engine import engine_config
 from runs.engine.judge import plan_for_run
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
@@ -447,14 +448,13 @@ def _collection_origins(bp: SpecBlueprint, collections) -> dict[str, str]:
 
 def run_judges(bp: SpecBlueprint):
     """The judges a run of this blueprint uses unless told otherwise: the same plan the runs app builds."""
-    return plan_for_run(bp.coverage, default_judges=settings.EVALSITE_DEFAULT_JUDGES,
-                        backup_judge=settings.EVALSITE_BACKUP_JUDGE or None, description=bp.description)
+    config = engine_config()
+    return plan_for_run(bp.coverage, default_judges=config.default_judges, backup_judge=config.backup_judge,
+                        description=bp.description)
 
 
 def run_problems(preview: "Preview", revision) -> list[str]:
     """What would fail if the run started now (a model or judge without its key, say), in the run's own words."""
-    import os
-
     from runs.engine.providers import fixtures_from_blueprint
     from runs.engine.providers import run_problems as problems_of
 
@@ -465,7 +465,7 @@ def run_problems(preview: "Preview", revision) -> list[str]:
     models = [customs.get(m.id, m.id) for m in preview.models]
     embedding = (bp.embedding_model or settings.EVALSITE_EMBEDDINGS_MODEL or None) \
         if any(p.ideal_response for p in bp.prompts) else None
-    return problems_of(models, os.environ, judge_models=[j.id for j in preview.judges] if judged else (),
+    return problems_of(models, engine_config().providers, judge_models=[j.id for j in preview.judges] if judged else (),
                        embedding_model=embedding, custom_models=customs, fixtures=fixtures) + fixture_problems
 
 
@@ -590,8 +590,7 @@ def try_response(bp: SpecBlueprint, prompt: Prompt, response: str, evaluate=None
                 trials.append(PointTrial(view, error="point functions are not available in this version"))
                 continue
             outcome = evaluate(point.fn, point.fn_args if point.has_args else None, response, messages=messages,
-                               prompt_id=prompt.id, external_services=bp.external_services,
-                               limits=settings.EVALSITE_LIMITS)
+                               prompt_id=prompt.id, external_services=bp.external_services, config=engine_config())
             trials.append(PointTrial(view, score=outcome.score, explain=outcome.explain, error=outcome.error))
         groups.append(TrialGroup(group, trials))
     return groups

@@ -128,16 +128,15 @@ EVALSITE_CONCURRENCY_PER_PROVIDER = {
     for name in sorted(os.environ)
     if name.startswith(_CONCURRENCY_PREFIX) and len(name) > len(_CONCURRENCY_PREFIX)
 }
-# The upstream's judges (see ../shared/reference/weval-behaviour.md, section 3.6).
-EVALSITE_DEFAULT_JUDGES = env_list(
-    "EVALSITE_DEFAULT_JUDGES",
-    [
-        "openrouter:google/gemini-2.5-flash",
-        "openrouter:openai/gpt-4.1-mini",
-        "openrouter:anthropic/claude-haiku-4.5",
-    ],
-)
-EVALSITE_BACKUP_JUDGE = env_str("EVALSITE_BACKUP_JUDGE", "openrouter:anthropic/claude-haiku-4.5")
+# The upstream's judges by default (runs/engine/judge.py; reference section 3.6).
+from runs.engine.judge import UPSTREAM_BACKUP_JUDGE, UPSTREAM_DEFAULT_JUDGES  # noqa: E402
+
+EVALSITE_DEFAULT_JUDGES = env_list("EVALSITE_DEFAULT_JUDGES", list(UPSTREAM_DEFAULT_JUDGES))
+EVALSITE_BACKUP_JUDGE = env_str("EVALSITE_BACKUP_JUDGE", UPSTREAM_BACKUP_JUDGE)
+# Work per worker: items per task, items in flight at once, seconds before another machine's claim lapses.
+EVALSITE_CHUNK_SIZE = env_int("EVALSITE_CHUNK_SIZE", 200, minimum=1)
+EVALSITE_ITEMS_IN_FLIGHT = env_int("EVALSITE_ITEMS_IN_FLIGHT", 256, minimum=1)
+EVALSITE_CLAIM_LEASE_S = env_float("EVALSITE_CLAIM_LEASE_S", 120.0, minimum=1)
 EVALSITE_EMBEDDINGS_MODEL = env_str("EVALSITE_EMBEDDINGS_MODEL")
 EVALSITE_BLUEPRINT_ENV = env_list("EVALSITE_BLUEPRINT_ENV")
 EVALSITE_CALL_HOSTS = env_list("EVALSITE_CALL_HOSTS")

@@ -37,10 +37,12 @@ from blueprints.spec.schema import CustomModel
 from runs.engine.assess import ResponseAssessment
 from runs.engine.judge import JudgePlan, JudgeSpec, JudgeVerdict, plan_for_run, scale_for
 from runs.engine.pipeline import ItemResult, PipelineOptions, WorkItem, run_items
-from runs.engine.providers import Router, fixtures_from_blueprint, run_problems, settings_from_env
+from runs.engine.providers import Router, fixtures_from_blueprint, run_problems
 from runs.engine.aggregates import ResponseRecord, run_aggregates
 from runs.engine.scoring import Rating
 from runs.engine.types import GeneratedResponse, Turn, Usage
+
+from evalsite.engine import engine_config
 
 from .cache import response_cache
 from .models import FINISHED, PointAssessment, Response, ResponseStatus, Run, RunStatus
@@ -48,9 +50,6 @@ from .records import point_rows, result_fields
 
 log = logging.getLogger(__name__)
 
-# Items per task: large enough that a chunk's slow tail is a small part of it, small enough that
-# several workers share a run and a chunk ends well inside the task timeout.
-CHUNK_SIZE = int(os.environ.get("EVALSITE_CHUNK_SIZE") or 200)
 HEARTBEAT_S = 10
 
 
@@ -67,7 +66,7 @@ class RunRefused(Exception):
 
 
 def claim_lease() -> timedelta:
-    return timedelta(seconds=float(os.environ.get("EVALSITE_CLAIM_LEASE_S") or 120))
+    return timedelta(seconds=settings.EVALSITE_CLAIM_LEASE_S)
 
 
 # --- starting ---------------------------------------------------------------------------
@@ -113,10 +112,10 @@ def resolve_run_models(bp: SpecBlueprint, requested: list[str] | None, collectio
 def judge_plan_for(bp: SpecBlueprint, requested: list[str] | None = None, keep: list[str] | None = None
                    ) -> JudgePlan:
     """The run's judges (``runs.engine.judge.plan_for_run``) with the site's default and backup judges."""
+    config = engine_config()
     try:
-        return plan_for_run(bp.coverage, default_judges=settings.EVALSITE_DEFAULT_JUDGES,
-                            backup_judge=settings.EVALSITE_BACKUP_JUDGE or None, description=bp.description,
-                            replace_with=requested, keep=keep)
+        return plan_for_run(bp.coverage, default_judges=config.default_judges, backup_judge=config.backup_judge,
+                            description=bp.description, replace_with=requested, keep=keep)
     except ValueError as exc:
         raise RunRefused(str(exc)) from None
 
@@ -174,7 +173,7 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
     # Similarity to ideals: the blueprint's embeddingModel wins over the site's; none means no similarity.
     embedding_model = (bp.embedding_model or settings.EVALSITE_EMBEDDINGS_MODEL or None) \
         if any(p.ideal_response for p in bp.prompts) else None
-    problems = run_problems(resolved, os.environ, judge_models=[j.model for j in plan.judges] if judged else (),
+    problems = run_problems(resolved, engine_config().providers, judge_models=[j.model for j in plan.judges] if judged else (),
                             embedding_model=embedding_model, custom_models=_custom_models(bp), fixtures=fixtures)
     problems += fixture_problems
     # Checked before expanding: a collection may have grown since the blueprint was saved.
@@ -221,7 +220,10 @@ def enqueue_pending(run_id: int) -> int:
 
     ids = list(Response.objects.filter(run_id=run_id, status=ResponseStatus.PENDING)
                .order_by("prompt_index", "variant_id", "trial").values_list("pk", flat=True))
-    chunks = [ids[i:i + CHUNK_SIZE] for i in range(0, len(ids), CHUNK_SIZE)]
+    # Items per task (EVALSITE_CHUNK_SIZE): large enough that a chunk's slow tail is a small part of it, small
+    # enough that several workers share a run and a chunk ends well inside the task timeout.
+    size = settings.EVALSITE_CHUNK_SIZE
+    chunks = [ids[i:i + size] for i in range(0, len(ids), size)]
     for chunk in chunks:
         async_task("runs.tasks.run_chunk", run_id, chunk, task_name=f"run {run_id}: {len(chunk)} items",
                    group=f"run-{run_id}")
@@ -326,8 +328,7 @@ def _stored_generation(row: Response) -> GeneratedResponse:
 
 def build_router(run: Run, bp: SpecBlueprint, *, on_wait=None, should_stop=None) -> Router:
     fixtures, _ = fixtures_from_blueprint(bp.fixtures, run.revision.files)
-    provider_settings = settings_from_env(os.environ)
-    return Router(provider_settings, custom_models=_custom_models(bp), fixtures=fixtures, cache=response_cache(),
+    return Router(engine_config().providers, custom_models=_custom_models(bp), fixtures=fixtures, cache=response_cache(),
                   blueprint_concurrency=bp.concurrency, on_wait=on_wait, should_stop=should_stop,
                   fresh=bool(run.options.get("fresh")))
 
@@ -340,9 +341,9 @@ async def _execute(run: Run, claimed: list[int], token: str, progress: Progress)
     stop = _StopCheck(run.pk)
     waits = _WaitBoard(run.pk, progress.on_wait)
     heartbeat = asyncio.create_task(_heartbeat(token))
-    options = PipelineOptions(max_in_flight=int(os.environ.get("EVALSITE_ITEMS_IN_FLIGHT") or 256),
-                              external_services=bp.external_services, files=dict(run.revision.files or {}),
-                              limits=settings.EVALSITE_LIMITS)
+    config = engine_config()
+    options = PipelineOptions(max_in_flight=config.items_in_flight, external_services=bp.external_services,
+                              files=dict(run.revision.files or {}), config=config)
     saver = _Saver(run.pk, token, progress.on_item)
     flusher = asyncio.create_task(saver.every(0.5))
     try:

@@ -20,9 +20,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Literal, Mapping
 
 from blueprints.spec import functions as spec_functions
-from blueprints.spec.limits import Limits
 from blueprints.spec.schema import Point, Prompt
 
+from .config import EngineConfig
 from .judge import Consensus, JudgePlan, JudgeTask, JudgeVerdict, band_scale, criteria_list, judge_point
 from .points import InvalidPoint, ResponseMetrics, display_text
 from .points import evaluate_point as real_evaluate_point
@@ -219,10 +219,10 @@ async def _assess_function_point(point: Point, evaluate_point: PointEvaluator, s
                                  conversation: tuple[Turn, ...], response: GeneratedResponse,
                                  prompt: Prompt, external_services: Any,
                                  files: Mapping[str, str] | None = None,
-                                 limits: Limits | None = None) -> PointAssessment:
+                                 config: EngineConfig | None = None) -> PointAssessment:
     extra: dict[str, Any] = {}
-    if limits is not None:
-        extra["limits"] = limits
+    if config is not None:
+        extra["config"] = config
     # Only the functions that need them get these, so that an evaluator a caller passes keeps its signature.
     if point.fn in spec_functions.METRIC_FUNCTIONS or point.fn in spec_functions.FILE_FUNCTIONS:
         extra["metrics"] = response_metrics(response)
@@ -309,7 +309,7 @@ async def assess_response(
     embed: EmbedFn | None = None,
     external_services: Any = None,
     files: Mapping[str, str] | None = None,
-    limits: Limits | None = None,
+    config: EngineConfig | None = None,
 ) -> ResponseAssessment:
     """Score one response to one prompt.
 
@@ -318,8 +318,9 @@ async def assess_response(
     text points by every judge of ``judges`` at once, through ``complete``.
     ``embed``, when given, measures similarity to the prompt's ideal; a
     prompt with an ideal and no points is scored by it (DESIGN.md deviation 18).
-    ``files`` are the suite's companion files (for ``$code_judge``). ``limits`` go to
-    ``evaluate_point`` (regex time limit; its default when None). When the prompt has
+    ``files`` are the suite's companion files (for ``$code_judge``). ``config`` (what the
+    operator configured: limits, ``$call`` hosts, script graders) goes to ``evaluate_point``
+    (its defaults when None). When the prompt has
     verdicts, gates or per-check minimums, the pass/fail layer decides the verdict, and a
     failed gate sets the score to 0.
     """
@@ -341,7 +342,7 @@ async def assess_response(
         for point in points:
             if point.fn is not None:
                 functions.append(await _assess_function_point(point, evaluate_point, subject, conversation, response,
-                                                              prompt, external_services, files, limits))
+                                                              prompt, external_services, files, config))
         verdicts = iter(await judging)
     finally:
         judging.cancel()  # only has an effect if a bug raised above

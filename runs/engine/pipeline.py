@@ -17,10 +17,10 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterable
 
-from blueprints.spec.limits import Limits
 from blueprints.spec.schema import Prompt
 
 from .assess import ResponseAssessment, assess_response
+from .config import EngineConfig
 from .generate import ModelVariant, generate
 from .judge import JudgePlan
 from .points import evaluate_point as real_evaluate_point
@@ -58,7 +58,7 @@ class PipelineOptions:
     external_services: Any = None
     evaluate_point: Callable[..., Any] = field(default=real_evaluate_point)
     files: dict | None = None  # the suite's companion files, for script graders
-    limits: Limits | None = None  # for evaluate_point (regex time limit); None: its default
+    config: EngineConfig | None = None  # what the operator configured, for evaluate_point; None: its defaults
 
 
 def _cancelled(error: str | None) -> bool:
@@ -77,7 +77,7 @@ async def process_item(item: WorkItem, *, complete: CompleteFn, judges: JudgePla
     assessment = await assess_response(
         item.prompt, response, judges=judges, complete=complete, evaluate_point=options.evaluate_point,
         embed=options.embed, external_services=options.external_services, files=options.files,
-        limits=options.limits,
+        config=options.config,
     )
     if any(_cancelled(v.error) for pa in assessment.point_assessments for v in pa.verdicts):
         return ItemResult(item, response, None, stopped=True)  # judges refused by the cancel: not a judge failure

@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from blueprints.spec.files import validate_file
+from runs.engine.config import EngineConfig
 from blueprints.spec.limits import DEFAULT_LIMITS, Limits
 from runs.engine.points import evaluate_point
 
 CATASTROPHIC = r"^(a|a)+$"  # exponential backtracking, even for the `regex` package
 TEXT = "a" * 40 + "b"
-FAST = Limits(regex_timeout_s=0.1)
+FAST = EngineConfig(limits=Limits(regex_timeout_s=0.1))
 REASON = "took longer than 0.1 s on this response; simplify it or raise EVALSITE_REGEX_TIMEOUT_S"
 SEEDS = Path(__file__).resolve().parents[1] / "fixtures" / "seeds"
 
@@ -51,7 +52,7 @@ def assert_not_evaluated_for_time(result, elapsed, reason=REASON):
     ],
 )
 def test_every_regex_text_function_is_not_evaluated_past_the_limit(fn, args):
-    result, elapsed = timed(evaluate_point, fn, args, TEXT, limits=FAST)
+    result, elapsed = timed(evaluate_point, fn, args, TEXT, config=FAST)
     assert_not_evaluated_for_time(result, elapsed)
     assert CATASTROPHIC in result.error  # the reason names the pattern
 
@@ -66,24 +67,24 @@ def test_the_default_limit_is_one_second_and_named_in_the_reason():
 
 def test_the_issues_own_pattern_is_simply_a_fail_now():
     # `^(a+)+$` froze the server under Python's `re`; the `regex` package answers it at once.
-    result, elapsed = timed(evaluate_point, "$match", "^(a+)+$", TEXT, limits=FAST)
+    result, elapsed = timed(evaluate_point, "$match", "^(a+)+$", TEXT, config=FAST)
     assert (result.score, result.error) == (0.0, None)
     assert elapsed < 1.0
 
 
 def test_ordinary_patterns_still_score_under_the_limit():
-    assert evaluate_point("matches", r"\bParis\b", "It is Paris.", limits=FAST).score == 1.0
-    assert evaluate_point("matches_all_of", ["Par", "xyz"], "Paris", limits=FAST).score == 0.5
-    assert evaluate_point("matches", "(", "x", limits=FAST).error.startswith("Invalid regex pattern for 'matches'")
+    assert evaluate_point("matches", r"\bParis\b", "It is Paris.", config=FAST).score == 1.0
+    assert evaluate_point("matches_all_of", ["Par", "xyz"], "Paris", config=FAST).score == 0.5
+    assert evaluate_point("matches", "(", "x", config=FAST).error.startswith("Invalid regex pattern for 'matches'")
 
 
 def test_tool_argument_patterns_are_not_evaluated_past_the_limit():
     trace = [{"name": "search", "arguments": {"query": TEXT}}]
     args = {"expected": [{"name": "search", "args_match": {"query": f"regex:{CATASTROPHIC}"}}]}
-    result, elapsed = timed(evaluate_point, "tool_calls_match", args, "", tool_calls=trace, limits=FAST)
+    result, elapsed = timed(evaluate_point, "tool_calls_match", args, "", tool_calls=trace, config=FAST)
     assert_not_evaluated_for_time(result, elapsed)
     fine = {"expected": [{"name": "search", "args_match": {"query": "regex:^a+b$"}}]}
-    assert evaluate_point("tool_calls_match", fine, "", tool_calls=trace, limits=FAST).score == 1.0
+    assert evaluate_point("tool_calls_match", fine, "", tool_calls=trace, config=FAST).score == 1.0
 
 
 @pytest.mark.parametrize(
@@ -95,14 +96,14 @@ def test_tool_argument_patterns_are_not_evaluated_past_the_limit():
 )
 def test_json_schema_patterns_run_bounded_as_javascript_regexes(schema):
     response = json.dumps({"v": TEXT, TEXT: "x"})
-    result, elapsed = timed(evaluate_point, "json_matches_schema", schema, response, limits=FAST)
+    result, elapsed = timed(evaluate_point, "json_matches_schema", schema, response, config=FAST)
     assert_not_evaluated_for_time(result, elapsed)
 
 
 def test_json_schema_patterns_still_validate():
     schema = {"type": "object", "properties": {"d": {"type": "string", "pattern": r"^\d{4}$"}}}
-    assert evaluate_point("json_matches_schema", schema, '{"d": "2024"}', limits=FAST).score == 1.0
-    assert evaluate_point("json_matches_schema", schema, '{"d": "24"}', limits=FAST).score == 0.0
+    assert evaluate_point("json_matches_schema", schema, '{"d": "2024"}', config=FAST).score == 1.0
+    assert evaluate_point("json_matches_schema", schema, '{"d": "24"}', config=FAST).score == 0.0
 
 
 def _points_of(result):
@@ -118,7 +119,7 @@ def test_an_agentv_regex_check_is_not_evaluated_past_the_limit(tmp_path):
     result = validate_file(suite, root=tmp_path).result
     points = _points_of(result)
     assert [p.fn for p in points] == ["matches"]
-    outcome, elapsed = timed(evaluate_point, points[0].fn, points[0].fn_args, TEXT, limits=FAST)
+    outcome, elapsed = timed(evaluate_point, points[0].fn, points[0].fn_args, TEXT, config=FAST)
     assert_not_evaluated_for_time(outcome, elapsed)
 
 
@@ -134,11 +135,11 @@ def test_ai_eval_regex_and_tool_call_patterns_are_not_evaluated_past_the_limit(t
     regex_prompt = {p.id: p for p in validate_file(expected, root=project).result.blueprint.prompts}["regex"]
     point = regex_prompt.points[0]
     assert point.fn_args == [CATASTROPHIC]
-    outcome, elapsed = timed(evaluate_point, point.fn, point.fn_args, TEXT, limits=FAST)
+    outcome, elapsed = timed(evaluate_point, point.fn, point.fn_args, TEXT, config=FAST)
     assert_not_evaluated_for_time(outcome, elapsed)
 
     search = {p.id: p for p in validate_file(tools, root=project).result.blueprint.prompts}["search"]
     point = next(p for p in search.all_points() if p.fn == "tool_calls_match")
     trace = [{"name": "search", "arguments": {"query": TEXT}}]
-    outcome, elapsed = timed(evaluate_point, point.fn, point.fn_args, "", tool_calls=trace, limits=FAST)
+    outcome, elapsed = timed(evaluate_point, point.fn, point.fn_args, "", tool_calls=trace, config=FAST)
     assert_not_evaluated_for_time(outcome, elapsed)

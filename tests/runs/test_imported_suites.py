@@ -33,8 +33,8 @@ def imported(folder: Path) -> dict[str, Blueprint]:
     return {item.slug: item.blueprint for item in outcome.items if item.blueprint is not None}
 
 
-def test_the_complete_agentv_example_runs_with_gates_trials_and_metric_checks(fake_provider, monkeypatch):
-    monkeypatch.delenv("EVALSITE_ALLOW_CODE_JUDGES", raising=False)
+def test_the_complete_agentv_example_runs_with_gates_trials_and_metric_checks(fake_provider, monkeypatch, settings):
+    settings.EVALSITE_ALLOW_CODE_JUDGES = False
     fake_provider.script([
         # One trial of the sanctioned entity makes the expected tool calls; the others do not.
         {"model": "cand", "match": "Huawei", "times": 1,
@@ -84,8 +84,8 @@ def test_the_complete_agentv_example_runs_with_gates_trials_and_metric_checks(fa
     assert run.aggregates["variants"]["openai:cand[temp:0]"]["verdicts"] == {"pass": 3, "borderline": 0, "fail": 0}
 
 
-def test_a_script_grader_runs_in_a_run_when_the_operator_allows_it(fake_provider, monkeypatch):
-    monkeypatch.setenv("EVALSITE_ALLOW_CODE_JUDGES", "1")
+def test_a_script_grader_runs_in_a_run_when_the_operator_allows_it(fake_provider, settings):
+    settings.EVALSITE_ALLOW_CODE_JUDGES = True
     fake_provider.script([
         {"model": "cand", "match": "Review this code",
          "reply": "This is SQL injection. Use parameterized queries; an attacker could read every user."},

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 
 from blueprints.spec import functions
 from blueprints.spec.jsregex import RegexTimeout
-from blueprints.spec.limits import DEFAULT_LIMITS, Limits
+from blueprints.spec.limits import Limits
+
+from ..config import DEFAULT_CONFIG, EngineConfig
 
 from . import call as call_module
 from . import structured, tool_functions
@@ -35,8 +37,12 @@ class _Call:
     sandbox: JsSandbox | None
     metrics: ResponseMetrics | None = None
     files: Mapping | None = None
-    limits: Limits = DEFAULT_LIMITS
+    config: EngineConfig = DEFAULT_CONFIG
     malformed_tool_lines: tuple[str, ...] = ()
+
+    @property
+    def limits(self) -> Limits:
+        return self.config.limits
 
     def tool_calls(self) -> list[dict]:
         if self.given_tool_calls is not None:
@@ -75,13 +81,17 @@ def _call(c: _Call) -> Outcome:
         messages=c.messages,
         external_services=c.external_services,
         transport=c.call_transport,
+        hosts=c.config.call_hosts,
+        blueprint_env=c.config.providers.blueprint_env,
+        blueprint_env_names=c.config.providers.blueprint_env_names,
     )
 
 
 def _code_judge(c: _Call) -> Outcome:
     from runs.engine.codejudge import run_code_judge  # late: the grader module imports this package
 
-    return run_code_judge(c.args, c.response, files=c.files, messages=c.messages, metrics=c.metrics)
+    return run_code_judge(c.args, c.response, files=c.files, messages=c.messages, metrics=c.metrics,
+                          allowed=c.config.code_judges, child_env=c.config.child_env)
 
 
 def _metric(name: str) -> Callable[[_Call], Outcome]:
@@ -147,7 +157,7 @@ def evaluate_point(
     js_sandbox: JsSandbox | None = None,
     metrics: ResponseMetrics | None = None,
     files: Mapping | None = None,
-    limits: Limits = DEFAULT_LIMITS,
+    config: EngineConfig = DEFAULT_CONFIG,
 ) -> PointResult:
     """Score `response` with the point function `fn` (any accepted spelling, a leading `$` allowed).
 
@@ -156,8 +166,10 @@ def evaluate_point(
     process-wide HTTP client and V8 context (tests, or a caller with its own).
     `metrics` is what generation recorded (latency, cost, tokens, model calls), for
     the metric checks; `files` are the suite's companion files, for `$code_judge`.
-    `limits` bound the work (a regex match past `limits.regex_timeout_s` leaves the
-    point not evaluated with the reason); production passes the settings' value.
+    `config` is what the operator configured (runs.engine.config): its limits bound the work
+    (a regex match past `limits.regex_timeout_s` leaves the point not evaluated with the
+    reason), its `$call` hosts and blueprint environment, whether script graders may run;
+    production passes the settings' value (evalsite.engine.engine_config()).
     """
     written = fn[1:] if isinstance(fn, str) and fn.startswith("$") else fn
     name = functions.resolve(fn) if isinstance(fn, str) else None
@@ -179,7 +191,7 @@ def evaluate_point(
         sandbox=js_sandbox,
         metrics=metrics,
         files=files,
-        limits=limits,
+        config=config,
     )
     try:
         outcome = _IMPLEMENTATIONS[name](context)

@@ -52,7 +52,7 @@ from .formats import BadAnswer, error_message, error_param, parse_answer
 from .prices import cost_usd
 from .settings import ProviderSettings, key_variable_names
 from .embeddings import embeddings_request, read_embeddings
-from .transport import PooledTransport, proxy_configured
+from .transport import PooledTransport
 
 logger = logging.getLogger(__name__)
 
@@ -170,7 +170,7 @@ class Router:
         self._limits: dict[str, asyncio.Semaphore] = {}
         self._breakers: dict[str, _Breaker] = {}
         self._quirks: dict[str, Quirks] = {}
-        if transport is None and not proxy_configured():
+        if transport is None and not settings.proxy:
             transport = PooledTransport()
         # With a proxy in the environment, httpx's own transport (which honours it) is used.
         self._client = httpx.AsyncClient(
