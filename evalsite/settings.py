@@ -108,9 +108,10 @@ Q_CLUSTER = {
     "name": "evalsite",
     "workers": env_int("EVALSITE_WORKERS", 2, minimum=1),
     # A task is stopped after `timeout` seconds and handed out again after
-    # `retry`; retry must be longer, or a slow task runs twice at once.
-    "timeout": 600,
-    "retry": 720,
+    # `retry`; retry must be longer, or a slow task runs twice at once. Both
+    # follow the item budget (EVALSITE_ITEM_BUDGET_S), set below.
+    "timeout": 1020,
+    "retry": 1140,
     "max_attempts": 3,
     "sync": env_bool("EVALSITE_TASKS_SYNC", False),
     "label": "Tasks",
@@ -159,6 +160,10 @@ EVALSITE_LIMITS = Limits(
 # A form post must be able to carry a blueprint up to the text limit (URL-encoded, so up to three
 # bytes a character), so the parser's located "too long" error is what the author sees.
 DATA_UPLOAD_MAX_MEMORY_SIZE = EVALSITE_LIMITS.max_text_chars * 3 + (1 << 20)
+# A chunk's items run at once, each within the item budget, so a task ends within the budget
+# plus saving; django-q stops it two minutes after that, and hands it out again only later.
+Q_CLUSTER["timeout"] = int(EVALSITE_LIMITS.item_budget_s) + 120
+Q_CLUSTER["retry"] = Q_CLUSTER["timeout"] + 120
 
 # Static files -----------------------------------------------------------------
 

@@ -85,6 +85,8 @@ def result_fields(result: ItemResult) -> tuple[dict, dict]:
                 if v.role == "primary"]
     judge_ok = sum(1 for v in verdicts if v.ok)
     judge_failed = len(verdicts) - judge_ok
+    # Every judge call failed: the engine left it not evaluated (judges_all_failed); it is failed too.
+    failed = failed or assessment.judges_all_failed
     usage = assessment.judge_usage if assessment else None
     fields = dict(
         status=ResponseStatus.FAILED if failed else ResponseStatus.DONE,

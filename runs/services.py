@@ -51,6 +51,10 @@ from .records import point_rows, result_fields
 log = logging.getLogger(__name__)
 
 HEARTBEAT_S = 10
+# Claims per item: an item whose worker stopped answering this many times (its lease lapsed, or
+# the process died) is failed with the reason instead of being handed out again, so one item that
+# hangs every worker that takes it cannot keep a run going forever. "Retry failed" starts it afresh.
+MAX_CLAIMS = 3
 
 
 class RunRefused(Exception):
@@ -261,13 +265,41 @@ def _claimable(now) -> Q:
     return Q(status=ResponseStatus.PENDING) | Q(status=ResponseStatus.RUNNING, claimed_at__lt=now - claim_lease())
 
 
+def claims_exhausted_reason() -> str:
+    lease = claim_lease().total_seconds()
+    return (f"its worker stopped answering {MAX_CLAIMS} times (claimed {MAX_CLAIMS} times, each claim lapsed after "
+            f"{lease:g} s without a result, or its worker process died); not handed out again, because an item "
+            f"that hangs every worker would keep the run going forever. Look for a check that never ends (a "
+            f"catastrophic regex) or a model that never answers; \"retry failed\" runs it again.")
+
+
+def _fail_exhausted(run_id: int, available: Q, now) -> int:
+    """Fail the items among ``available`` that were claimed MAX_CLAIMS times already; returns how many."""
+    reason = claims_exhausted_reason()
+    with transaction.atomic():
+        failed = Response.objects.filter(available & Q(attempts__gte=MAX_CLAIMS)).update(
+            status=ResponseStatus.FAILED, error=reason, not_evaluated_reason=reason, score=None, judged_score=None,
+            finished_at=now, claimed_by="", claimed_at=None)
+        if failed:
+            Run.objects.filter(pk=run_id).update(items_done=F("items_done") + failed,
+                                                 items_failed=F("items_failed") + failed)
+    if failed:
+        log.warning("run %s: %s item(s) failed after %s claims", run_id, failed, MAX_CLAIMS)
+    return failed
+
+
 def claim(run_id: int, response_ids: list[int], token: str) -> list[int]:
-    """Claim the given items that nobody holds; returns the ids now ours."""
+    """Claim the given items that nobody holds; returns the ids now ours.
+
+    An item already claimed MAX_CLAIMS times without a result is failed with the reason instead.
+    """
     now = timezone.now()
     dead = [pk for pk, by in Response.objects.filter(pk__in=response_ids, status=ResponseStatus.RUNNING)
             .values_list("pk", "claimed_by") if _claim_is_dead(by)]
-    Response.objects.filter(Q(pk__in=response_ids, run_id=run_id) & (_claimable(now) | Q(pk__in=dead,
-                                                                      status=ResponseStatus.RUNNING))).update(
+    available = Q(pk__in=response_ids, run_id=run_id) & (_claimable(now) | Q(pk__in=dead,
+                                                                             status=ResponseStatus.RUNNING))
+    _fail_exhausted(run_id, available, now)
+    Response.objects.filter(available).update(
         status=ResponseStatus.RUNNING, claimed_by=token, claimed_at=now, attempts=F("attempts") + 1)
     return list(Response.objects.filter(pk__in=response_ids, claimed_by=token, status=ResponseStatus.RUNNING)
                 .values_list("pk", flat=True))
@@ -298,7 +330,12 @@ def execute_chunk(run_id: int, response_ids: list[int], *, progress: Progress | 
             asyncio.run(_execute(run, claimed, token, progress or Progress()))
         finally:
             close_old_connections()
+    worked_until = timezone.now()
     maybe_finish(run_id)
+    # Cancelled while this worker was busy: the run ended at once, without waiting for it, so
+    # what it stored since then is counted in the run's aggregates now.
+    if claimed and Run.objects.filter(pk=run_id, status=RunStatus.CANCELLED, finished_at__lt=worked_until).exists():
+        Run.objects.filter(pk=run_id).update(aggregates=compute_aggregates(run_id))
 
 
 def _work_items(run: Run, bp: SpecBlueprint, rows: list[Response]) -> list[WorkItem]:
@@ -343,7 +380,8 @@ async def _execute(run: Run, claimed: list[int], token: str, progress: Progress)
     heartbeat = asyncio.create_task(_heartbeat(token))
     config = engine_config()
     options = PipelineOptions(max_in_flight=config.items_in_flight, external_services=bp.external_services,
-                              files=dict(run.revision.files or {}), config=config)
+                              files=dict(run.revision.files or {}), config=config,
+                              item_budget_s=config.limits.item_budget_s)
     saver = _Saver(run.pk, token, progress.on_item)
     flusher = asyncio.create_task(saver.every(0.5))
     try:
@@ -457,9 +495,9 @@ async def _heartbeat(token: str) -> None:
 
 
 def _release(token: str) -> None:
-    """Items this worker claimed but did not start (a cancel) go back to pending."""
+    """Items this worker claimed but did not start (a cancel) go back to pending; that claim does not count."""
     Response.objects.filter(claimed_by=token, status=ResponseStatus.RUNNING).update(
-        status=ResponseStatus.PENDING, claimed_by="", claimed_at=None)
+        status=ResponseStatus.PENDING, claimed_by="", claimed_at=None, attempts=F("attempts") - 1)
 
 
 # --- saving -----------------------------------------------------------------------------
@@ -499,14 +537,17 @@ def save_results(run_id: int, token: str, results: list[ItemResult]) -> list[Res
 
 
 def maybe_finish(run_id: int) -> bool:
-    """Finish the run when no item is pending or running (or, after a cancel, none is running)."""
+    """Finish the run when no item is pending or running; after a cancel, at once.
+
+    A cancelled run does not wait for items still running: a worker stuck in one may never come
+    back. What such a worker stores later is added to the run's aggregates (execute_chunk), and
+    an item whose worker never comes back goes back to pending when its lease lapses.
+    """
     run = Run.objects.filter(pk=run_id).first()
     if run is None or run.is_finished:
         return True
     open_items = Response.objects.filter(run_id=run_id, status__in=[ResponseStatus.PENDING, ResponseStatus.RUNNING])
     if run.cancel_requested:
-        if open_items.filter(status=ResponseStatus.RUNNING).exists():
-            return False
         # A cancel that came after the last item finished changes nothing: the run is done.
         return finish_run(run_id, RunStatus.CANCELLED if open_items.exists() else RunStatus.DONE)
     if open_items.exists():
@@ -598,7 +639,8 @@ def retry_failed(run: Run) -> int:
     with transaction.atomic():
         ids = list(failed.values_list("pk", flat=True))
         undo = failed.aggregate(done=Count("pk"), failed=Count("pk", filter=Q(status=ResponseStatus.FAILED)))
-        Response.objects.filter(pk__in=ids).update(status=ResponseStatus.PENDING, claimed_by="", claimed_at=None)
+        Response.objects.filter(pk__in=ids).update(status=ResponseStatus.PENDING, claimed_by="", claimed_at=None,
+                                                   attempts=0)
         # Generation failures start from scratch; judge failures keep their generated text.
         Response.objects.filter(pk__in=ids).exclude(error="").update(text=None, final_text=None, conversation=[])
         Run.objects.filter(pk=run.pk).update(
@@ -611,6 +653,14 @@ def retry_failed(run: Run) -> int:
 def recover_stale_items() -> int:
     """Give back items held by dead workers and hand them out again (worker start, and every minute)."""
     runs = 0
+    # Items of a cancelled run whose worker stopped answering go back to pending: they did not run.
+    for run_id in Run.objects.filter(status=RunStatus.CANCELLED, responses__status=ResponseStatus.RUNNING) \
+            .values_list("pk", flat=True).distinct():
+        stuck = [pk for pk, by, at in Response.objects.filter(run_id=run_id, status=ResponseStatus.RUNNING)
+                 .values_list("pk", "claimed_by", "claimed_at")
+                 if _claim_is_dead(by) or at is None or at < timezone.now() - claim_lease()]
+        Response.objects.filter(pk__in=stuck, status=ResponseStatus.RUNNING).update(
+            status=ResponseStatus.PENDING, claimed_by="", claimed_at=None)
     for run in Run.objects.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING]):
         open_rows = Response.objects.filter(run=run, status__in=[ResponseStatus.PENDING, ResponseStatus.RUNNING])
         stale = [pk for pk, status, by, at in open_rows.values_list("pk", "status", "claimed_by", "claimed_at")

@@ -184,6 +184,10 @@ class ResponseAssessment:
         return any(pa.overridden for pa in self.point_assessments)
 
     @property
+    def judges_all_failed(self) -> bool:
+        return judges_all_failed(self.point_assessments) is not None
+
+    @property
     def violated_should_not(self) -> bool:
         """Some ``should_not`` point was met (its final score below 0.5)."""
         return any(pa.inverted and pa.score is not None and pa.score < 0.5 for pa in self.point_assessments)
@@ -263,6 +267,25 @@ def judged_point_assessment(point: Point, verdict: Consensus) -> PointAssessment
     reflection = (INVERTED_PREFIX if point.inverted else "") + (verdict.reflection or "")
     return PointAssessment(score=final, raw_score=verdict.score, reflection=reflection, warning=verdict.warning,
                            judge_model_id=verdict.judge_model_id, **common)
+
+
+def judges_all_failed(assessments: tuple[PointAssessment, ...]) -> str | None:
+    """Why a response is not evaluated when every judge call on its judged points failed, else None.
+
+    Such a response is failed (runs/models.py: "retry failed" asks the judges again) and not
+    evaluated, even when its function points scored: a judging outage must not show as a score
+    made of the function points alone (an errored point among answered ones is still left out,
+    deviation 1). A backup judge that answered, or a reviewer's score on a judged point, is an answer.
+    """
+    judged = [pa for pa in assessments if pa.kind == "judged"]
+    if not judged or any(pa.overridden for pa in judged):
+        return None
+    verdicts = [v for pa in judged for v in pa.verdicts]
+    if not verdicts or any(v.ok for v in verdicts):
+        return None
+    primary = [v for v in verdicts if v.role == "primary"] or verdicts
+    first = next((v.error for v in primary if v.error), "no answer")
+    return f"every judge call failed ({len(primary)} of {len(primary)}); the first: {first}"
 
 
 def _no_score_reason(assessments: tuple[PointAssessment, ...]) -> str:
@@ -374,6 +397,9 @@ async def assess_response(
             reason = f"the prompt has no points, and similarity to its ideal failed: {similarity_error}"
     else:
         reason = "the prompt has no points and no ideal response to score against"
+    no_judge = judges_all_failed(assessments)
+    if no_judge:  # a judging outage never becomes a score made of the function points alone
+        score, basis, reason = None, None, no_judge
 
     all_verdicts = [v for a in assessments for v in a.verdicts]
     layer = verdict_layer(prompt, assessments, score)
@@ -438,11 +464,14 @@ def apply_overrides(assessment: ResponseAssessment, overrides: Mapping[int, floa
                    for i, pa in enumerate(assessment.point_assessments))
     calculation = calculate(points)
     score = round2(calculation.score) if calculation.score is not None else None
+    no_judge = judges_all_failed(points)
+    if no_judge:
+        score = None
     layer = verdict_layer(prompt, points, score) if prompt is not None else {"score": score}
     return replace(assessment, point_assessments=points, calculation=calculation, **layer,
                    score_before_overrides=assessment.score if overrides else None,
                    score_basis="coverage" if score is not None else None,
-                   not_evaluated_reason=None if score is not None else _no_score_reason(points))
+                   not_evaluated_reason=None if score is not None else (no_judge or _no_score_reason(points)))
 
 
 def run_textbook_alpha(assessments: list[ResponseAssessment]) -> AlphaResult:

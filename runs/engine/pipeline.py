@@ -7,7 +7,9 @@ of items in flight is bounded, so memory stays flat however large the run.
 
 An item whose code hits a bug is recorded as failed with the error (and the
 traceback goes to the log) rather than stopping its neighbours: one broken
-item must not cost a reviewer the rest of the run.
+item must not cost a reviewer the rest of the run. So is an item that takes
+longer than its wall-clock budget (``PipelineOptions.item_budget_s``): it is
+stopped and failed with the reason, never left to hold its worker.
 """
 
 from __future__ import annotations
@@ -59,6 +61,25 @@ class PipelineOptions:
     evaluate_point: Callable[..., Any] = field(default=real_evaluate_point)
     files: dict | None = None  # the suite's companion files, for script graders
     config: EngineConfig | None = None  # what the operator configured, for evaluate_point; None: its defaults
+    item_budget_s: float | None = None  # wall-clock seconds per item (generation and judging); None: no limit
+
+
+def budget_exceeded_reason(budget_s: float) -> str:
+    return (f"took longer than {budget_s:g} s (the per-item budget, EVALSITE_ITEM_BUDGET_S); stopped and not "
+            f"evaluated. A model or judge that never answers, or a very slow check, is the usual cause; "
+            f"raise the budget or use \"retry failed\" to try again.")
+
+
+def failed_result(item: WorkItem, error: str) -> ItemResult:
+    response = GeneratedResponse(prompt_id=item.prompt.id, model_variant_id=item.variant.id_for(item.prompt),
+                                 conversation=(), text=None, final_text=None, error=error, trial=item.trial)
+    return ItemResult(item, response, None, internal_error=error)
+
+
+def _scoring_sends_requests(prompt: Prompt, options: PipelineOptions) -> bool:
+    """Judges, `$call` and similarity to the ideal send requests; other point functions score here and now."""
+    return (any(p.fn is None or p.fn == "call" for p in prompt.all_points())
+            or bool(prompt.ideal_response and options.embed is not None))
 
 
 def _cancelled(error: str | None) -> bool:
@@ -72,7 +93,8 @@ async def process_item(item: WorkItem, *, complete: CompleteFn, judges: JudgePla
                                                use_cache=options.use_cache, trial=item.trial)
     if _cancelled(response.error):  # a later turn was refused: the generation is incomplete
         return ItemResult(item, response, None, stopped=True)
-    if should_stop is not None and not response.error and await should_stop():
+    if (should_stop is not None and not response.error and _scoring_sends_requests(item.prompt, options)
+            and await should_stop()):
         return ItemResult(item, response, None, stopped=True)  # generated, not judged: a resume judges it
     assessment = await assess_response(
         item.prompt, response, judges=judges, complete=complete, evaluate_point=options.evaluate_point,
@@ -104,9 +126,11 @@ async def run_items(
             if should_stop is not None and await should_stop():
                 skipped += 1
                 return
+            budget = asyncio.timeout(options.item_budget_s)
             try:
-                result = await process_item(item, complete=complete, judges=judges, options=options,
-                                            should_stop=should_stop)
+                async with budget:
+                    result = await process_item(item, complete=complete, judges=judges, options=options,
+                                                should_stop=should_stop)
                 if NOT_STARTED_CANCELLED in (result.response.error or ""):
                     skipped += 1  # cancelled while it waited for its first call: it never started
                     return
@@ -114,12 +138,17 @@ async def run_items(
                     skipped += 1
                     await on_result(result)
                     return
+            except TimeoutError as exc:
+                if budget.expired():
+                    log.warning("%s x %s: over its budget of %s s", item.prompt.id, item.variant.variant_id,
+                                options.item_budget_s)
+                    result = failed_result(item, budget_exceeded_reason(options.item_budget_s))
+                else:  # a TimeoutError of our own code: a bug like any other
+                    log.exception("internal error on %s x %s", item.prompt.id, item.variant.variant_id)
+                    result = failed_result(item, f"internal error: TimeoutError: {exc}")
             except Exception as exc:  # a bug: keep it visible on the item, keep the run going
                 log.exception("internal error on %s x %s", item.prompt.id, item.variant.variant_id)
-                response = GeneratedResponse(prompt_id=item.prompt.id, model_variant_id=item.variant.id_for(item.prompt),
-                                             conversation=(), text=None, final_text=None,
-                                             error=f"internal error: {type(exc).__name__}: {exc}", trial=item.trial)
-                result = ItemResult(item, response, None, internal_error=response.error)
+                result = failed_result(item, f"internal error: {type(exc).__name__}: {exc}")
             await on_result(result)
             finished += 1
 

@@ -171,7 +171,10 @@ def test_cancel_stops_new_items_and_keeps_finished_ones(site, fake_llm):
     site.wait_for("a few items done", lambda: site.statuses(run_id)["done"] >= 4)
     site.manage("shell", "--no-imports", "-c",
                 f"from runs.models import Run; from runs.services import cancel_run; cancel_run(Run.objects.get(pk={run_id}))")
+    # The run is cancelled at once; the worker notices within a second or so and lets its
+    # in-flight items finish or go back to pending.
     site.wait_for("the run to be cancelled", lambda: site.run_status(run_id) == "cancelled")
+    site.wait_for("the worker to stop", lambda: site.statuses(run_id)["running"] == 0)
     statuses = site.statuses(run_id)
     asked = len(fake_llm.requests())
     time.sleep(1.0)
@@ -193,7 +196,9 @@ def test_after_a_cancel_no_request_reaches_the_provider(site, fake_llm):
                 f"from runs.models import Run; from runs.services import cancel_run; cancel_run(Run.objects.get(pk={run_id}))")
     landed = time.monotonic()
     site.wait_for("the run to be cancelled", lambda: site.run_status(run_id) == "cancelled")
-    time.sleep(1.0)
+    # The run ends at once; the calls in flight come back later, and nothing may follow them.
+    site.wait_for("the calls in flight to come back", lambda: site.statuses(run_id)["running"] == 0)
+    time.sleep(0.5)
     late = [(r["model"], round(r["time"] - landed, 2)) for r in fake_llm.requests() if r["time"] > landed]
     everything = [(r["model"], round(r["time"] - landed, 2)) for r in fake_llm.requests()]
     assert late == [], f"requests reached the provider after the cancel: {everything}\n{site.logs()}"
