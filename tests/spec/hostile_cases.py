@@ -46,6 +46,8 @@ CASES = [
          ("150 models x 150 temperatures x 150 system prompts = 3,375,000", "EVALSITE_MAX_VARIANTS")),
     Case("deep nesting (YAML)", "models: [openai:x]\n---\n- prompt: hi\n  should: " + "[" * 300 + "]" * 300,
          "limit", 4, 209, ("nested more than 200 deep", "EVALSITE_MAX_DEPTH")),
+    Case("deep nesting through an alias", "models: [openai:x]\nx: &x " + "[" * 150 + "]" * 150 + "\ny: " + "[" * 60
+         + "*x" + "]" * 60 + "\n" + PROMPT, "limit", 3, 64, ("nested more than 200 deep", "once the alias is expanded")),
     Case("deep nesting (JSON)", '{"models": ["openai:x"], "prompts": ' + "[" * 100_000 + "]" * 100_000 + "}",
          "limit", 1, 236, ("nested more than 200 deep", "EVALSITE_MAX_DEPTH")),
     Case("NaN in JSON", '{"models": ["openai:x"],\n "prompts": [{"prompt": "hi", "weight": NaN}]}', "syntax", 2,
