@@ -160,6 +160,8 @@ def format_js_number(x: float | int) -> str:
     """
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         raise TypeError(f"format_js_number expects a number, got {type(x).__name__}")
+    if type(x) is int and -(2**53) < x < 2**53:
+        return str(x)  # exact as a double, and below 1e21: JS prints the digits (fast path for big data)
     value = float(x)  # JS numbers are doubles; big ints lose precision as in JS
     if math.isnan(value):
         return "NaN"

@@ -85,7 +85,7 @@ def test_an_alias_bomb_sent_as_the_blueprint_is_refused_with_the_limit(client):
         f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(7))
     response = post(client, "/api/runs", {"blueprint": bomb})
     assert response.status_code == 422
-    assert any("500,000 values" in p and "EVALSITE_MAX_NODES" in p for p in response.json()["problems"])
+    assert any("100,000 values" in p and "EVALSITE_MAX_NODES" in p for p in response.json()["problems"])
 
 
 def test_a_form_post_is_refused_so_other_sites_cannot_start_runs(client):

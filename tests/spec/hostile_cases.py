@@ -38,8 +38,8 @@ VARIANTS = ("models: [" + ", ".join(f"openai:m{i}" for i in range(150)) + "]\n"
             "systems: [" + ", ".join(f"s{i}" for i in range(150)) + "]\n" + PROMPT)
 
 CASES = [
-    Case("alias bomb under models:", MODELS_BOMB, "limit", 8, 27, ("500,000 values", "EVALSITE_MAX_NODES")),
-    Case("alias bomb in a citation", CITATION_BOMB, "limit", 13, 33, ("500,000 values", "EVALSITE_MAX_NODES")),
+    Case("alias bomb under models:", MODELS_BOMB, "limit", 7, 47, ("100,000 values", "EVALSITE_MAX_NODES")),
+    Case("alias bomb in a citation", CITATION_BOMB, "limit", 12, 53, ("100,000 values", "EVALSITE_MAX_NODES")),
     Case("recursive alias", "title: t\nmodels: &m [openai:x, *m]\n" + PROMPT, "syntax", 2, 23,
          ("alias `*m` is inside the node",)),
     Case("150 x 150 x 150 variants", VARIANTS, "limit", 1, 1,
