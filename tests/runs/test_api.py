@@ -111,3 +111,14 @@ def test_controls_answer_with_the_status(client):
     response = post(client, f"/api/runs/{run_id}/retry-failed", {})
     assert response.status_code == 200 and response.json()["status"] == "done"
     assert post(client, f"/api/runs/{run_id}/explode", {}).status_code == 404
+
+
+def test_a_run_past_the_variant_limit_is_refused_before_it_expands(client):
+    from blueprints.spec.limits import Limits
+
+    with override_settings(EVALSITE_LIMITS=Limits(max_variants=2)):
+        response = post(client, "/api/runs", {"blueprint": OFFLINE, "models": ["fixtures:a", "fixtures:b",
+                                                                               "fixtures:c"]})
+    assert response.status_code == 422
+    assert "3 model variants, more than the limit of 2" in response.json()["error"]
+    assert not Run.objects.exists()
