@@ -233,3 +233,17 @@ def test_the_preview_lists_at_most_the_variant_limit_and_says_how_many_there_are
 
     html = render_to_string("blueprints/_preview.html", {"preview": preview})
     assert "3 of 4 listed" in html and "EVALSITE_MAX_VARIANTS" in html
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("case", [c for c in CASES if len(c.text) < 1_000_000], ids=lambda c: c.name)
+def test_a_hostile_blueprint_saved_as_a_draft_keeps_its_pages_answering(client, case):
+    from blueprints.models import Blueprint
+
+    blueprint = Blueprint.objects.create(slug="hostile", title="Hostile")
+    revision, _ = blueprint.save_revision(case.text)
+    assert revision.error_count >= 1
+    for url in ("/blueprints/hostile/", "/blueprints/hostile/edit/"):
+        response = client.get(url)
+        assert response.status_code == 200, url
+        assert len(response.content) < 2_000_000
