@@ -77,6 +77,8 @@ CUSTOM_MODEL_FIELDS = frozenset(
 )
 INHERITABLE = ("openai", "anthropic", "google", "mistral", "together", "xai", "openrouter")
 
+MAX_MESSAGE_CHARS = 500
+
 _QUOTED_CALL = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(.*)$", re.S)
 
 CollectionLookup = Callable[[str], "list[str] | None"]
@@ -216,6 +218,8 @@ class _Reader(ExtensionReader):
 
     def report(self, severity, message, container, key, path, hint=None, code="", at_key=False):
         line, column = self._position(container, key, at_key)
+        if len(message) > MAX_MESSAGE_CHARS:  # a message quoting a huge value stays readable (and small)
+            message = message[:MAX_MESSAGE_CHARS - 1] + "…"
         self.diagnostics.append(Diagnostic(severity, message, line, column, format_path(path), hint, code))
 
     def error(self, message, container, key, path, hint=None, code="", at_key=False):

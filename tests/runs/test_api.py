@@ -85,7 +85,7 @@ def test_an_alias_bomb_sent_as_the_blueprint_is_refused_with_the_limit(client):
         f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(7))
     response = post(client, "/api/runs", {"blueprint": bomb})
     assert response.status_code == 422
-    assert any("500,000 values" in p and "EVALSITE_MAX_NODES" in p for p in response.json()["problems"])
+    assert any("100,000 values" in p and "EVALSITE_MAX_NODES" in p for p in response.json()["problems"])
 
 
 def test_a_form_post_is_refused_so_other_sites_cannot_start_runs(client):
@@ -111,3 +111,14 @@ def test_controls_answer_with_the_status(client):
     response = post(client, f"/api/runs/{run_id}/retry-failed", {})
     assert response.status_code == 200 and response.json()["status"] == "done"
     assert post(client, f"/api/runs/{run_id}/explode", {}).status_code == 404
+
+
+def test_a_run_past_the_variant_limit_is_refused_before_it_expands(client):
+    from blueprints.spec.limits import Limits
+
+    with override_settings(EVALSITE_LIMITS=Limits(max_variants=2)):
+        response = post(client, "/api/runs", {"blueprint": OFFLINE, "models": ["fixtures:a", "fixtures:b",
+                                                                               "fixtures:c"]})
+    assert response.status_code == 422
+    assert "3 model variants, more than the limit of 2" in response.json()["error"]
+    assert not Run.objects.exists()

@@ -203,3 +203,47 @@ def test_live_validation_never_answers_500_on_fuzzed_text(client, text):
     response = client.post("/validate/", {"text": text}, HTTP_HX_REQUEST="true")
     assert response.status_code == 200
     assert "internal error" not in response.text
+
+
+# --- the last resort and the preview's cap ---------------------------------------------------
+
+
+def test_an_unexpected_exception_becomes_one_logged_internal_error(monkeypatch, caplog):
+    from blueprints.spec import dialects
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(dialects, "parse_loaded", broken)
+    result = parse_any("models: [openai:x]\n---\n- prompt: hi\n  should: [says hi]\n", path="bp.yml")
+    [error] = result.errors
+    assert error.code == "internal" and (error.line, error.column) == (1, 1) and result.blueprint is None
+    assert "parsing bp.yml raised" in caplog.text and "RuntimeError: a bug" in caplog.text
+
+
+def test_the_preview_lists_at_most_the_variant_limit_and_says_how_many_there_are():
+    from blueprints.services import build_preview
+    from blueprints.spec.limits import Limits
+
+    text = "models: [openai:a, openai:b]\ntemperatures: [0, 0.5]\n---\n- prompt: hi\n  should: [says hi]\n"
+    preview = build_preview(parse_any(text).blueprint, None, Limits(max_variants=3))
+    assert len(preview.variants) == 3 and preview.variant_count == 4 and preview.variants_truncated
+    assert not build_preview(parse_any(text).blueprint, None).variants_truncated
+    from django.template.loader import render_to_string
+
+    html = render_to_string("blueprints/_preview.html", {"preview": preview})
+    assert "3 of 4 listed" in html and "EVALSITE_MAX_VARIANTS" in html
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("case", [c for c in CASES if len(c.text) < 1_000_000], ids=lambda c: c.name)
+def test_a_hostile_blueprint_saved_as_a_draft_keeps_its_pages_answering(client, case):
+    from blueprints.models import Blueprint
+
+    blueprint = Blueprint.objects.create(slug="hostile", title="Hostile")
+    revision, _ = blueprint.save_revision(case.text)
+    assert revision.error_count >= 1
+    for url in ("/blueprints/hostile/", "/blueprints/hostile/edit/"):
+        response = client.get(url)
+        assert response.status_code == 200, url
+        assert len(response.content) < 2_000_000

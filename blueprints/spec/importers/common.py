@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 from ..diagnostics import Diagnostic, format_path
 from ..functions import is_number  # noqa: F401  (the importers take it from here)
-from ..parse import ParseResult, _Reader
+from ..parse import MAX_MESSAGE_CHARS, ParseResult, _Reader
 from ..limits import DEFAULT_LIMITS, Limits
 from ..schema import Blueprint, Check, Origin, Point
 from ..source import Loaded, Locator, SourceError, load
@@ -113,6 +113,8 @@ class ImportReader(_Reader):
         finally:
             self.locator = own
         message = f"in {self.external.name}, line {line}, column {column}: {message}"
+        if len(message) > MAX_MESSAGE_CHARS:
+            message = message[:MAX_MESSAGE_CHARS - 1] + "…"
         self.diagnostics.append(Diagnostic(severity, message, *self.external.at, format_path(path), hint, code))
 
     def position_of(self, container, key=None) -> tuple[int, int]:
