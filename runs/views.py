@@ -34,6 +34,7 @@ from . import review, services, verdicts
 from .exports import run_to_csv, run_to_json
 from .models import PointAssessment, Response, Run, RunStatus
 from .rendering import RENDER_MODES, render as render_text
+from .templatetags.results import number
 
 CONTROLS = ("cancel", "resume", "retry-failed")
 RUNS_PAGE_SIZE = 50
@@ -160,6 +161,8 @@ def run_list(request):
         blueprint = get_object_or_404(Blueprint, slug=slug)
         runs = runs.filter(blueprint=blueprint)
     page = Paginator(runs, RUNS_PAGE_SIZE).get_page(request.GET.get("page"))
+    for run in page.object_list:  # read from JSON as text: a run that scored nothing stored null
+        run.overall = number(run.overall)
     context = {"page": page, "blueprint": blueprint}
     return render(request, _fragment(request, "runs/run_list.html", "results"), context)
 
