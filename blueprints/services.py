@@ -40,6 +40,7 @@ from blueprints.spec.ids import blueprint_id_from_path
 from blueprints.spec.limits import Limits
 from blueprints.spec.model_ids import effective_id, format_js_number, is_collection_name, provider_of
 from evalsite.engine import engine_config
+from evalsite.security import defer_outside_images
 from runs.engine.judge import plan_for_run
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
@@ -60,11 +61,11 @@ def render_markdown(text: str | None) -> str:
     """Markdown -> HTML that is safe to insert: raw HTML is escaped, then sanitised again (nh3)."""
     if not text:
         return ""
-    return nh3.clean(
+    return defer_outside_images(nh3.clean(
         _markdown.render(text), tags=_ALLOWED_TAGS, attributes=_ALLOWED_ATTRIBUTES,
         url_schemes={"http", "https", "mailto"}, link_rel="noopener noreferrer nofollow",
         filter_style_properties={"text-align"},
-    )
+    ))
 
 
 # --------------------------------------------------------------------------------------
@@ -875,6 +876,10 @@ def import_folder(folder: Path, *, via: str = "import_blueprints") -> ImportOutc
     files = []
     for path in iter_blueprint_files([folder]):
         relative = path.relative_to(folder).as_posix()
+        if not path.resolve().is_relative_to(folder):
+            outcome.items.append(ImportItem(relative, None, "refused", f"'{relative}' is a link to a file outside "
+                                            f"the folder being imported; copy the file in instead"))
+            continue
         try:
             text = read_text(path)
         except (OSError, UnicodeDecodeError) as exc:

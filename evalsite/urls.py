@@ -1,11 +1,12 @@
 from django.urls import include, path
 
-from evalsite import views
+from evalsite import security, views
 
 urlpatterns = [
     path("", include("blueprints.urls")),
     path("", include("runs.urls")),
     path("healthz", views.healthz, name="healthz"),
+    path("signin", security.signin, name="signin"),
 ]
 
 handler404 = "evalsite.views.not_found"

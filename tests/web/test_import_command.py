@@ -81,3 +81,16 @@ def test_a_missing_folder_is_an_error(tmp_path):
 
     with pytest.raises(CommandError, match="is not a folder"):
         call_command("import_blueprints", str(tmp_path / "nope"))
+
+
+def test_a_link_to_a_file_outside_the_folder_is_not_followed(tmp_path, capsys):
+    secret = tmp_path / "outside" / "secret.yml"
+    secret.parent.mkdir()
+    secret.write_text("title: Secret\n---\n- prompt: private\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "fine.yml").write_text("title: Fine\n---\n- prompt: hello\n")
+    (repo / "sneaky.yml").symlink_to(secret)
+    _, out, err = run(repo, capsys)
+    assert "sneaky.yml" in out + err and "outside the folder" in out + err
+    assert list(Blueprint.objects.values_list("slug", flat=True)) == ["fine"]
