@@ -7,6 +7,7 @@ evaluation in the same process must work.
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -137,18 +138,80 @@ def test_a_non_string_script_is_an_error(sandbox) -> None:
     assert run(42, sandbox).error == "Argument for js must be a string expression."  # type: ignore[arg-type]
 
 
-def test_contexts_are_replaced_after_a_limit_and_after_many_evaluations() -> None:
-    box = JsSandbox(recycle_after=3)
-    try:
-        for _ in range(7):
-            assert run("true", box).score == 1.0
-        assert box.contexts_created == 3  # after the 3rd and 6th evaluation
-        run("while (true) {}", box)
-        before = box.contexts_created
-        assert run("true", box).score == 1.0
-        assert box.contexts_created == before + 1
-    finally:
-        box.close()
+def test_every_evaluation_has_a_context_of_its_own(sandbox) -> None:
+    for _ in range(3):
+        assert run("true", sandbox).score == 1.0
+    run("while (true) {}", sandbox)
+    assert run("true", sandbox).score == 1.0
+    assert sandbox.contexts_created == 5
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "Object.getPrototypeOf(Uint8Array).prototype.fill = function () { return 'changed'; }",
+        "Object.getPrototypeOf([][Symbol.iterator]()).next = function () { return 'changed'; }",
+        "Object.getPrototypeOf(new Map().entries()).next = function () { return 'changed'; }",
+        "Object.getPrototypeOf(Object.getPrototypeOf((function* () {})())).next = function () { return 'changed'; }",
+        "Object.prototype.fill = 'changed'",
+        "Array.prototype.fill = function () { return 'changed'; }",
+        "String.prototype.trim = function () { return 'changed'; }",
+    ],
+)
+def test_changes_to_any_built_in_prototype_do_not_reach_the_next_evaluation(change, sandbox) -> None:
+    assert run(f"try {{ {change}; }} catch (e) {{}} true", sandbox).score == 1.0
+    check = ("new Uint8Array(2).fill(1)[0] === 1 && [...[1, 2]].length === 2 && [...new Map([[1, 2]])].length === 1"
+             " && [...(function* () { yield 1; })()].length === 1 && ({}).fill === undefined"
+             " && [0].fill(1)[0] === 1 && ' a '.trim() === 'a'")
+    assert (run(check, sandbox).score, run(check, sandbox).error) == (1.0, None)
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "new Uint8Array(2e9).fill(1); true",
+        "new ArrayBuffer(2e9); true",
+        "new Float64Array(1e8); true",
+        "Uint8Array.from({length: 1e8}); true",
+        "new ArrayBuffer(8, {maxByteLength: 1e10}); true",
+        # Cumulative over the evaluation: many small ones, and copies of a large one.
+        "const a = []; for (let i = 0; i < 100; i++) { a.push(new Uint8Array(1e6)); } true",
+        "const a = new Uint8Array(3e7); const b = []; for (let i = 0; i < 5; i++) { b.push(a.slice()); } true",
+        "const a = new Uint8Array(6e7); a.buffer.slice(0); true",
+        "class Big extends Uint8Array {} new Big(1e8); true",
+    ],
+)
+def test_typed_arrays_and_array_buffers_stay_within_the_memory_limit(script, sandbox) -> None:
+    started = time.monotonic()
+    result = run(script, sandbox)
+    assert result.score is None
+    assert result.error == ("Expression evaluation failed: typed arrays and ArrayBuffers past the memory limit "
+                            "of 64 MB")
+    assert time.monotonic() - started < 5  # refused before the allocation, not after seconds of filling it
+    assert_next_evaluation_works(sandbox)
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "new Uint8Array(1e6).fill(7)[999999] === 7",
+        "new Float64Array([1, 2, 3]).length === 3",
+        "new Uint8Array(new ArrayBuffer(8), 2).length === 6",
+        "new Uint8Array(3e7).subarray(1).length === 3e7 - 1",  # a view: no new bytes
+        "new Uint8Array(10).map(x => x + 1)[0] === 1",
+        "class Small extends Uint8Array {} new Small(4).length === 4",
+        "Object.getPrototypeOf(new Int16Array(1)).constructor === Int16Array",
+        "new DataView(new ArrayBuffer(4)).byteLength === 4",
+        "Uint16Array.of(1, 2).length === 2 && Int8Array.from([1, 2, 3]).length === 3",
+        "typeof WebAssembly === 'undefined' && typeof ArrayBuffer.prototype.transfer === 'undefined'",
+    ],
+)
+def test_typed_arrays_within_the_limit_work_as_usual(script, sandbox) -> None:
+    assert (run(script, sandbox).score, run(script, sandbox).error) == (1.0, None)
+
+
+def test_calling_a_typed_array_constructor_without_new_is_still_an_error(sandbox) -> None:
+    assert "requires 'new'" in run("Uint8Array(3)", sandbox).error
 
 
 def test_a_tighter_time_limit_is_reported_in_its_own_words() -> None:

@@ -222,3 +222,26 @@ def test_retry_failed_reruns_only_the_failed_generation(site, fake_llm):
                   lambda: site.run_status(run_id) == "done" and site.statuses(run_id) == Counter({"done": 8}))
     again = fake_llm.requests()[asked:]
     assert [r["model"] for r in again] == ["flaky-fail-401-then-ok"]
+
+
+def test_an_item_stuck_past_its_budget_is_failed_with_the_reason_and_the_run_finishes(site, fake_llm):
+    site.env["EVALSITE_ITEM_BUDGET_S"] = "2"
+    text = blueprint_text(["openai:steady-latency-20ms", "openai:budget-always-hang"], prompts=2)
+    run_id = site.start_run(text)
+    site.start_worker()
+    site.wait_for("the run to finish", lambda: site.run_status(run_id) == "done", timeout=60)
+    assert site.statuses(run_id) == Counter({"done": 2, "failed": 2})
+    errors = site.query("SELECT error FROM runs_response WHERE run_id = ? AND status = 'failed'", run_id)
+    assert all(error.startswith("took longer than 2 s") for (error,) in errors), errors
+    assert site.query("SELECT items_done, items_failed FROM runs_run WHERE id = ?", run_id)[0] == (4, 2)
+
+
+def test_cancel_while_a_worker_is_stuck_in_an_item_ends_the_run_at_once(site, fake_llm):
+    run_id = site.start_run(blueprint_text(["openai:cancel-always-hang"], prompts=2))
+    site.start_worker()
+    site.wait_for("the worker to be stuck", lambda: len(asked_items(fake_llm, "cancel-always-hang")) == 2)
+    site.manage("shell", "--no-imports", "-c",
+                f"from runs.models import Run; from runs.services import cancel_run; cancel_run(Run.objects.get(pk={run_id}))")
+    # At once: the cancel does not wait for the stuck worker.
+    assert site.run_status(run_id) == "cancelled"
+    assert site.query("SELECT finished_at IS NOT NULL FROM runs_run WHERE id = ?", run_id)[0][0]

@@ -1,17 +1,17 @@
 """`$js` points and `$tool_args_match` expressions, run in V8 (mini-racer) within limits.
 
-One V8 context per process, shared by threads through a lock. Each script is
-compiled once into its own function, so its variables stay its own; globals a
-sloppy script creates by assignment are deleted after every evaluation, and the
-built-in objects are frozen so that no script can change what the next one sees.
-The context has no I/O at all: no `require`, `process`, `fetch`, and the timer
-functions mini-racer installs are removed (a callback could otherwise run after
-an evaluation returned, outside its time limit).
+Every evaluation runs in a V8 context of its own, made for it and closed after
+it, so nothing a script does (globals, changes to built-in prototypes, work
+left in a promise) can reach another evaluation. That costs about 2-4 ms per
+evaluation (tests/bench/bench_points.py prints it), small beside a model call.
+The context has no I/O at all: no `require`, `process`, `fetch`, no
+`WebAssembly`, and the timer functions mini-racer installs are removed.
 
-Limits, per evaluation: 100 ms of wall-clock time and 64 MB of V8 heap by
-default. A script that breaks one is stopped, its point records why, and the
-context is thrown away and replaced; it is also replaced every few thousand
-evaluations so that nothing accumulates.
+Limits, per evaluation: 100 ms of wall-clock time and 64 MB of memory by
+default. The memory limit is V8's heap limit, and ArrayBuffers and typed
+arrays (whose bytes live outside the heap) are counted against the same number
+by wrapping their constructors: together they may not pass it. A script that
+breaks a limit is stopped and its point records why.
 """
 
 from __future__ import annotations
@@ -26,30 +26,100 @@ from .result import PointResult, not_evaluated
 
 DEFAULT_TIMEOUT_MS = 100
 DEFAULT_MEMORY_BYTES = 64 * 1024 * 1024
-DEFAULT_RECYCLE_AFTER = 5000  # evaluations per context
-_MAX_SCRIPTS_PER_CONTEXT = 2000
 
 # Installed once in every new context. It defines the one global the host uses
 # (`__evalsite`), removes timers, freezes the built-ins and remembers which
 # globals exist so that anything a script adds can be deleted afterwards.
 _PRELUDE = r"""
-(function () {
+(function (memoryLimit) {
   'use strict';
   var global = globalThis;
   global.setTimeout = undefined;
   global.clearTimeout = undefined;
   global.__timer_manager = undefined;
+  global.WebAssembly = undefined;  // its memories live outside the heap limit
   if (typeof Atomics === 'object') { Atomics.waitAsync = undefined; }
 
   var stringify = JSON.stringify;
-  var ownNames = Object.getOwnPropertyNames;
   var defineProperty = Object.defineProperty;
   var freeze = Object.freeze;
   var FunctionConstructor = Function;
+  var ProxyConstructor = Proxy;
+  var construct = Reflect.construct;
+  var arrayFrom = Array.from;
+  var RangeErrorConstructor = RangeError;
   var isSyntaxError = function (e) { return e instanceof SyntaxError; };
   var illegalReturn = /Illegal return/;
   var scripts = [];
   var wheres = [];
+
+  // ArrayBuffer backing stores live outside the V8 heap, so the heap limit does not see
+  // them: every constructor that allocates one counts its bytes, against the same limit,
+  // for the whole evaluation (a context serves one evaluation).
+  var allocated = 0;
+  function charge(bytes) {
+    bytes = Number(bytes);
+    if (!(bytes >= 0)) { return; }  // NaN and negatives: the constructor itself refuses them
+    allocated += bytes;
+    if (allocated > memoryLimit) {
+      throw new RangeErrorConstructor('typed arrays and ArrayBuffers past the memory limit of ' +
+        Math.floor(memoryLimit / 1048576) + ' MB');
+    }
+  }
+  function toIndex(value) {
+    var n = Number(value);
+    return n !== n ? 0 : Math.floor(Math.abs(n));
+  }
+  function guard(name, bytesFor) {
+    var original = global[name];
+    if (typeof original !== 'function') { return; }
+    var guarded = new ProxyConstructor(original, {
+      construct: function (target, args, newTarget) {
+        args = bytesFor(args);
+        return construct(target, args, newTarget === guarded ? target : newTarget);
+      },
+      apply: function (target, self, args) { return Reflect.apply(target, self, args); }  // "requires 'new'"
+    });
+    // Species lookups (slice, map, subarray, from, of) go through the guarded constructor too.
+    defineProperty(original.prototype, 'constructor', { value: guarded, writable: false, configurable: false });
+    defineProperty(global, name, { value: guarded, writable: true, configurable: true });
+  }
+  function isBuffer(value) {
+    return value instanceof global.ArrayBuffer ||
+      (typeof SharedArrayBuffer === 'function' && value instanceof global.SharedArrayBuffer);
+  }
+  ['ArrayBuffer', 'SharedArrayBuffer'].forEach(function (name) {
+    guard(name, function (args) {
+      var length = toIndex(args[0]);
+      var options = args[1];
+      var max = options && typeof options === 'object' ? toIndex(options.maxByteLength) : 0;
+      charge(max > length ? max : length);
+      return args;
+    });
+  });
+  if (typeof ArrayBuffer === 'function') {
+    // These make a new buffer of any length without a constructor call.
+    ['transfer', 'transferToFixedLength'].forEach(function (name) {
+      try { delete Object.getPrototypeOf(new ArrayBuffer(0))[name]; } catch (e) {}
+    });
+  }
+  ['Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array', 'Int32Array', 'Uint32Array',
+   'Float16Array', 'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array'].forEach(function (name) {
+    var size = typeof global[name] === 'function' ? global[name].BYTES_PER_ELEMENT : 1;
+    guard(name, function (args) {
+      var first = args[0];
+      if (first === null || (typeof first !== 'object' && typeof first !== 'function')) {
+        charge(toIndex(first) * size);
+      } else if (!isBuffer(first)) {
+        // An array-like or an iterable: made into a plain array first (the heap limit bounds
+        // that), so its length is known before the typed array is allocated.
+        var values = arrayFrom(first);
+        charge(values.length * size);
+        args = [values];
+      }
+      return args;
+    });
+  });
 
   function describe(error) {
     try {
@@ -81,94 +151,38 @@ _PRELUDE = r"""
   }
 
   var api = {
-    define: function (source) {
-      // First as a script whose last expression is the result (upstream runs it
-      // with vm.runInContext); a top-level `return` makes it a function body.
-      var asScript = new FunctionConstructor('r', 'response', 'context',
-        'return eval(' + stringify(String(source)) + ');');
-      scripts.push({ source: String(source), run: asScript, body: null });
-      return scripts.length - 1;
-    },
-    run: function (id, r, messages, modelId) {
-      var script = scripts[id];
+    run: function (source, r, messages, modelId) {
       var context = { messages: messages, modelId: modelId };
       var outcome;
       try {
         var result;
-        if (script.body === null) {
-          try {
-            result = script.run(r, r, context);
-          } catch (e) {
-            if (!(isSyntaxError(e) && illegalReturn.test(describe(e)))) { throw e; }
-            script.body = new FunctionConstructor('r', 'response', 'context', script.source);
-            script.run = script.body;
-            result = script.run(r, r, context);
-          }
-        } else {
-          result = script.run(r, r, context);
+        // First as a script whose last expression is the result (upstream runs it with
+        // vm.runInContext); a top-level `return` makes it a function body.
+        try {
+          result = new FunctionConstructor('r', 'response', 'context',
+            'return eval(' + stringify(String(source)) + ');')(r, r, context);
+        } catch (e) {
+          if (!(isSyntaxError(e) && illegalReturn.test(describe(e)))) { throw e; }
+          result = new FunctionConstructor('r', 'response', 'context', String(source))(r, r, context);
         }
         outcome = classify(result);
       } catch (e) {
         outcome = [null, null, 'Expression evaluation failed: ' + describe(e)];
       }
-      forgetNewGlobals();
       return stringify(outcome);
     },
-    defineWhere: function (expression) {
-      var fn = null;
-      var problem = null;
+    where: function (expression, args) {
+      // As upstream, an expression that does not compile or throws simply does not match.
       try {
-        fn = new FunctionConstructor('args', 'return (' + String(expression) + ');');
+        return !!new FunctionConstructor('args', 'return (' + String(expression) + ');')(args);
       } catch (e) {
-        problem = describe(e);
+        return false;
       }
-      wheres.push({ fn: fn, problem: problem });
-      return wheres.length - 1;
-    },
-    where: function (id, args) {
-      var entry = wheres[id];
-      var verdict = false;
-      // As upstream, an expression that throws simply does not match.
-      if (entry.fn !== null) {
-        try { verdict = !!entry.fn(args); } catch (e) { verdict = false; }
-      }
-      forgetNewGlobals();
-      return verdict;
     }
   };
 
   defineProperty(global, '__evalsite', { value: freeze(api), writable: false, configurable: false, enumerable: false });
-
-  var baseline = Object.create(null);
-  ownNames(global).forEach(function (name) { baseline[name] = true; });
-
-  function forgetNewGlobals() {
-    var names = ownNames(global);
-    for (var i = 0; i < names.length; i++) {
-      if (!baseline[names[i]]) {
-        try { delete global[names[i]]; } catch (e) { /* not deletable: leave it */ }
-      }
-    }
-  }
-
-  // Freeze every built-in reachable from a global name, and its prototype, and
-  // make the global bindings themselves read-only.
-  ownNames(global).forEach(function (name) {
-    var descriptor = Object.getOwnPropertyDescriptor(global, name);
-    if (!descriptor || !('value' in descriptor)) { return; }
-    var value = descriptor.value;
-    if (value !== global && value !== null && (typeof value === 'object' || typeof value === 'function')) {
-      try { freeze(value); } catch (e) {}
-      try { if (value.prototype) { freeze(value.prototype); } } catch (e) {}
-    }
-    if (descriptor.configurable || descriptor.writable) {
-      try { defineProperty(global, name, { writable: false, configurable: false }); } catch (e) {}
-    }
-  });
-  [Object.getPrototypeOf(function () {}), Object.getPrototypeOf(function* () {}),
-   Object.getPrototypeOf(async function () {}), Object.getPrototypeOf([][Symbol.iterator]()),
-   Object.getPrototypeOf(''[Symbol.iterator]())].forEach(function (p) { try { freeze(p); } catch (e) {} });
-})();
+})
 """
 
 
@@ -179,23 +193,14 @@ class _Limits:
 
 
 class JsSandbox:
-    """A V8 context for point scripts, with time and memory limits, safe to share between threads."""
+    """Runs point scripts in V8 with time and memory limits; safe to share between threads.
 
-    def __init__(
-        self,
-        *,
-        timeout_ms: int = DEFAULT_TIMEOUT_MS,
-        memory_bytes: int = DEFAULT_MEMORY_BYTES,
-        recycle_after: int = DEFAULT_RECYCLE_AFTER,
-    ) -> None:
+    Every evaluation gets a context of its own, made for it and closed after it.
+    """
+
+    def __init__(self, *, timeout_ms: int = DEFAULT_TIMEOUT_MS, memory_bytes: int = DEFAULT_MEMORY_BYTES) -> None:
         self.limits = _Limits(timeout_ms, memory_bytes)
-        self.recycle_after = recycle_after
-        self._lock = threading.Lock()
-        self._context = None
-        self._context_manager = None
-        self._script_ids: dict[str, int] = {}
-        self._where_ids: dict[str, int] = {}
-        self._evaluations = 0
+        self._count_lock = threading.Lock()
         self.contexts_created = 0  # for tests and diagnostics
 
     # -- public
@@ -205,10 +210,9 @@ class JsSandbox:
     ) -> PointResult:
         """Run a `$js` point. Never raises."""
         arguments = ",".join(
-            (_to_js(response), _to_js(messages if messages is not None else []), _to_js(model_id))
+            (_to_js(source), _to_js(response), _to_js(messages if messages is not None else []), _to_js(model_id))
         )
-        with self._lock:
-            outcome = self._run(self._script_ids, "define", source, "run", arguments)
+        outcome = self._run(f"__evalsite.run({arguments})")
         if isinstance(outcome, PointResult):
             return outcome
         score, explain, error = json.loads(outcome)
@@ -218,42 +222,34 @@ class JsSandbox:
 
     def evaluate_where(self, expression: str, args: object) -> bool | PointResult:
         """`$tool_args_match`'s string `where`: is the expression truthy for these `args`?"""
-        with self._lock:
-            outcome = self._run(self._where_ids, "defineWhere", expression, "where", _to_js(args))
+        outcome = self._run(f"__evalsite.where({_to_js(expression)},{_to_js(args)})")
         return outcome if isinstance(outcome, PointResult) else bool(outcome)
 
     def close(self) -> None:
-        with self._lock:
-            self._discard_context()
+        """Nothing is kept between evaluations; kept for callers that close what they open."""
 
-    # -- inside the lock
+    # -- one evaluation, in a context of its own
 
-    def _run(self, ids: dict[str, int], define: str, source: str, run: str, arguments: str):
-        # A context that just timed out may have been stuck in work left over by
-        # an earlier script (a promise callback runs after its evaluation
-        # returned), so a failure on a context that had already run something is
-        # tried once more on a fresh one before the script gets the blame.
-        for attempt in (1, 2):
-            fresh = self._context is None or self._evaluations == 0
-            try:
-                context = self._ensure_context()
-                if source not in ids:
-                    ids[source] = context.eval(f"__evalsite.{define}({_to_js(source)})", timeout_sec=self._timeout())
-                self._evaluations += 1
-                return context.eval(f"__evalsite.{run}({ids[source]},{arguments})", timeout_sec=self._timeout())
-            except Exception as error:  # mini-racer reports limits and failures as exceptions
-                reason = self._limit_reason(error)
-                self._discard_context()
-                if attempt == 1 and not fresh:
-                    continue
-                return not_evaluated(reason)
-            finally:
-                if self._context is not None and self._evaluations >= self.recycle_after:
-                    self._discard_context()
-        raise AssertionError("unreachable")
+    def _run(self, code: str):
+        from py_mini_racer import mini_racer
 
-    def _timeout(self) -> float:
-        return self.limits.timeout_ms / 1000
+        manager = None
+        try:
+            manager = mini_racer(_event_loop())
+            context = manager.__enter__()
+            with self._count_lock:
+                self.contexts_created += 1
+            context.set_hard_memory_limit(self.limits.memory_bytes)
+            context.eval(f"{_PRELUDE}({int(self.limits.memory_bytes)})")
+            return context.eval(code, timeout_sec=self.limits.timeout_ms / 1000)
+        except Exception as error:  # mini-racer reports limits and failures as exceptions
+            return not_evaluated(self._limit_reason(error))
+        finally:
+            if manager is not None:
+                try:
+                    manager.__exit__(None, None, None)
+                except Exception:  # a context that is already broken cannot be closed cleanly
+                    pass
 
     def _limit_reason(self, error: Exception) -> str:
         from py_mini_racer import JSOOMException, JSTimeoutException
@@ -264,37 +260,6 @@ class JsSandbox:
             megabytes = self.limits.memory_bytes // (1024 * 1024)
             return f"Expression evaluation failed: stopped at {megabytes} MB (memory limit)"
         return f"Expression evaluation failed: {error}"
-
-    def _ensure_context(self):
-        if self._context is None:
-            from py_mini_racer import mini_racer
-
-            manager = mini_racer(_event_loop())
-            context = manager.__enter__()
-            context.set_hard_memory_limit(self.limits.memory_bytes)
-            context.eval(_PRELUDE)
-            self._context_manager = manager
-            self._context = context
-            self._script_ids.clear()
-            self._where_ids.clear()
-            self._evaluations = 0
-            self.contexts_created += 1
-        elif len(self._script_ids) + len(self._where_ids) > _MAX_SCRIPTS_PER_CONTEXT:
-            self._discard_context()
-            return self._ensure_context()
-        return self._context
-
-    def _discard_context(self) -> None:
-        if self._context_manager is not None:
-            try:
-                self._context_manager.__exit__(None, None, None)
-            except Exception:  # a context that is already broken cannot be closed cleanly
-                pass
-        self._context_manager = None
-        self._context = None
-        self._script_ids.clear()
-        self._where_ids.clear()
-        self._evaluations = 0
 
 
 _loop: asyncio.AbstractEventLoop | None = None
