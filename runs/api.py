@@ -26,7 +26,9 @@ from blueprints.models import Blueprint, ModelCollection
 from blueprints.services import create_from_text
 from blueprints.spec.extensions import MAX_TRIALS
 
-from . import services
+from . import spec as run_spec
+from . import start as run_start
+from . import work as run_work
 from .exports import run_to_json
 from .models import Run
 
@@ -148,9 +150,9 @@ def start(request):
             if blueprint is None:
                 return _error(404, f"no blueprint with the id '{slug}'")
         try:
-            run = services.start_run(blueprint, models=models, judges=judges, fresh=bool(data.get("fresh")),
+            run = run_start.start_run(blueprint, models=models, judges=judges, fresh=bool(data.get("fresh")),
                                      trials=trials, source="api")
-        except services.RunRefused as refused:
+        except run_spec.RunRefused as refused:
             transaction.set_rollback(text is not None and not slug)  # keep nothing from a refused one-off text
             return _error(422, refused.message, problems=refused.problems, blueprint=blueprint.slug)
     run.refresh_from_db()  # with inline tasks (tests), the run has already finished on commit
@@ -170,7 +172,7 @@ def run_detail(request, run_id):
     """GET: the run's status; DELETE: delete it with its results (a run still going is cancelled first)."""
     run = _run_or_404(run_id)
     if request.method == "DELETE":
-        gone = services.delete_run(run)
+        gone = run_work.delete_run(run)
         return JsonResponse({"deleted": {"run": run_id, "responses": gone["responses"],
                                          "overrides": gone["overrides"]}, "wasRunning": gone["was_running"]})
     return JsonResponse(run_status(run, request))
@@ -200,11 +202,11 @@ def control(request, run_id, action):
         except ValidationError as exc:
             return _error(400, " ".join(exc.messages))
     elif action == "cancel":
-        services.cancel_run(run)
+        run_work.cancel_run(run)
     elif action == "resume":
-        services.resume_run(run)
+        run_work.resume_run(run)
     elif action == "retry-failed":
-        services.retry_failed(run)
+        run_work.retry_failed(run)
     run.refresh_from_db()
     return JsonResponse(run_status(run, request))
 

@@ -23,7 +23,7 @@ class RunsConfig(AppConfig):
 def _delete_runs_of_blueprint(sender, blueprint, **kwargs):
     """A blueprint's runs go with it (the blueprints app knows nothing of runs); running ones are cancelled first."""
     from runs.models import Run
-    from runs.services import delete_run
+    from runs.work import delete_run
 
     for run in Run.objects.filter(blueprint=blueprint):
         delete_run(run)
@@ -32,7 +32,7 @@ def _delete_runs_of_blueprint(sender, blueprint, **kwargs):
 def _recover_now():
     from django.db import connections
 
-    from runs.services import recover_stale_items
+    from runs.work import recover_stale_items
 
     try:
         recover_stale_items()

@@ -18,7 +18,7 @@ from runs.engine.export_shape import evalsite_details, export_response
 
 from .models import PointAssessment, Response, Run
 from .records import assessment_of
-from .services import parsed_blueprint
+from .spec import parsed_blueprint
 
 IDEAL_MODEL_ID = "IDEAL_BENCHMARK"
 

@@ -94,7 +94,7 @@ class Run(models.Model):
         from runs.engine.generate import expand_variants
 
         if blueprint is None:
-            from .services import parsed_blueprint
+            from .spec import parsed_blueprint
 
             blueprint = parsed_blueprint(self.revision)
         customs = {m.id: m for m in blueprint.models if isinstance(m, CustomModel)}
@@ -104,7 +104,7 @@ class Run(models.Model):
     def prompt(self, index: int, blueprint=None):
         """The prompt at ``index`` of the run's blueprint as parsed (pass ``blueprint`` if you have it), or None."""
         if blueprint is None:
-            from .services import parsed_blueprint  # the parse is cached there, by revision
+            from .spec import parsed_blueprint
 
             blueprint = parsed_blueprint(self.revision)
         return blueprint.prompts[index] if 0 <= index < len(blueprint.prompts) else None

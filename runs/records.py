@@ -11,16 +11,21 @@ the functions the conformance tests check (``export_response``,
 
 from __future__ import annotations
 
+from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
+from blueprints.spec.schema import Blueprint as SpecBlueprint
 from blueprints.spec.schema import Point, Prompt
+from runs.engine.aggregates import ResponseRecord, run_aggregates
 from runs.engine.assess import JudgeUsage, Override, PointAssessment as EnginePoint, ResponseAssessment, \
     apply_overrides, key_point_text
-from runs.engine.judge import JudgeVerdict
+from runs.engine.judge import JudgePlan, JudgeSpec, JudgeVerdict, scale_for
 from runs.engine.pipeline import ItemResult
-from runs.engine.scoring import CheckResult, JudgeAgreement, calculate
+from runs.engine.scoring import CheckResult, JudgeAgreement, Rating, calculate
 
-from .models import PointAssessment, Response, ResponseStatus
+from .models import FINISHED, PointAssessment, Response, ResponseStatus, Run, RunStatus
+from .spec import parsed_blueprint
 
 # --- engine -> rows -----------------------------------------------------------------------
 
@@ -124,6 +129,25 @@ def result_fields(result: ItemResult) -> tuple[dict, dict]:
     return fields, counters
 
 
+# --- the judge plan ---------------------------------------------------------------------
+
+
+def plan_to_json(plan: JudgePlan) -> dict:
+    def spec(j: JudgeSpec | None):
+        return None if j is None else {"id": j.id, "model": j.model, "approach": j.approach}
+
+    return {"judges": [spec(j) for j in plan.judges], "backup": spec(plan.backup), "configured": plan.configured,
+            "scale": plan.scale.name}
+
+
+def plan_from_json(data: dict, bp: SpecBlueprint) -> JudgePlan:
+    judges = tuple(JudgeSpec(**j) for j in data.get("judges", []))
+    backup = JudgeSpec(**data["backup"]) if data.get("backup") else None
+    scale = scale_for(bp.coverage)
+    return JudgePlan(judges=judges, scale=scale, backup=backup, configured=data.get("configured", False),
+                     description=bp.description)
+
+
 # --- rows -> engine -----------------------------------------------------------------------
 
 
@@ -185,3 +209,93 @@ def assessment_of(response: Response, rows: list[PointAssessment], prompt: Promp
         check_results=tuple(CheckResult.from_dict(c) for c in response.checks or ()),
     )
     return apply_overrides(assessed, overrides_of(rows), prompt)
+
+
+# --- saving -----------------------------------------------------------------------------
+
+
+def save_results(run_id: int, token: str, results: list[ItemResult]) -> list[Response]:
+    """Store finished items and move the run's counters, in one transaction.
+
+    An item another worker has taken over (its claim is no longer ours) is dropped:
+    its result, not ours, counts. An item a cancel stopped under way goes back to pending.
+    """
+    saved: list[Response] = []
+    totals: dict[str, float] = {}
+    assessments: list[PointAssessment] = []
+    with transaction.atomic():
+        for result in results:
+            fields, counters = result_fields(result)
+            if not Response.objects.filter(pk=result.item.key, claimed_by=token).update(**fields):
+                continue
+            for name, value in counters.items():
+                totals[name] = totals.get(name, 0) + value
+            if result.stopped:  # cancelled under way: pending again, nothing scored
+                continue
+            row = Response(pk=result.item.key, run_id=run_id, **fields)
+            if result.item.existing is not None:  # judged again: the earlier assessments give way
+                PointAssessment.objects.filter(response=row).delete()
+            if result.assessment is not None:
+                assessments.extend(point_rows(row, result.assessment))
+            saved.append(row)
+        PointAssessment.objects.bulk_create(assessments, batch_size=500)
+        if totals:
+            Run.objects.filter(pk=run_id).update(**{k: F(k) + v for k, v in totals.items() if v})
+    return saved
+
+
+# --- finishing --------------------------------------------------------------------------
+
+
+def maybe_finish(run_id: int) -> bool:
+    """Finish the run when no item is pending or running; after a cancel, at once.
+
+    A cancelled run does not wait for items still running: a worker stuck in one may never come
+    back. What such a worker stores later is added to the run's aggregates (execute_chunk), and
+    an item whose worker never comes back goes back to pending when its lease lapses.
+    """
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None or run.is_finished:
+        return True
+    open_items = Response.objects.filter(run_id=run_id, status__in=[ResponseStatus.PENDING, ResponseStatus.RUNNING])
+    if run.cancel_requested:
+        # A cancel that came after the last item finished changes nothing: the run is done.
+        return finish_run(run_id, RunStatus.CANCELLED if open_items.exists() else RunStatus.DONE)
+    if open_items.exists():
+        return False
+    return finish_run(run_id)
+
+
+def finish_run(run_id: int, status: str = RunStatus.DONE) -> bool:
+    """Store the aggregates and mark the run finished; only one caller wins."""
+    aggregates = compute_aggregates(run_id)
+    with transaction.atomic():
+        won = Run.objects.filter(pk=run_id).exclude(status__in=FINISHED).update(
+            status=status, aggregates=aggregates, finished_at=timezone.now(), waiting={})
+    return bool(won)
+
+
+def compute_aggregates(run_id: int, *, agreement: dict | None = None) -> dict:
+    """Per model variant, per cell, overall, judge agreement (``runs.engine.aggregates``), from the stored rows.
+
+    ``agreement`` reuses a known judge-agreement figure: a reviewer's override changes
+    scores, never the judges' verdicts, so there is no need to read them all again.
+    """
+    run = Run.objects.select_related("revision").get(pk=run_id)
+    records = [ResponseRecord(prompt_index=r["prompt_index"], variant_id=r["variant_id"], trial=r["trial"],
+                              score=r["score"], failed=r["status"] == ResponseStatus.FAILED,
+                              latency_ms=r["latency_ms"], input_tokens=r["input_tokens"],
+                              output_tokens=r["output_tokens"], cost_usd=r["cost_usd"],
+                              judge_usage=r["judge_usage"] or {}, violated_should_not=r["violated_should_not"],
+                              disagreement=r["disagreement"], verdict=r["verdict"] or None)
+               for r in Response.objects.filter(run_id=run_id).values(
+                   "prompt_index", "variant_id", "trial", "score", "status", "latency_ms", "input_tokens",
+                   "output_tokens", "cost_usd", "judge_usage", "violated_should_not", "disagreement", "verdict")]
+    ratings = []
+    if agreement is None:
+        for verdicts in PointAssessment.objects.filter(response__run_id=run_id, kind="judged").values_list(
+                "verdicts", flat=True):
+            answered = [JudgeVerdict.from_dict(v) for v in verdicts]
+            ratings.append([Rating(v.judge.label, v.score, v.judge.model, v.judge.approach)
+                            for v in answered if v.score is not None and v.role == "primary"])
+    return run_aggregates(records, parsed_blueprint(run.revision).prompts, agreement=agreement, ratings=ratings)

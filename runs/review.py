@@ -24,7 +24,7 @@ from runs.engine.scoring import ScoredPoint, calculate, group_kind, round2
 
 from .models import PointAssessment, PointOverride, Response, Run
 from .records import assessment_fields, assessment_of
-from .services import compute_aggregates
+from .records import compute_aggregates
 
 
 class OverrideRefused(Exception):

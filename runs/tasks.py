@@ -1,11 +1,11 @@
-"""Tasks for django-q2 workers. Thin: they take ids and call runs.services."""
+"""Tasks for django-q2 workers. Thin: they take ids and call runs.work (and runs.start, runs.records)."""
 
-from runs import services
+from runs import work as run_work
 
 
 def run_chunk(run_id: int, response_ids: list[int]) -> None:
-    services.execute_chunk(run_id, response_ids)
+    run_work.execute_chunk(run_id, response_ids)
 
 
 def recover_runs() -> int:
-    return services.recover_stale_items()
+    return run_work.recover_stale_items()

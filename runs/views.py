@@ -30,7 +30,10 @@ from django_htmx.http import HttpResponseStopPolling
 
 from blueprints.models import Blueprint
 
-from . import review, services, verdicts
+from . import review, verdicts
+from . import spec as run_spec
+from . import start as run_start
+from . import work as run_work
 from .exports import run_to_csv, run_to_json
 from .models import PointAssessment, Response, Run, RunStatus
 from .rendering import RENDER_MODES, render as render_text
@@ -66,8 +69,8 @@ def _run_or_404(run_id):
 
 def _spec(run: Run):
     try:
-        return services.parsed_blueprint(run.revision)
-    except services.RunRefused:  # a revision that no longer parses cannot have run; show what is stored
+        return run_spec.parsed_blueprint(run.revision)
+    except run_spec.RunRefused:  # a revision that no longer parses cannot have run; show what is stored
         return None
 
 
@@ -96,10 +99,10 @@ def start(request):
         messages.error(request, "Cannot run: trials is a whole number from 1 to 100 (or empty for the blueprint's).")
         return redirect(blueprint.get_absolute_url())
     try:
-        run = services.start_run(blueprint, revision=revision, models=models,
+        run = run_start.start_run(blueprint, revision=revision, models=models,
                                  keep_judges=_changed(post.getlist("judges"), post.getlist("judges_offered")),
                                  trials=int(trials) if trials else None, fresh=bool(post.get("fresh")), source="web")
-    except services.RunRefused as refused:
+    except run_spec.RunRefused as refused:
         messages.error(request, f"Cannot run: {refused}")
         return redirect(blueprint.get_absolute_url())
     return redirect("runs:detail", run.pk)
@@ -111,13 +114,13 @@ def control(request, run_id, action):
         raise Http404("unknown action")
     run = get_object_or_404(Run, pk=run_id)
     if action == "cancel":
-        services.cancel_run(run)
+        run_work.cancel_run(run)
         messages.info(request, "Cancelled: no new item starts; finished items are kept.")
     elif action == "resume":
-        count = services.resume_run(run)
+        count = run_work.resume_run(run)
         messages.info(request, f"Resumed: {count} item{'s' if count != 1 else ''} handed to the workers.")
     elif action == "retry-failed":
-        count = services.retry_failed(run)
+        count = run_work.retry_failed(run)
         messages.info(request, f"Retrying {count} item{'s' if count != 1 else ''} that ended in error.")
     return redirect("runs:detail", run.pk)
 
@@ -128,7 +131,7 @@ def delete(request, run_id):
     run = get_object_or_404(Run.objects.select_related("blueprint"), pk=run_id)
     if request.method == "POST":
         name, blueprint = run.display_name, run.blueprint
-        gone = services.delete_run(run)
+        gone = run_work.delete_run(run)
         messages.success(request, f"Deleted {name} of '{blueprint.slug}' with its {gone['responses']} responses"
                                   f"{' (it was cancelled first)' if gone['was_running'] else ''}.")
         return redirect(f"{reverse('runs:list')}?blueprint={blueprint.slug}")

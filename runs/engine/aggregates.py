@@ -3,7 +3,7 @@
 Pure arithmetic over plain records, so that what the run page, the exports and
 the API show is checked without a database (``tests/engine/test_aggregates.py``)
 and is the same function the runs app calls when a run ends or a reviewer
-overrides a point (``runs.services.compute_aggregates`` only loads the rows).
+overrides a point (``runs.records.compute_aggregates`` only loads the rows).
 """
 
 from __future__ import annotations

@@ -66,7 +66,8 @@ ANSWER = ("A heat pump moves heat from a cold place to a warm one by doing work 
 def build():
     from blueprints.models import Blueprint
     from runs.models import PointAssessment, Response, Run
-    from runs.services import compute_aggregates, run_label
+    from runs.records import compute_aggregates
+from runs.start import run_label
 
     text = HEADER.format(models=", ".join(m.split("[")[0] for m in MODELS)) + \
         "".join(PROMPT.format(n=n) for n in range(PROMPTS))

@@ -5,7 +5,7 @@ import pytest
 
 from blueprints.models import Blueprint
 from blueprints.services import example_files, load_examples
-from runs import services
+from runs import start as run_start
 from runs.models import Response
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -28,7 +28,7 @@ def test_every_example_is_valid_and_the_offline_ones_run_completely(monkeypatch)
     runnable = [b for b in blueprints if offline(b)]
     assert len(runnable) >= 2
     for blueprint in runnable:
-        run = services.start_run(blueprint)
+        run = run_start.start_run(blueprint)
         run.refresh_from_db()
         assert run.options["problems"] == [], (blueprint.slug, run.options["problems"])
         assert run.status == "done" and run.items_failed == 0, (

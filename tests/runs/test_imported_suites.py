@@ -10,7 +10,8 @@ import pytest
 
 from blueprints.models import Blueprint
 from blueprints.services import check_text, import_files, import_folder
-from runs import services
+from runs import spec as run_spec
+from runs import start as run_start
 from runs.models import PointAssessment, Response
 
 from .conftest import judge_rules
@@ -52,7 +53,7 @@ def test_the_complete_agentv_example_runs_with_gates_trials_and_metric_checks(fa
     assert revision.import_report["via"] == "import_blueprints" and len(revision.import_report["tests"]) == 3
     assert revision.extras["workspace"]["template"] == "./workspace-template"
 
-    run = services.start_run(blueprint, models=["openai:cand"], judges=["openai:judge"])
+    run = run_start.start_run(blueprint, models=["openai:cand"], judges=["openai:judge"])
     run.refresh_from_db()
     assert run.status == "done", run.error
     assert run.items_total == 9  # 3 tests x 1 model x 3 trials (execution.trials.count)
@@ -94,7 +95,7 @@ def test_a_script_grader_runs_in_a_run_when_the_operator_allows_it(fake_provider
     blueprint = imported(SEEDS / "004" / "complex")["complex"]
     assert set(blueprint.current_revision.files) == {"prompts/security-reviewer.md", "fixtures/vulnerable.py",
                                                      "judges/security_check.py"}
-    run = services.start_run(blueprint, models=["openai:cand"], judges=["openai:judge"])
+    run = run_start.start_run(blueprint, models=["openai:cand"], judges=["openai:judge"])
     run.refresh_from_db()
     assert run.status == "done", run.error
     row = Response.objects.get(run=run)
@@ -112,7 +113,7 @@ def test_an_external_jsonl_dataset_comes_along_and_runs(fake_provider):
         *judge_rules(),
     ])
     blueprint = imported(SEEDS / "002" / "external-jsonl")["screening"]
-    run = services.start_run(blueprint, models=["openai:cand"], judges=["openai:judge"])
+    run = run_start.start_run(blueprint, models=["openai:cand"], judges=["openai:judge"])
     run.refresh_from_db()
     scores = {r.prompt_id: (r.score, r.verdict) for r in Response.objects.filter(run=run)}
     # `contains` is the only assertion (the criteria are context); AgentV's bands give the verdicts.
@@ -136,7 +137,7 @@ def test_ai_eval_suites_import_with_their_prompt_files_and_run(fake_provider):
     assert hello.current_revision.files == {"../prompts/hello.yaml": (SEEDS / "003/project/prompts/hello.yaml")
                                             .read_text()}
 
-    run = services.start_run(hello, models=["openai:cand"], judges=["openai:judge"])
+    run = run_start.start_run(hello, models=["openai:cand"], judges=["openai:judge"])
     run.refresh_from_db()
     row = Response.objects.get(run=run)
     assert (row.score, row.verdict) == (1.0, "pass")
@@ -145,13 +146,13 @@ def test_ai_eval_suites_import_with_their_prompt_files_and_run(fake_provider):
     assert (cell["aggregation"], cell["passAtK"], cell["verdict"]) == ("pass_at_k", 1.0, "pass")
 
     tools = by_name["tests/tools.yaml"].blueprint
-    run = services.start_run(tools, models=["openai:cand"], judges=["openai:judge"])
+    run = run_start.start_run(tools, models=["openai:cand"], judges=["openai:judge"])
     run.refresh_from_db()
     verdicts = {r.prompt_id: (r.score, r.verdict) for r in Response.objects.filter(run=run)}
     assert verdicts == {"weather": (1.0, "pass"), "search": (0.0, "fail")}
 
-    with pytest.raises(services.RunRefused) as refused:
-        services.start_run(by_name["tests/missing-prompt.yaml"].blueprint, models=["openai:cand"])
+    with pytest.raises(run_spec.RunRefused) as refused:
+        run_start.start_run(by_name["tests/missing-prompt.yaml"].blueprint, models=["openai:cand"])
     assert "no prompt file named 'nowhere'" in str(refused.value)
 
 
@@ -160,12 +161,12 @@ def test_trials_from_a_blueprint_and_a_run_override(fake_provider):
     text = ("title: t\nmodels: [openai:cand]\ntrials: 2\ntrial_aggregation: pass_at_k\n---\n"
             "- id: a\n  prompt: say hello\n  should:\n    - $contains: hello\n")
     blueprint = import_files([("t.yml", text, {})], via="test").items[0].blueprint
-    run = services.start_run(blueprint)
+    run = run_start.start_run(blueprint)
     run.refresh_from_db()
     assert run.items_total == 2 and run.status == "done"
     cell = run.aggregates["cellDetails"]["a"]["openai:cand[temp:0]"]
     assert (cell["k"], cell["passHatK"]) == (2, None)  # no verdict layer: pass rates need verdicts
-    again = services.start_run(blueprint, trials=1)
+    again = run_start.start_run(blueprint, trials=1)
     assert again.items_total == 1
 
 
@@ -200,7 +201,7 @@ def test_result_pages_show_verdicts_gates_trials_and_metric_checks(fake_provider
         *judge_rules(),
     ])
     blueprint = imported(SEEDS / "002" / "complete")["export-screening"]
-    run = services.start_run(blueprint, models=["openai:cand"], judges=["openai:judge"])
+    run = run_start.start_run(blueprint, models=["openai:cand"], judges=["openai:judge"])
     gated = Response.objects.filter(run=run, prompt_id="sanctioned-entity", score=0.0).first()
 
     page = client.get(f"/runs/{run.pk}/responses/{gated.pk}/").content.decode()
@@ -277,7 +278,7 @@ def test_every_self_contained_seed_example_runs_end_to_end(relative, fake_provid
     outcome = import_files([(relative.replace("/", "-"), text, companion_files(path, text, root))], via="test")
     blueprint = outcome.items[0].blueprint
     assert outcome.items[0].revision.is_valid
-    run = services.start_run(blueprint, models=["openai:cand"], judges=["openai:judge"], trials=1)
+    run = run_start.start_run(blueprint, models=["openai:cand"], judges=["openai:judge"], trials=1)
     run.refresh_from_db()
     assert run.status == "done" and run.items_failed == 0 and run.judge_calls_failed == 0, run.error
     for row in Response.objects.filter(run=run):

@@ -14,7 +14,8 @@ from django.test import Client
 from django.utils import timezone
 
 from blueprints.services import import_files
-from runs import services
+from runs import start as run_start
+from runs import work as run_work
 from runs.api import run_status
 from runs.exports import run_to_csv, run_to_json
 from runs.models import Response, Run
@@ -53,7 +54,7 @@ def small_budget(settings):
 
 
 def test_an_item_over_its_budget_is_failed_with_the_reason_and_the_run_finishes(fake_provider, small_budget):
-    run = services.start_run(blueprint(), models=["openai:steady", "openai:budget-always-hang"])
+    run = run_start.start_run(blueprint(), models=["openai:steady", "openai:budget-always-hang"])
     run.refresh_from_db()
     assert run.status == "done", list(Response.objects.filter(run=run).values("status", "error", "attempts"))
     assert (run.items_total, run.items_done, run.items_failed) == (4, 4, 2)
@@ -71,64 +72,64 @@ def _stale(run, *, attempts, lapsed=True):
     row = Response.objects.filter(run=run).order_by("pk").first()
     Response.objects.filter(pk=row.pk).update(
         status="running", claimed_by="elsewhere:4242:abcd1234", attempts=attempts,
-        claimed_at=timezone.now() - (services.claim_lease() + timedelta(seconds=5) if lapsed else timedelta(0)))
+        claimed_at=timezone.now() - (run_work.claim_lease() + timedelta(seconds=5) if lapsed else timedelta(0)))
     return row.pk
 
 
 def test_an_item_whose_lease_lapsed_too_often_is_failed_not_handed_out_again(fake_provider):
-    run = services.start_run(blueprint(), models=["openai:steady"], enqueue=False)
-    stuck = _stale(run, attempts=services.MAX_CLAIMS)
-    services.recover_stale_items()  # hands the run out again: the chunk fails the item instead of running it
+    run = run_start.start_run(blueprint(), models=["openai:steady"], enqueue=False)
+    stuck = _stale(run, attempts=run_work.MAX_CLAIMS)
+    run_work.recover_stale_items()  # hands the run out again: the chunk fails the item instead of running it
     run.refresh_from_db()
     assert run.status == "done" and (run.items_done, run.items_failed) == (2, 1)
     row = Response.objects.get(pk=stuck)
     assert row.status == "failed" and row.score is None
-    assert f"stopped answering {services.MAX_CLAIMS} times" in row.error
+    assert f"stopped answering {run_work.MAX_CLAIMS} times" in row.error
     assert [r["messages"][-1]["content"] for r in fake_provider.requests()] == ["Say two"]
     # "Retry failed" starts its count afresh and runs it.
-    assert services.retry_failed(run) == 1
+    assert run_work.retry_failed(run) == 1
     row = Response.objects.get(pk=stuck)
     run.refresh_from_db()
     assert row.status == "done" and row.attempts == 1 and run.items_failed == 0
 
 
 def test_an_item_with_claims_left_is_run_again(fake_provider):
-    run = services.start_run(blueprint(), models=["openai:steady"], enqueue=False)
-    stuck = _stale(run, attempts=services.MAX_CLAIMS - 1)
-    services.recover_stale_items()
+    run = run_start.start_run(blueprint(), models=["openai:steady"], enqueue=False)
+    stuck = _stale(run, attempts=run_work.MAX_CLAIMS - 1)
+    run_work.recover_stale_items()
     run.refresh_from_db()
     assert run.status == "done" and run.items_failed == 0
-    assert Response.objects.get(pk=stuck).attempts == services.MAX_CLAIMS
+    assert Response.objects.get(pk=stuck).attempts == run_work.MAX_CLAIMS
 
 
 def test_cancel_ends_the_run_at_once_while_a_worker_is_stuck_in_an_item(fake_provider):
-    run = services.start_run(blueprint(), models=["openai:steady"], enqueue=False)
+    run = run_start.start_run(blueprint(), models=["openai:steady"], enqueue=False)
     stuck = _stale(run, attempts=1, lapsed=False)  # a live worker elsewhere, in the middle of it
-    services.cancel_run(run)
+    run_work.cancel_run(run)
     run.refresh_from_db()
     assert run.status == "cancelled" and run.finished_at is not None
     assert Client().get(f"/runs/{run.pk}/").status_code == 200
     assert run_status(run, type("R", (), {"build_absolute_uri": lambda self, u: u})())["status"] == "cancelled"
 
     # Its lease lapses: the item goes back to pending (it did not run), the run stays cancelled.
-    Response.objects.filter(pk=stuck).update(claimed_at=timezone.now() - services.claim_lease() * 2)
-    services.recover_stale_items()
+    Response.objects.filter(pk=stuck).update(claimed_at=timezone.now() - run_work.claim_lease() * 2)
+    run_work.recover_stale_items()
     run.refresh_from_db()
     assert Response.objects.get(pk=stuck).status == "pending" and run.status == "cancelled"
     assert not fake_provider.requests()
 
 
 def test_a_worker_that_comes_back_after_a_cancel_is_counted_in_the_aggregates(fake_provider):
-    run = services.start_run(blueprint(), models=["openai:back-latency-1500ms"], enqueue=False)
+    run = run_start.start_run(blueprint(), models=["openai:returns-after-cancel-latency-1500ms"], enqueue=False)
     first = list(Response.objects.filter(run=run).order_by("pk").values_list("pk", flat=True))[:1]
-    worker = threading.Thread(target=services.execute_chunk, args=(run.pk, first))
+    worker = threading.Thread(target=run_work.execute_chunk, args=(run.pk, first))
     worker.start()
     try:
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not any(r["model"] == "back-latency-1500ms"
+        while time.monotonic() < deadline and not any(r["model"] == "returns-after-cancel-latency-1500ms"
                                                       for r in fake_provider.requests()):
             time.sleep(0.05)
-        services.cancel_run(run)  # while the worker waits for its model's answer
+        run_work.cancel_run(run)  # while the worker waits for its model's answer
         run.refresh_from_db()
         assert run.status == "cancelled" and Response.objects.get(pk=first[0]).status == "running"
         assert run.aggregates["overall"]["mean"] is None
@@ -144,7 +145,7 @@ def test_a_worker_that_comes_back_after_a_cancel_is_counted_in_the_aggregates(fa
 
 def test_an_item_whose_every_judge_call_failed_is_failed_and_not_evaluated_everywhere(fake_provider):
     fake_provider.script(judge_rules())
-    run = services.start_run(blueprint(JUDGED), models=["openai:steady"], judges=["openai:judge-always-401"])
+    run = run_start.start_run(blueprint(JUDGED), models=["openai:steady"], judges=["openai:judge-always-401"])
     run.refresh_from_db()
     assert run.status == "done"
     assert (run.items_done, run.items_failed, run.judge_calls_failed) == (1, 1, 1)

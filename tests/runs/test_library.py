@@ -14,7 +14,8 @@ from django.core.management import CommandError, call_command
 
 from blueprints.models import Blueprint, BlueprintRevision, ModelCollection
 from blueprints.services import import_files
-from runs import services
+from runs import start as run_start
+from runs import work as run_work
 from runs.models import PointAssessment, PointOverride, Response, Run
 from runs.review import apply_override
 
@@ -31,7 +32,7 @@ def _blueprint(slug="capitals") -> Blueprint:
 
 def _finished_run(fake_provider, blueprint) -> Run:
     fake_provider.script([{"model": "cand-a", "match": ".", "reply": "Paris."}, *judge_rules()])
-    run = services.start_run(blueprint, judges=["openai:judge-a"])
+    run = run_start.start_run(blueprint, judges=["openai:judge-a"])
     run.refresh_from_db()
     assert run.status == "done", run.error
     return run
@@ -74,12 +75,12 @@ def test_a_run_is_renamed_and_deleted_in_the_browser(fake_provider, client):
 def test_a_run_still_going_is_cancelled_and_sends_nothing_after_it_is_deleted(fake_provider):
     blueprint = _blueprint()
     fake_provider.script([{"model": "cand-a", "match": ".", "reply": "Paris."}, *judge_rules()])
-    run = services.start_run(blueprint, judges=["openai:judge-a"], enqueue=False)
+    run = run_start.start_run(blueprint, judges=["openai:judge-a"], enqueue=False)
     assert run.status == "queued"
-    gone = services.delete_run(run)
+    gone = run_work.delete_run(run)
     assert gone == {"responses": 1, "overrides": 0, "was_running": True}
     before = len(fake_provider.requests())
-    services.execute_chunk(run.pk, [])  # a task queued before the deletion does nothing
+    run_work.execute_chunk(run.pk, [])  # a task queued before the deletion does nothing
     assert len(fake_provider.requests()) == before and not Run.objects.exists()
 
 

@@ -5,7 +5,7 @@ import pytest
 
 from blueprints.services import import_files
 from blueprints.spec.limits import Limits
-from runs import services
+from runs import start as run_start
 from runs.models import PointAssessment, Response
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -27,7 +27,7 @@ def test_a_run_with_a_catastrophic_regex_finishes_and_the_point_is_not_evaluated
     fake_provider.script([{"model": "cand-a", "match": ".", "reply": "a" * 40 + "b"}])
     blueprint = import_files([("regex.yml", BLUEPRINT, {})], via="test").items[0].blueprint
 
-    run = services.start_run(blueprint, models=["openai:cand-a"], judges=["openai:judge-a"])
+    run = run_start.start_run(blueprint, models=["openai:cand-a"], judges=["openai:judge-a"])
 
     run.refresh_from_db()
     assert run.status == "done", run.error

@@ -9,7 +9,9 @@ from django.core.management import call_command
 
 from blueprints.models import Blueprint
 from blueprints.services import import_files
-from runs import services
+from runs import spec as run_spec
+from runs import start as run_start
+from runs import work as run_work
 from runs.exports import run_to_csv, run_to_json
 from runs.models import PointAssessment, PointOverride, Response, Run
 
@@ -38,7 +40,7 @@ def script_candidates(fake):
 def test_a_corpus_blueprint_runs_through_the_worker_path_and_every_field_is_stored(fake_provider):
     script_candidates(fake_provider)
     blueprint = corpus_blueprint()
-    run = services.start_run(blueprint, models=["openai:cand-a", "openai:cand-b"],
+    run = run_start.start_run(blueprint, models=["openai:cand-a", "openai:cand-b"],
                              judges=["openai:judge-a", "openai:judge-b"])
     run.refresh_from_db()
     assert run.status == "done", run.error
@@ -83,7 +85,7 @@ def test_a_corpus_blueprint_runs_through_the_worker_path_and_every_field_is_stor
 
 def test_the_export_has_the_upstream_layout_and_our_extras_apart(fake_provider):
     script_candidates(fake_provider)
-    run = services.start_run(corpus_blueprint(), models=["openai:cand-a", "openai:cand-b"],
+    run = run_start.start_run(corpus_blueprint(), models=["openai:cand-a", "openai:cand-b"],
                              judges=["openai:judge-a", "openai:judge-b"])
     data = run_to_json(Run.objects.get(pk=run.pk))
     scores = data["evaluationResults"]["llmCoverageScores"]
@@ -105,7 +107,7 @@ def test_the_export_has_the_upstream_layout_and_our_extras_apart(fake_provider):
 
 def test_an_override_changes_the_score_and_keeps_the_judges_verdict(fake_provider):
     script_candidates(fake_provider)
-    run = services.start_run(corpus_blueprint(), models=["openai:cand-b"], judges=["openai:judge-a"])
+    run = run_start.start_run(corpus_blueprint(), models=["openai:cand-b"], judges=["openai:judge-a"])
     response = Response.objects.get(run=run, prompt_id="math-q1")
     point = PointAssessment.objects.get(response=response, position=0)
     PointOverride.objects.create(assessment=point, score=1.0, reason="the model said L in words", who="ada")
@@ -119,7 +121,7 @@ def test_an_override_changes_the_score_and_keeps_the_judges_verdict(fake_provide
 
 def test_a_missing_key_fails_those_items_and_the_rest_complete(fake_provider):
     script_candidates(fake_provider)
-    run = services.start_run(corpus_blueprint(), models=["openai:cand-a", "mistral:mistral-large"],
+    run = run_start.start_run(corpus_blueprint(), models=["openai:cand-a", "mistral:mistral-large"],
                              judges=["openai:judge-a"])
     run.refresh_from_db()
     assert run.status == "done"
@@ -133,21 +135,21 @@ def test_a_missing_key_fails_those_items_and_the_rest_complete(fake_provider):
 
 def test_a_duplicate_task_delivery_does_nothing(fake_provider):
     script_candidates(fake_provider)
-    run = services.start_run(corpus_blueprint(), models=["openai:cand-a"], judges=["openai:judge-a"])
+    run = run_start.start_run(corpus_blueprint(), models=["openai:cand-a"], judges=["openai:judge-a"])
     before = len(fake_provider.requests())
     ids = list(Response.objects.filter(run=run).values_list("pk", flat=True))
-    services.execute_chunk(run.pk, ids)
+    run_work.execute_chunk(run.pk, ids)
     assert len(fake_provider.requests()) == before
 
 
 def test_cancel_keeps_finished_items_and_starts_nothing_new(fake_provider):
     script_candidates(fake_provider)
-    run = services.start_run(corpus_blueprint(), models=["openai:cand-a", "openai:cand-b"],
+    run = run_start.start_run(corpus_blueprint(), models=["openai:cand-a", "openai:cand-b"],
                              judges=["openai:judge-a"], enqueue=False)
     first = list(Response.objects.filter(run=run).order_by("pk").values_list("pk", flat=True))[:1]
-    services.execute_chunk(run.pk, first)
-    services.cancel_run(run)
-    services.execute_chunk(run.pk, list(Response.objects.filter(run=run).values_list("pk", flat=True)))
+    run_work.execute_chunk(run.pk, first)
+    run_work.cancel_run(run)
+    run_work.execute_chunk(run.pk, list(Response.objects.filter(run=run).values_list("pk", flat=True)))
     run.refresh_from_db()
     assert run.status == "cancelled"
     assert Response.objects.filter(run=run, status="done").count() == 1
@@ -158,13 +160,13 @@ def test_cancel_keeps_finished_items_and_starts_nothing_new(fake_provider):
 def test_retry_failed_reruns_only_what_ended_in_error(fake_provider):
     script_candidates(fake_provider)
     # The first call for this model is refused (401, not retried); the next one answers.
-    run = services.start_run(corpus_blueprint(), models=["openai:cand-a", "openai:flaky-fail-401-then-ok"],
+    run = run_start.start_run(corpus_blueprint(), models=["openai:cand-a", "openai:flaky-fail-401-then-ok"],
                              judges=["openai:judge-a"])
     run.refresh_from_db()
     assert run.items_failed == 1
     assert "401" in Response.objects.get(run=run, status="failed").error
     calls_before = len(fake_provider.requests())
-    assert services.retry_failed(run) == 1
+    assert run_work.retry_failed(run) == 1
     run.refresh_from_db()
     assert run.status == "done" and run.items_failed == 0 and run.items_done == 4
     new_requests = fake_provider.requests()[calls_before:]
@@ -174,12 +176,12 @@ def test_retry_failed_reruns_only_what_ended_in_error(fake_provider):
 def test_a_blueprint_with_errors_or_an_unknown_collection_cannot_run():
     blueprint = Blueprint.objects.create(slug="broken", title="Broken")
     blueprint.save_revision("- prompt: hi\n  should:\n    - $contians: x\n")
-    with pytest.raises(services.RunRefused) as refused:
-        services.start_run(blueprint)
+    with pytest.raises(run_spec.RunRefused) as refused:
+        run_start.start_run(blueprint)
     assert "broken:3:7: error: Unknown point function: 'contians'" in refused.value.problems[0]
     blueprint.save_revision("models: [NOPE]\n---\n- prompt: hi\n  should: [$contains: x]\n")
-    with pytest.raises(services.RunRefused) as refused:
-        services.start_run(blueprint)
+    with pytest.raises(run_spec.RunRefused) as refused:
+        run_start.start_run(blueprint)
     assert "unknown model collection: NOPE" in refused.value.message
     assert Run.objects.count() == 0
 
@@ -232,7 +234,7 @@ def test_a_prompt_with_only_an_ideal_is_scored_by_similarity_with_an_embeddings_
     blueprint = Blueprint.objects.create(slug="ideal-only", title="Ideal only")
     blueprint.save_revision("models: [openai:cand-a]\n---\n- id: p\n  prompt: Capital of France?\n"
                             "  ideal: Paris is the capital of France.\n")
-    run = services.start_run(blueprint)
+    run = run_start.start_run(blueprint)
     response = Response.objects.get(run=run)
     assert response.score_basis == "similarity" and response.score == 1.0
     assert response.similarity == pytest.approx(1.0)
@@ -244,7 +246,7 @@ def test_without_an_embeddings_model_an_ideal_only_prompt_is_not_evaluated_and_s
     fake_provider.script([{"model": "cand", "match": ".", "reply": "Paris."}])
     blueprint = Blueprint.objects.create(slug="ideal-only", title="Ideal only")
     blueprint.save_revision("models: [openai:cand-a]\n---\n- id: p\n  prompt: Capital of France?\n  ideal: Paris.\n")
-    run = services.start_run(blueprint)
+    run = run_start.start_run(blueprint)
     response = Response.objects.get(run=run)
     assert response.score is None and "EVALSITE_EMBEDDINGS_MODEL" in response.not_evaluated_reason
 
@@ -255,7 +257,7 @@ def test_each_item_stores_its_temperature_and_system_and_runs_with_them(fake_pro
               "- id: plain\n  prompt: Capital of France?\n  should: [$contains: Paris]\n"
               "- id: own-temp\n  prompt: Capital of Spain?\n  temperature: 0.5\n  should: [$contains: Madrid]\n")
     blueprint = import_files([("variants.yml", source, {})], via="test").items[0].blueprint
-    run = services.start_run(blueprint, judges=["openai:judge-a"])
+    run = run_start.start_run(blueprint, judges=["openai:judge-a"])
     run.refresh_from_db()
     assert run.status == "done", run.error
     rows = {(r.prompt_id, r.variant_id): r for r in Response.objects.filter(run=run)}

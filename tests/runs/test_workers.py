@@ -170,7 +170,7 @@ def test_cancel_stops_new_items_and_keeps_finished_ones(site, fake_llm):
     site.start_worker()
     site.wait_for("a few items done", lambda: site.statuses(run_id)["done"] >= 4)
     site.manage("shell", "--no-imports", "-c",
-                f"from runs.models import Run; from runs.services import cancel_run; cancel_run(Run.objects.get(pk={run_id}))")
+                f"from runs.models import Run; from runs.work import cancel_run; cancel_run(Run.objects.get(pk={run_id}))")
     # The run is cancelled at once; the worker notices within a second or so and lets its
     # in-flight items finish or go back to pending.
     site.wait_for("the run to be cancelled", lambda: site.run_status(run_id) == "cancelled")
@@ -193,7 +193,7 @@ def test_after_a_cancel_no_request_reaches_the_provider(site, fake_llm):
     site.start_worker()
     site.wait_for("three calls in flight", lambda: len(fake_llm.requests()) >= 3)
     site.manage("shell", "--no-imports", "-c",
-                f"from runs.models import Run; from runs.services import cancel_run; cancel_run(Run.objects.get(pk={run_id}))")
+                f"from runs.models import Run; from runs.work import cancel_run; cancel_run(Run.objects.get(pk={run_id}))")
     landed = time.monotonic()
     site.wait_for("the run to be cancelled", lambda: site.run_status(run_id) == "cancelled")
     # The run ends at once; the calls in flight come back later, and nothing may follow them.
@@ -216,7 +216,7 @@ def test_retry_failed_reruns_only_the_failed_generation(site, fake_llm):
     assert site.statuses(run_id) == Counter({"done": 7, "failed": 1})
     asked = len(fake_llm.requests())
     site.manage("shell", "--no-imports", "-c",
-                f"from runs.models import Run; from runs.services import retry_failed; "
+                f"from runs.models import Run; from runs.work import retry_failed; "
                 f"retry_failed(Run.objects.get(pk={run_id}))")
     site.wait_for("the retried run to finish",
                   lambda: site.run_status(run_id) == "done" and site.statuses(run_id) == Counter({"done": 8}))
@@ -241,7 +241,7 @@ def test_cancel_while_a_worker_is_stuck_in_an_item_ends_the_run_at_once(site, fa
     site.start_worker()
     site.wait_for("the worker to be stuck", lambda: len(asked_items(fake_llm, "cancel-always-hang")) == 2)
     site.manage("shell", "--no-imports", "-c",
-                f"from runs.models import Run; from runs.services import cancel_run; cancel_run(Run.objects.get(pk={run_id}))")
+                f"from runs.models import Run; from runs.work import cancel_run; cancel_run(Run.objects.get(pk={run_id}))")
     # At once: the cancel does not wait for the stuck worker.
     assert site.run_status(run_id) == "cancelled"
     assert site.query("SELECT finished_at IS NOT NULL FROM runs_run WHERE id = ?", run_id)[0][0]

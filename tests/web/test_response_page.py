@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from runs import services
+from runs import start as run_start
 from runs.models import PointAssessment, PointOverride, Response, Run
 
 from .conftest import htmx
@@ -74,7 +74,7 @@ def test_a_turn_that_was_never_generated_reads_to_be_generated_with_the_reason(f
 
 def test_before_generation_the_page_shows_the_prompt_as_authored(client):
     blueprint = make_blueprint()
-    run = services.start_run(blueprint, models=["openai:cand-good"], judges=["openai:judge-a"], enqueue=False)
+    run = run_start.start_run(blueprint, models=["openai:cand-good"], judges=["openai:judge-a"], enqueue=False)
     response = Response.objects.get(run=run, prompt_id="capital")
     html = page_of(client, response).content.decode()
     conversation = section(html, "conversation-heading")
@@ -283,7 +283,7 @@ def test_override_needs_post_and_a_point_of_this_response(fake_provider, client)
 def test_a_response_not_finished_cannot_be_overridden(client):
     blueprint = make_blueprint("title: T\nmodels: [fixtures:a]\nfixtures: {responses: {p: 'yes'}}\n---\n"
                                "- id: p\n  prompt: Q?\n  should: [$contains: 'yes']\n")
-    run = services.start_run(blueprint)
+    run = run_start.start_run(blueprint)
     response = Response.objects.get(run=run)
     point = PointAssessment.objects.get(response=response)
     Response.objects.filter(pk=response.pk).update(status="running")

@@ -6,7 +6,8 @@ import re
 import pytest
 from django.utils import timezone
 
-from runs import services
+from runs import start as run_start
+from runs import work as run_work
 from runs.models import Response, Run
 
 from .conftest import htmx
@@ -24,9 +25,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def started_but_not_finished(blueprint, *, done: int = 1) -> Run:
     """A run whose first ``done`` items were processed, the rest still pending, and a model waiting."""
-    run = services.start_run(blueprint, enqueue=False)
+    run = run_start.start_run(blueprint, enqueue=False)
     ids = list(Response.objects.filter(run=run).order_by("pk").values_list("pk", flat=True))
-    services.execute_chunk(run.pk, ids[:done])
+    run_work.execute_chunk(run.pk, ids[:done])
     Run.objects.filter(pk=run.pk).update(waiting={"fixtures:b": "429 from fixtures, attempt 2 of 3 in 12 s"})
     run.refresh_from_db()
     assert run.status == "running"
@@ -57,7 +58,7 @@ def test_the_polled_fragment_moves_with_the_counters_and_stops_when_the_run_ends
     assert body.lstrip().startswith('<div id="progress"') and "<html" not in body
     assert "1 of 8" in body and "every 2s" in body
 
-    services.run_inline(run)
+    run_work.run_inline(run)
     final = client.get(f"/runs/{run.pk}/?poll=1", **htmx())
     assert final.status_code == 286  # htmx stops polling
     body = final.content.decode()
@@ -76,7 +77,7 @@ def test_failures_so_far_are_listed_with_their_reason_and_link(fake_provider, cl
 
 
 def test_a_queued_run_that_no_worker_took_says_what_to_check(client):
-    run = services.start_run(offline_blueprint(2), enqueue=False)
+    run = run_start.start_run(offline_blueprint(2), enqueue=False)
     Run.objects.filter(pk=run.pk).update(created_at=timezone.now() - timezone.timedelta(minutes=5))
     html = client.get(f"/runs/{run.pk}/").content.decode()
     assert "no worker has started it yet" in html and "qcluster" in html
@@ -222,7 +223,7 @@ def test_the_runs_list_narrows_to_one_blueprint(client):
 def test_the_runs_list_pages_with_htmx(client):
     blueprint = offline_blueprint(1, slug="paged")
     for _ in range(51):
-        services.start_run(blueprint, enqueue=False)
+        run_start.start_run(blueprint, enqueue=False)
     html = client.get("/runs/").content.decode()
     assert "Page 1 of 2" in html and 'href="?page=2"' in html and 'hx-get="?page=2"' in html
     fragment = client.get("/runs/?page=2", **htmx()).content.decode()

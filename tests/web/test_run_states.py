@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from blueprints.services import import_files
-from runs import services
+from runs import start as run_start
+from runs import work as run_work
 from runs.models import Response, Run
 
 from tests.fakes.pytest_fixtures import FAKE_KEY, fake_llm, fake_llm_server, fake_provider  # noqa: F401
@@ -18,7 +19,7 @@ JUDGED = "title: {title}\nmodels: [{models}]\n---\n- id: fr\n  prompt: Capital o
 
 def _run(text: str, **kwargs) -> Run:
     blueprint = import_files([("states.yml", text, {})], via="test").items[0].blueprint
-    run = services.start_run(blueprint, **kwargs)
+    run = run_start.start_run(blueprint, **kwargs)
     run.refresh_from_db()
     return run
 
@@ -60,7 +61,7 @@ def test_a_run_where_one_model_failed_and_one_answered(client, fake_provider, mo
 
 def test_a_cancelled_run(client, fake_provider):
     run = _run(JUDGED.format(title="Cancelled", models="openai:cand", point="$contains: Paris"), enqueue=False)
-    services.cancel_run(run)
+    run_work.cancel_run(run)
     run.refresh_from_db()
     assert run.status == "cancelled"
     _all_ok(client, run)

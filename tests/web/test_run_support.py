@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from blueprints.models import Blueprint
-from runs import services
+from runs import start as run_start
 from runs.models import Run
 from tests.fakes.pytest_fixtures import FAKE_KEY, fake_llm, fake_llm_server, fake_provider  # noqa: F401
 
@@ -116,7 +116,7 @@ def make_run(fake, *, blueprint: Blueprint | None = None, models=("openai:cand-g
     """
     script(fake, extra_rules)
     blueprint = blueprint or make_blueprint()
-    run = services.start_run(blueprint, models=list(models), judges=list(judges), fresh=fresh)
+    run = run_start.start_run(blueprint, models=list(models), judges=list(judges), fresh=fresh)
     run.refresh_from_db()
     assert run.is_finished, run.status
     return run
@@ -141,7 +141,7 @@ def offline_blueprint(prompts: int, slug: str = "many") -> Blueprint:
 
 
 def make_offline_run(prompts: int, *, blueprint: Blueprint | None = None, slug: str = "many") -> Run:
-    run = services.start_run(blueprint or offline_blueprint(prompts, slug=slug))
+    run = run_start.start_run(blueprint or offline_blueprint(prompts, slug=slug))
     run.refresh_from_db()
     assert run.is_finished, run.status
     return run
@@ -197,7 +197,7 @@ def hostile_rules() -> list[dict]:
 
 def make_hostile_run(fake) -> Run:
     fake.script(hostile_rules())
-    run = services.start_run(make_blueprint(HOSTILE_BLUEPRINT, slug="hostile"))
+    run = run_start.start_run(make_blueprint(HOSTILE_BLUEPRINT, slug="hostile"))
     run.refresh_from_db()
     assert run.status == "done" and run.items_failed == 0, run.status
     return run

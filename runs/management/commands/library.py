@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from blueprints.models import Blueprint, ModelCollection
 from runs.models import Run
-from runs.services import delete_run
+from runs.work import delete_run
 
 KINDS = {"blueprint": "blueprint", "blueprints": "blueprint", "run": "run", "runs": "run",
          "collection": "collection", "collections": "collection"}

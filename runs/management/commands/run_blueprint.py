@@ -13,7 +13,9 @@ from blueprints.spec.collections import lookup_for_file
 from blueprints.spec.files import read_text
 from blueprints.spec.ids import blueprint_id_for_file
 from runs.exports import run_to_json
-from runs.services import Progress, RunRefused, run_inline, start_run
+from runs.spec import RunRefused
+from runs.start import start_run
+from runs.work import Progress, run_inline
 
 
 def _csv(value):

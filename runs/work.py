@@ -1,19 +1,15 @@
-"""Starting, executing, cancelling, resuming and finishing runs: the glue between the engine and the database.
-
-Views, tasks and commands stay thin by calling these functions. The engine
-(runs/engine) does the work in plain Python; this module loads ids, builds the
-engine's inputs from stored rows and settings, and saves what comes back.
+"""Doing a run's work: enqueue, claim, execute, recover, cancel, resume, retry (the second phase of a run's life).
 
 Work is split into chunks of ``Response`` rows. A chunk claims its rows with a
 conditional UPDATE (pending, or running under a claim that is dead or whose
 lease ran out), so a duplicate task delivery does nothing and a restarted
-worker never redoes a finished item.
+worker never redoes a finished item. What an item produces is stored by
+runs/records.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import os
 import socket
@@ -21,7 +17,6 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
-from functools import lru_cache
 from typing import Callable
 
 from asgiref.sync import sync_to_async
@@ -30,23 +25,17 @@ from django.db import close_old_connections, connections, transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
-from blueprints.models import Blueprint, BlueprintRevision, ModelCollection
-from blueprints.spec.collections import resolve_models
 from blueprints.spec.schema import Blueprint as SpecBlueprint
-from blueprints.spec.schema import CustomModel
-from runs.engine.assess import ResponseAssessment
-from runs.engine.judge import JudgePlan, JudgeSpec, JudgeVerdict, plan_for_run, scale_for
 from runs.engine.pipeline import ItemResult, PipelineOptions, WorkItem, run_items
-from runs.engine.providers import Router, fixtures_from_blueprint, run_problems
-from runs.engine.aggregates import ResponseRecord, run_aggregates
-from runs.engine.scoring import Rating
+from runs.engine.providers import Router, fixtures_from_blueprint
 from runs.engine.types import GeneratedResponse, Turn, Usage
 
 from evalsite.engine import engine_config
 
 from .cache import response_cache
 from .models import FINISHED, PointAssessment, Response, ResponseStatus, Run, RunStatus
-from .records import point_rows, result_fields
+from .records import compute_aggregates, maybe_finish, plan_from_json, save_results
+from .spec import custom_models, parsed_blueprint
 
 log = logging.getLogger(__name__)
 
@@ -57,165 +46,8 @@ HEARTBEAT_S = 10
 MAX_CLAIMS = 3
 
 
-class RunRefused(Exception):
-    """The blueprint cannot run as it stands; ``problems`` say why, with lines where there are any."""
-
-    def __init__(self, message: str, problems: list[str] | None = None):
-        super().__init__(message)
-        self.message = message
-        self.problems = problems or []
-
-    def __str__(self):
-        return "\n".join([self.message, *self.problems])
-
-
 def claim_lease() -> timedelta:
     return timedelta(seconds=settings.EVALSITE_CLAIM_LEASE_S)
-
-
-# --- starting ---------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=32)
-def _parsed(revision_id: int, sha256: str) -> SpecBlueprint:
-    revision = BlueprintRevision.objects.select_related("blueprint").get(pk=revision_id)
-    result = revision.parse(collections=lambda name: None)
-    if result.blueprint is None:
-        raise RunRefused("the revision has errors", [e.format(revision.blueprint.slug) for e in result.errors])
-    return result.blueprint
-
-
-def parsed_blueprint(revision: BlueprintRevision) -> SpecBlueprint:
-    return _parsed(revision.pk, revision.sha256)
-
-
-def _custom_models(bp: SpecBlueprint) -> dict[str, CustomModel]:
-    return {m.id: m for m in bp.models if isinstance(m, CustomModel)}
-
-
-def resolve_run_models(bp: SpecBlueprint, requested: list[str] | None, collections) -> list[str | CustomModel]:
-    """The models a run uses: ``requested`` (ids, custom model ids, collections) or the blueprint's."""
-    customs = _custom_models(bp)
-    if requested:
-        wanted = [customs.get(m, m) for m in requested]
-    else:
-        wanted = list(bp.models) if bp.models_given else ["CORE"]
-    models, missing = resolve_models(wanted, collections)
-    if missing:
-        raise RunRefused(
-            f"unknown model collection{'s' if len(missing) > 1 else ''}: {', '.join(missing)}",
-            [f"'{name}' is neither a stored collection nor a models/{name}.json beside the blueprint; import it "
-             f"(python manage.py import_blueprints DIR reads DIR/models/*.json) or list models explicitly"
-             for name in missing],
-        )
-    if not models:
-        raise RunRefused("No models to evaluate after resolving collections.")
-    return models
-
-
-def judge_plan_for(bp: SpecBlueprint, requested: list[str] | None = None, keep: list[str] | None = None
-                   ) -> JudgePlan:
-    """The run's judges (``runs.engine.judge.plan_for_run``) with the site's default and backup judges."""
-    config = engine_config()
-    try:
-        return plan_for_run(bp.coverage, default_judges=config.default_judges, backup_judge=config.backup_judge,
-                            description=bp.description, replace_with=requested, keep=keep)
-    except ValueError as exc:
-        raise RunRefused(str(exc)) from None
-
-
-def _plan_to_json(plan: JudgePlan) -> dict:
-    def spec(j: JudgeSpec | None):
-        return None if j is None else {"id": j.id, "model": j.model, "approach": j.approach}
-
-    return {"judges": [spec(j) for j in plan.judges], "backup": spec(plan.backup), "configured": plan.configured,
-            "scale": plan.scale.name}
-
-
-def _plan_from_json(data: dict, bp: SpecBlueprint) -> JudgePlan:
-    judges = tuple(JudgeSpec(**j) for j in data.get("judges", []))
-    backup = JudgeSpec(**data["backup"]) if data.get("backup") else None
-    scale = scale_for(bp.coverage)
-    return JudgePlan(judges=judges, scale=scale, backup=backup, configured=data.get("configured", False),
-                     description=bp.description)
-
-
-def run_label(revision: BlueprintRevision) -> str:
-    """Deviation 12: the label hashes the whole revision text (and its companion files)."""
-    digest = hashlib.sha256(revision.text.encode("utf-8"))
-    for name in sorted(revision.files or {}):
-        digest.update(f"\0{name}\0{revision.files[name]}".encode("utf-8"))
-    return digest.hexdigest()[:16]
-
-
-def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None, models: list[str] | None = None,
-              judges: list[str] | None = None, keep_judges: list[str] | None = None, fresh: bool = False,
-              trials: int | None = None, source: str = "web", collections=None, enqueue: bool = True) -> Run:
-    """Create a run and its items; with ``enqueue``, hand it to the workers once the transaction commits.
-
-    ``models`` and ``judges`` replace the blueprint's; ``keep_judges`` (judge ids, the run
-    form's ticked boxes) narrows its judges, keeping their approaches and ids. None of
-    them given: the blueprint's evaluation, the same from every door.
-    Raises RunRefused when the blueprint has errors or names an unknown collection.
-    ``trials`` None runs each prompt as many times as the blueprint asks (its ``trials``, else once).
-    """
-    revision = revision or blueprint.current_revision
-    if revision is None:
-        raise RunRefused("the blueprint has no saved text yet")
-    lookup = collections or ModelCollection.lookup()
-    result = revision.parse(collections=lookup)
-    if result.blueprint is None:
-        raise RunRefused(f"'{blueprint.slug}' has errors; fix them before running",
-                         [e.format(blueprint.slug) for e in result.errors])
-    bp = result.blueprint
-    resolved = resolve_run_models(bp, models, lookup)
-    plan = judge_plan_for(bp, judges, keep_judges)
-    judged = any(p.fn is None for prompt in bp.prompts for p in prompt.all_points())
-    if judged and not plan.judges:
-        raise RunRefused("no judge would score the judged points: tick at least one judge")
-    fixtures, fixture_problems = fixtures_from_blueprint(bp.fixtures, revision.files)
-    # Similarity to ideals: the blueprint's embeddingModel wins over the site's; none means no similarity.
-    embedding_model = (bp.embedding_model or settings.EVALSITE_EMBEDDINGS_MODEL or None) \
-        if any(p.ideal_response for p in bp.prompts) else None
-    problems = run_problems(resolved, engine_config().providers, judge_models=[j.model for j in plan.judges] if judged else (),
-                            embedding_model=embedding_model, custom_models=_custom_models(bp), fixtures=fixtures)
-    problems += fixture_problems
-    # Checked before expanding: a collection may have grown since the blueprint was saved.
-    product = len(resolved) * max(len(bp.temperatures or ()), 1) * max(len(bp.systems or ()), 1)
-    if product > settings.EVALSITE_LIMITS.max_variants:
-        raise RunRefused(f"this run would expand to {product:,} model variants, more than the limit of "
-                         f"{settings.EVALSITE_LIMITS.max_variants:,}; choose fewer models, or raise the limit with "
-                         "the setting EVALSITE_MAX_VARIANTS")
-    judged_points = {i: sum(1 for p in prompt.all_points() if p.fn is None) for i, prompt in enumerate(bp.prompts)}
-    override = max(1, int(trials)) if trials is not None else None
-    per_prompt = [override or prompt.trials or 1 for prompt in bp.prompts]
-    with transaction.atomic():
-        run = Run.objects.create(
-            revision=revision, blueprint=blueprint, label=run_label(revision), source=source,
-            resolved_models=[m.to_upstream() if isinstance(m, CustomModel) else m for m in resolved],
-            judges=_plan_to_json(plan),
-            options={"fresh": fresh, "trials": override or max(per_prompt, default=1), "trialsOverride": override,
-                     "problems": problems, "embeddingModel": embedding_model,
-                     "requestedModels": models or None, "requestedJudges": judges or None,
-                     "keptJudges": keep_judges},
-        )
-        variants = run.variants(bp)
-        rows = [
-            Response(run=run, prompt_id=prompt.id, prompt_index=index, variant_id=variant.id_for(prompt),
-                     model_id=variant.base_model_id, variant_index=v, temperature=variant.temperature_for(prompt),
-                     system_index=variant.sp_idx, trial=trial)
-            for index, prompt in enumerate(bp.prompts) for v, variant in enumerate(variants)
-            for trial in range(per_prompt[index])
-        ]
-        Response.objects.bulk_create(rows, batch_size=500)
-        run.items_total = len(rows)
-        run.judge_calls_total = sum(judged_points[r.prompt_index] for r in rows) * len(plan.judges)
-        run.save(update_fields=["items_total", "judge_calls_total"])
-        if not rows:
-            finish_run(run.pk)
-        elif enqueue:
-            transaction.on_commit(lambda: enqueue_pending(run.pk))
-    return run
 
 
 def enqueue_pending(run_id: int) -> int:
@@ -365,7 +197,7 @@ def _stored_generation(row: Response) -> GeneratedResponse:
 
 def build_router(run: Run, bp: SpecBlueprint, *, on_wait=None, should_stop=None) -> Router:
     fixtures, _ = fixtures_from_blueprint(bp.fixtures, run.revision.files)
-    return Router(engine_config().providers, custom_models=_custom_models(bp), fixtures=fixtures, cache=response_cache(),
+    return Router(engine_config().providers, custom_models=custom_models(bp), fixtures=fixtures, cache=response_cache(),
                   blueprint_concurrency=bp.concurrency, on_wait=on_wait, should_stop=should_stop,
                   fresh=bool(run.options.get("fresh")))
 
@@ -374,7 +206,7 @@ async def _execute(run: Run, claimed: list[int], token: str, progress: Progress)
     bp = await sync_to_async(parsed_blueprint)(run.revision)
     rows = await sync_to_async(lambda: list(Response.objects.filter(pk__in=claimed)))()
     items = await sync_to_async(_work_items)(run, bp, rows)
-    plan = _plan_from_json(run.judges, bp)
+    plan = plan_from_json(run.judges, bp)
     stop = _StopCheck(run.pk)
     waits = _WaitBoard(run.pk, progress.on_wait)
     heartbeat = asyncio.create_task(_heartbeat(token))
@@ -498,96 +330,6 @@ def _release(token: str) -> None:
     """Items this worker claimed but did not start (a cancel) go back to pending; that claim does not count."""
     Response.objects.filter(claimed_by=token, status=ResponseStatus.RUNNING).update(
         status=ResponseStatus.PENDING, claimed_by="", claimed_at=None, attempts=F("attempts") - 1)
-
-
-# --- saving -----------------------------------------------------------------------------
-
-
-def save_results(run_id: int, token: str, results: list[ItemResult]) -> list[Response]:
-    """Store finished items and move the run's counters, in one transaction.
-
-    An item another worker has taken over (its claim is no longer ours) is dropped:
-    its result, not ours, counts. An item a cancel stopped under way goes back to pending.
-    """
-    saved: list[Response] = []
-    totals: dict[str, float] = {}
-    assessments: list[PointAssessment] = []
-    with transaction.atomic():
-        for result in results:
-            fields, counters = result_fields(result)
-            if not Response.objects.filter(pk=result.item.key, claimed_by=token).update(**fields):
-                continue
-            for name, value in counters.items():
-                totals[name] = totals.get(name, 0) + value
-            if result.stopped:  # cancelled under way: pending again, nothing scored
-                continue
-            row = Response(pk=result.item.key, run_id=run_id, **fields)
-            if result.item.existing is not None:  # judged again: the earlier assessments give way
-                PointAssessment.objects.filter(response=row).delete()
-            if result.assessment is not None:
-                assessments.extend(point_rows(row, result.assessment))
-            saved.append(row)
-        PointAssessment.objects.bulk_create(assessments, batch_size=500)
-        if totals:
-            Run.objects.filter(pk=run_id).update(**{k: F(k) + v for k, v in totals.items() if v})
-    return saved
-
-
-# --- finishing --------------------------------------------------------------------------
-
-
-def maybe_finish(run_id: int) -> bool:
-    """Finish the run when no item is pending or running; after a cancel, at once.
-
-    A cancelled run does not wait for items still running: a worker stuck in one may never come
-    back. What such a worker stores later is added to the run's aggregates (execute_chunk), and
-    an item whose worker never comes back goes back to pending when its lease lapses.
-    """
-    run = Run.objects.filter(pk=run_id).first()
-    if run is None or run.is_finished:
-        return True
-    open_items = Response.objects.filter(run_id=run_id, status__in=[ResponseStatus.PENDING, ResponseStatus.RUNNING])
-    if run.cancel_requested:
-        # A cancel that came after the last item finished changes nothing: the run is done.
-        return finish_run(run_id, RunStatus.CANCELLED if open_items.exists() else RunStatus.DONE)
-    if open_items.exists():
-        return False
-    return finish_run(run_id)
-
-
-def finish_run(run_id: int, status: str = RunStatus.DONE) -> bool:
-    """Store the aggregates and mark the run finished; only one caller wins."""
-    aggregates = compute_aggregates(run_id)
-    with transaction.atomic():
-        won = Run.objects.filter(pk=run_id).exclude(status__in=FINISHED).update(
-            status=status, aggregates=aggregates, finished_at=timezone.now(), waiting={})
-    return bool(won)
-
-
-def compute_aggregates(run_id: int, *, agreement: dict | None = None) -> dict:
-    """Per model variant, per cell, overall, judge agreement (``runs.engine.aggregates``), from the stored rows.
-
-    ``agreement`` reuses a known judge-agreement figure: a reviewer's override changes
-    scores, never the judges' verdicts, so there is no need to read them all again.
-    """
-    run = Run.objects.select_related("revision").get(pk=run_id)
-    records = [ResponseRecord(prompt_index=r["prompt_index"], variant_id=r["variant_id"], trial=r["trial"],
-                              score=r["score"], failed=r["status"] == ResponseStatus.FAILED,
-                              latency_ms=r["latency_ms"], input_tokens=r["input_tokens"],
-                              output_tokens=r["output_tokens"], cost_usd=r["cost_usd"],
-                              judge_usage=r["judge_usage"] or {}, violated_should_not=r["violated_should_not"],
-                              disagreement=r["disagreement"], verdict=r["verdict"] or None)
-               for r in Response.objects.filter(run_id=run_id).values(
-                   "prompt_index", "variant_id", "trial", "score", "status", "latency_ms", "input_tokens",
-                   "output_tokens", "cost_usd", "judge_usage", "violated_should_not", "disagreement", "verdict")]
-    ratings = []
-    if agreement is None:
-        for verdicts in PointAssessment.objects.filter(response__run_id=run_id, kind="judged").values_list(
-                "verdicts", flat=True):
-            answered = [JudgeVerdict.from_dict(v) for v in verdicts]
-            ratings.append([Rating(v.judge.label, v.score, v.judge.model, v.judge.approach)
-                            for v in answered if v.score is not None and v.role == "primary"])
-    return run_aggregates(records, parsed_blueprint(run.revision).prompts, agreement=agreement, ratings=ratings)
 
 
 # --- controls ---------------------------------------------------------------------------
