@@ -134,14 +134,24 @@ class CompareForm(forms.Form):
 
 
 class RunForm(forms.Form):
-    """What the run button asks: which models and judges. Posted to the runs app (issue 6)."""
+    """What the run button asks, posted to the runs app (runs.views.start).
 
-    models = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple, label="Models")
+    Every box starts ticked: posted as it is, the run is the blueprint's evaluation
+    (the runs app compares the ticked boxes with the ``*_offered`` ones and passes on
+    only what the user changed), the same as from the CLI or the API.
+    """
+
+    models = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple, label="Models", required=False)
+    add_models = forms.CharField(label="Add models", required=False,
+                                 help_text="provider:model ids or collection names, separated by commas")
     judges = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple, label="Judges", required=False)
+    trials = forms.IntegerField(label="Trials", required=False, min_value=1, max_value=100,
+                                help_text="responses per prompt and model; empty: the blueprint's")
+    fresh = forms.BooleanField(label="Fresh: ask every model again, not the response cache", required=False)
 
-    def __init__(self, *args, model_ids=(), judge_ids=(), **kwargs):
+    def __init__(self, *args, model_ids=(), judges=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["models"].choices = [(m, m) for m in model_ids]
-        self.fields["judges"].choices = [(j, j) for j in judge_ids]
+        self.fields["judges"].choices = [(j.judge_id, f"{j.judge_id} · {j.approach}") for j in judges]
         self.initial.setdefault("models", list(model_ids))
-        self.initial.setdefault("judges", list(judge_ids))
+        self.initial.setdefault("judges", [j.judge_id for j in judges])

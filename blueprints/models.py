@@ -12,10 +12,12 @@ from __future__ import annotations
 import hashlib
 import re
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models, transaction
 from django.db.models.functions import Lower
+from django.dispatch import Signal
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -28,6 +30,10 @@ validate_blueprint_id = RegexValidator(
     "Use letters, digits, '-', '_' and '.', starting with a letter or digit "
     "(a path such as subdir/name becomes subdir__name).",
 )
+# Sent with ``blueprint=`` just before a blueprint is deleted, inside the deleting transaction. The runs
+# app (which this app must not import) deletes the blueprint's runs, which pin its revisions.
+deleting = Signal()
+
 validate_collection_name = RegexValidator(
     r"^[A-Z0-9_-]*[A-Z][A-Z0-9_-]*\Z",
     "A collection name is upper case: letters A-Z, digits, '_' and '-' (for example CORE).",
@@ -104,7 +110,8 @@ class Blueprint(models.Model):
         if current is not None and current.sha256 == digest and current.files == files:
             return current, False
         lookup = collections if collections is not None else ModelCollection.lookup()
-        result = parse_any(text, blueprint_id=self.slug, collections=lookup, files=files)
+        result = parse_any(text, blueprint_id=self.slug, collections=lookup, files=files,
+                           limits=settings.EVALSITE_LIMITS)
         bp = result.blueprint
         report = dict(import_report or {})
         if result.import_report is not None:
@@ -128,6 +135,7 @@ class Blueprint(models.Model):
                 self.title = title_from_text(text) or self.slug
             self.updated_at = revision.created_at
             self.save()
+        revision.parsed = result  # what the parser said, for the caller (not stored; parse() reads it again)
         return revision, True
 
     def restore(self, revision: "BlueprintRevision") -> tuple["BlueprintRevision", bool]:
@@ -149,6 +157,23 @@ class Blueprint(models.Model):
         self.slug = new_slug
         self.updated_at = timezone.now()
         self.save(update_fields=["slug", "updated_at"])
+
+    def delete(self, *args, **kwargs):
+        """Delete the blueprint and its revisions; apps holding rows that pin them (runs) remove theirs first."""
+        with transaction.atomic():
+            deleting.send(sender=Blueprint, blueprint=self)
+            return super().delete(*args, **kwargs)
+
+    def deletion_summary(self) -> dict:
+        """What deleting this blueprint takes with it: revisions, runs (and how many are going), responses."""
+        out = {"revisions": self.revisions.count(), "runs": 0, "running": 0, "responses": 0}
+        relation = _runs_relation(Blueprint)
+        if relation is not None:
+            runs = getattr(self, relation.get_accessor_name())
+            out["runs"] = runs.count()
+            out["running"] = runs.filter(finished_at__isnull=True).count()
+            out["responses"] = runs.aggregate(n=models.Count("responses"))["n"] or 0
+        return out
 
     # --- runs -----------------------------------------------------------------------
 
@@ -237,7 +262,8 @@ class BlueprintRevision(models.Model):
 
     def parse(self, collections=None):
         lookup = collections if collections is not None else ModelCollection.lookup()
-        return parse_any(self.text, blueprint_id=self.blueprint.slug, collections=lookup, files=self.files or {})
+        return parse_any(self.text, blueprint_id=self.blueprint.slug, collections=lookup, files=self.files or {},
+                         limits=settings.EVALSITE_LIMITS)
 
 
 class ModelCollection(models.Model):
@@ -269,6 +295,16 @@ class ModelCollection(models.Model):
         """
         stored = {name: list(models) for name, models in cls.objects.values_list("name", "models")}
         return stored.get
+
+    def rename(self, new_name: str) -> None:
+        """Change the name (upper case, as blueprints write it); refuses one that is taken or malformed."""
+        new_name = new_name.strip().upper()
+        validate_collection_name(new_name)
+        if ModelCollection.objects.filter(name=new_name).exclude(pk=self.pk).exists():
+            raise ValidationError(f"There is already a collection named {new_name}.")
+        self.name = new_name
+        self.updated_at = timezone.now()
+        self.save(update_fields=["name", "updated_at"])
 
     @classmethod
     def store(cls, name: str, model_ids: list[str], source: str = "") -> tuple["ModelCollection", bool]:

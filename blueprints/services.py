@@ -32,11 +32,15 @@ from blueprints.models import (
 )
 from blueprints.spec import Blueprint as SpecBlueprint
 from blueprints.spec import ParseResult, Point, Prompt, parse_any
+from blueprints.spec.schema import CustomModel
 from blueprints.spec import functions
 from blueprints.spec.collections import CollectionError, read_collection_file, resolve_models
 from blueprints.spec.files import iter_blueprint_files, read_text
 from blueprints.spec.ids import blueprint_id_from_path
+from blueprints.spec.limits import Limits
 from blueprints.spec.model_ids import effective_id, format_js_number, is_collection_name, provider_of
+from evalsite.engine import engine_config
+from runs.engine.judge import plan_for_run
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
 
@@ -103,7 +107,8 @@ def check_text(text: str, *, slug: str | None = None, collections=None, files: d
     if files is None and slug:
         files = (Blueprint.objects.filter(slug=slug).values_list("current_revision__files", flat=True).first()
                  or {})
-    result = parse_any(text, blueprint_id=slug, collections=lookup, files=files or {})
+    result = parse_any(text, blueprint_id=slug, collections=lookup, files=files or {},
+                       limits=settings.EVALSITE_LIMITS)
     preview = build_preview(result.blueprint, lookup) if result.blueprint is not None else None
     return Check(result, preview)
 
@@ -301,16 +306,21 @@ class Preview:
     missing_collections: list[str]
     temperatures: list[float | None]
     systems: list[str | None] | None
-    variants: list[str]
+    variants: list[str]  # the first Limits.max_variants ids; variant_total counts them all
     judges: list[ModelLine]
     judges_are_default: bool
     generation_calls: int
     judge_calls: int
     prices_known: bool
+    variant_total: int = 0
 
     @property
     def variant_count(self) -> int:
-        return len(self.variants)
+        return max(self.variant_total, len(self.variants))
+
+    @property
+    def variants_truncated(self) -> bool:
+        return self.variant_count > len(self.variants)
 
     @property
     def point_count(self) -> int:
@@ -355,22 +365,32 @@ def _model_id(model) -> str:
 def _max_tokens(model) -> int:
     if not isinstance(model, str) and model.parameters:
         value = model.parameters.get("max_tokens") or model.parameters.get("maxTokens")
-        if isinstance(value, (int, float)) and value > 0:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 10**9:
             return int(value)
     return DEFAULT_MAX_TOKENS
 
 
-def build_preview(bp: SpecBlueprint, collections: Callable[[str], list[str] | None] | None) -> Preview:
-    """Prompts as the run will see them, the model variants, and the calls and tokens they take."""
+def build_preview(bp: SpecBlueprint, collections: Callable[[str], list[str] | None] | None,
+                  limits: Limits | None = None) -> Preview:
+    """Prompts as the run will see them, the model variants, and the calls and tokens they take.
+
+    At most ``limits.max_variants`` variant ids are listed (``variant_total`` counts them all).
+    """
+    limits = limits or settings.EVALSITE_LIMITS
     prompts = [prompt_view(bp, p) for p in bp.prompts]
     models, missing = resolve_models(bp.models if bp.models_given else [], collections)
     origins = _collection_origins(bp, collections)
     temperatures: list[float | None] = list(bp.temperatures) if bp.temperatures else [bp.temperature]
     system_count = len(bp.systems) if bp.systems else 1
     variants = []
+    variant_total = len(models) * len(temperatures) * system_count
     for model in models:
+        if len(variants) >= limits.max_variants:
+            break
         for temperature in temperatures:
             for index in range(system_count):
+                if len(variants) >= limits.max_variants:
+                    break
                 variants.append(effective_id(_model_id(model), temperature=temperature or 0,
                                              system_index=index if system_count > 1 else None,
                                              system_count=system_count))
@@ -404,6 +424,7 @@ def build_preview(bp: SpecBlueprint, collections: Callable[[str], list[str] | No
         blueprint=bp, prompts=prompts, models=lines, missing_collections=missing, temperatures=temperatures,
         systems=bp.systems, variants=variants, judges=judge_lines, judges_are_default=judges_default,
         generation_calls=sum(m.calls for m in lines), judge_calls=judge_calls, prices_known=bool(prices),
+        variant_total=variant_total,
     )
 
 
@@ -425,14 +446,37 @@ def _collection_origins(bp: SpecBlueprint, collections) -> dict[str, str]:
     return origins
 
 
+def run_judges(bp: SpecBlueprint):
+    """The judges a run of this blueprint uses unless told otherwise: the same plan the runs app builds."""
+    config = engine_config()
+    return plan_for_run(bp.coverage, default_judges=config.default_judges, backup_judge=config.backup_judge,
+                        description=bp.description)
+
+
+def run_problems(preview: "Preview", revision) -> list[str]:
+    """What would fail if the run started now (a model or judge without its key, say), in the run's own words."""
+    from runs.engine.providers import fixtures_from_blueprint
+    from runs.engine.providers import run_problems as problems_of
+
+    bp = preview.blueprint
+    judged = any(p.fn is None for prompt in bp.prompts for p in prompt.all_points())
+    fixtures, fixture_problems = fixtures_from_blueprint(bp.fixtures, revision.files or {})
+    customs = {m.id: m for m in bp.models if isinstance(m, CustomModel)}
+    models = [customs.get(m.id, m.id) for m in preview.models]
+    embedding = (bp.embedding_model or settings.EVALSITE_EMBEDDINGS_MODEL or None) \
+        if any(p.ideal_response for p in bp.prompts) else None
+    return problems_of(models, engine_config().providers, judge_models=[j.id for j in preview.judges] if judged else (),
+                       embedding_model=embedding, custom_models=customs, fixtures=fixtures) + fixture_problems
+
+
+def known_models() -> list[str]:
+    """Model ids with a known price, and the stored collections: what the run form suggests."""
+    return sorted(load_prices()) + sorted(ModelCollection.objects.values_list("name", flat=True))
+
+
 def _judges(bp: SpecBlueprint) -> tuple[list[str], bool]:
-    if bp.coverage.judges:
-        return [j.model for j in bp.coverage.judges], False
-    return list(getattr(settings, "EVALSITE_DEFAULT_JUDGES", [])), True
-
-
-def site_judges() -> list[str]:
-    return list(getattr(settings, "EVALSITE_DEFAULT_JUDGES", []))
+    plan = run_judges(bp)
+    return [j.model for j in plan.judges], not plan.configured
 
 
 PRICES_PATH = Path(settings.BASE_DIR) / "runs" / "engine" / "providers" / "prices.json"
@@ -546,7 +590,7 @@ def try_response(bp: SpecBlueprint, prompt: Prompt, response: str, evaluate=None
                 trials.append(PointTrial(view, error="point functions are not available in this version"))
                 continue
             outcome = evaluate(point.fn, point.fn_args if point.has_args else None, response, messages=messages,
-                               prompt_id=prompt.id, external_services=bp.external_services)
+                               prompt_id=prompt.id, external_services=bp.external_services, config=engine_config())
             trials.append(PointTrial(view, score=outcome.score, explain=outcome.explain, error=outcome.error))
         groups.append(TrialGroup(group, trials))
     return groups
@@ -631,7 +675,7 @@ class ImportOutcome:
         return text + "."
 
 
-def import_files(files: Iterable[tuple[str, str, dict]], *, via: str) -> ImportOutcome:
+def import_files(files: Iterable[tuple[str, str, dict]], *, via: str, folder_name: str = "") -> ImportOutcome:
     """Import ``(path, text, companion files)`` triples; each path gives its blueprint's id.
 
     The id is the path's, as upstream (``sub/name.yml`` -> ``sub__name``, a leading
@@ -639,13 +683,15 @@ def import_files(files: Iterable[tuple[str, str, dict]], *, via: str) -> ImportO
     A file whose blueprint exists makes a new revision when its text changed.
     """
     outcome = ImportOutcome()
-    files = _attach_companions(list(files), outcome)
+    files = _store_collection_files(list(files), outcome)
+    files = _attach_companions(files, outcome)
+    slugs = {path: _import_id(path, text, folder_name) for path, text, _files in files}
     by_slug: dict[str, list[str]] = {}
-    for path, _text, _files in files:
-        by_slug.setdefault(blueprint_id_from_path(path), []).append(path)
+    for path, slug in slugs.items():
+        by_slug.setdefault(slug, []).append(path)
     lookup = ModelCollection.lookup()
     for path, text, companions in files:
-        slug = blueprint_id_from_path(path)
+        slug = slugs[path]
         clash = by_slug[slug]
         if len(clash) > 1:
             others = " and ".join(f"'{p}'" for p in clash)
@@ -659,8 +705,88 @@ def import_files(files: Iterable[tuple[str, str, dict]], *, via: str) -> ImportO
                                             f"'{path}' would get the id '{slug}', which is not usable; rename the file "
                                             "to letters, digits, '-', '_' and '.'"))
             continue
+        taken = _taken_by_another_suite(slug, path)
+        if taken:
+            outcome.items.append(ImportItem(path, slug, "refused", taken))
+            continue
         outcome.items.append(_import_one(path, slug, text, companions, via=via, lookup=lookup))
     return outcome
+
+
+# A suite file of these names says nothing about which suite it is (AgentV's EVAL.yaml):
+# its id comes from the suite's `name`, else its folder.
+GENERIC_SUITE_NAMES = frozenset({"eval", "evals", "suite", "tests", "dataset", "promptfooconfig"})
+
+
+def _import_id(path: str, text: str, folder_name: str = "") -> str:
+    """The id a file is imported under: from its path, as upstream; a generically named suite file
+    (AgentV's ``EVAL.yaml``) by the suite's ``name``, else its folder (``folder_name``: the imported
+    folder's own name, for a suite at its top)."""
+    from blueprints.spec.dialects import WEVAL, detect_dialect_of
+    from blueprints.spec.parse import detect_format
+    from blueprints.spec.source import SourceError, load
+
+    slug = blueprint_id_from_path(path)
+    if PurePosixPath(path).stem.lower() not in GENERIC_SUITE_NAMES:
+        return slug
+    try:
+        documents = load(text, detect_format(text, path), settings.EVALSITE_LIMITS).documents
+    except SourceError:
+        return slug  # the reader explains the text
+    if detect_dialect_of(documents) == WEVAL:
+        return slug
+    first = documents[0] if documents else None
+    name = first.get("name") if isinstance(first, dict) else None
+    if isinstance(name, str) and slugify_id(name):
+        return slugify_id(name)
+    folder = PurePosixPath(path).parent
+    if folder.parts:
+        return blueprint_id_from_path(folder.as_posix())
+    return slugify_id(folder_name) or slug
+
+
+def slugify_id(text: str) -> str:
+    from django.utils.text import slugify
+
+    return slugify(text)[:100]
+
+
+def _taken_by_another_suite(slug: str, path: str) -> str:
+    """Why ``path`` may not become a new revision of the blueprint ``slug``: it was imported from another file."""
+    existing = Blueprint.objects.filter(slug=slug).select_related("current_revision").first()
+    if existing is None or existing.current_revision is None:
+        return ""
+    before = (existing.current_revision.import_report or {}).get("path")
+    if not before or before == path:
+        return ""
+    return (f"the id '{slug}' belongs to the suite imported from '{before}', and '{path}' is another file: "
+            f"give this suite its own `name:`, or rename or delete '{slug}' first (its page, Settings)")
+
+
+def _store_collection_files(files: list[tuple[str, str, dict]], outcome: ImportOutcome) -> list:
+    """Model collection files among the imported ones (``models/CORE.json``: a JSON list of model ids) are stored
+    as collections, before the blueprints that name them; the other files are returned."""
+    rest = []
+    for path, text, extra in files:
+        pure = PurePosixPath(path)
+        if pure.suffix.lower() != ".json" or not (pure.parent.name == "models" or is_collection_name(pure.stem)):
+            rest.append((path, text, extra))
+            continue
+        try:
+            data = json.loads(text)
+        except ValueError:
+            rest.append((path, text, extra))
+            continue
+        if not isinstance(data, list) or not all(isinstance(m, str) for m in data):
+            rest.append((path, text, extra))  # not a collection: let the blueprint reader explain it
+            continue
+        name = pure.stem
+        if not is_collection_name(name):
+            outcome.collections.append((name, f"skipped: '{pure.name}' is not an upper-case collection name"))
+            continue
+        _, changed = ModelCollection.store(name, [m for m in data if m.strip()], source=path)
+        outcome.collections.append((name, "stored" if changed else "unchanged"))
+    return rest
 
 
 def _attach_companions(files: list[tuple[str, str, dict]], outcome: ImportOutcome) -> list[tuple[str, str, dict]]:
@@ -710,14 +836,29 @@ def _import_one(path, slug, text, companions, *, via, lookup) -> ImportItem:
     message = ""
     if not revision.is_valid:
         message = f"saved as a draft: {revision.error_count} error{'s' if revision.error_count != 1 else ''}"
+    else:
+        missing = _missing_collections(revision, lookup)
+        if missing:
+            names = ", ".join(missing)
+            message = (f"names the model collection{'s' if len(missing) > 1 else ''} {names}, which evalsite does not "
+                       f"have: import {' and '.join(f'models/{n}.json' for n in missing)} with it, or add "
+                       f"{'them' if len(missing) > 1 else 'it'} on the Collections page; until then it cannot run")
     return ImportItem(path, slug, status, message, blueprint, revision)
+
+
+def _missing_collections(revision, lookup) -> list[str]:
+    result = getattr(revision, "parsed", None) or revision.parse(collections=lookup)
+    if result.blueprint is None or not result.blueprint.models_given:
+        return []
+    _, missing = resolve_models(result.blueprint.models, lookup)
+    return list(missing)
 
 
 def create_from_text(text: str, *, title_hint: str = "", slug: str = "", summary: str = "Created in evalsite"
                      ) -> tuple[Blueprint, BlueprintRevision]:
     """A new blueprint made in the browser: its id from the given one, else from its title."""
     lookup = ModelCollection.lookup()
-    result = parse_any(text, collections=lookup)
+    result = parse_any(text, collections=lookup, limits=settings.EVALSITE_LIMITS)
     title = (result.blueprint.title if result.blueprint and result.blueprint.title else None) \
         or title_from_text(text) or title_hint or "Untitled blueprint"
     with transaction.atomic():
@@ -740,7 +881,7 @@ def import_folder(folder: Path, *, via: str = "import_blueprints") -> ImportOutc
             outcome.items.append(ImportItem(relative, None, "refused", f"cannot read '{relative}': {exc}"))
             continue
         files.append((relative, text, companion_files(path, text, folder)))
-    outcome.items.extend(import_files(files, via=via).items)
+    outcome.items.extend(import_files(files, via=via, folder_name=folder.name).items)
     return outcome
 
 

@@ -143,8 +143,8 @@ def _run_context(revision, preview):
         reason = "Fix the errors in this blueprint before running it: drafts cannot run."
         return {"run_form": None, "run_blocked": reason, "run_action": None}
     model_ids = [m.id for m in preview.models]
-    judge_ids = [j.id for j in preview.judges] or services.site_judges()
-    form = RunForm(model_ids=model_ids, judge_ids=judge_ids)
+    judges = services.run_judges(preview.blueprint).judges
+    form = RunForm(model_ids=model_ids, judges=judges)
     blocked = None
     if preview.missing_collections:
         names = ", ".join(preview.missing_collections)
@@ -153,7 +153,8 @@ def _run_context(revision, preview):
     elif not model_ids:
         blocked = "This blueprint lists no models to run."
     # The runs app owns starting a run; this app only names its address.
-    return {"run_form": form, "run_blocked": blocked, "run_action": reverse("runs:start")}
+    return {"run_form": form, "run_blocked": blocked, "run_action": reverse("runs:start"),
+            "run_problems": services.run_problems(preview, revision), "known_models": services.known_models()}
 
 
 @require_http_methods(["GET", "POST"])
@@ -242,6 +243,23 @@ def rename(request, slug):
     return redirect("blueprints:detail", slug=blueprint.slug)
 
 
+@require_http_methods(["GET", "POST"])
+def delete(request, slug):
+    """GET: what deleting the blueprint takes with it; POST: delete it (its runs are cancelled and go too)."""
+    blueprint = get_object_or_404(Blueprint, slug=slug)
+    summary = blueprint.deletion_summary()
+    if request.method == "POST":
+        blueprint.delete()
+        messages.success(request, f"Deleted the blueprint '{slug}' with {_count(summary['revisions'], 'revision')} "
+                                  f"and {_count(summary['runs'], 'run')}.")
+        return redirect("blueprints:home")
+    return render(request, "blueprints/delete.html", {"blueprint": blueprint, "summary": summary})
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 # --- history ----------------------------------------------------------------------------
 
 
@@ -297,8 +315,7 @@ def collections(request):
         name = request.POST.get("name", "").strip().upper()
         model_ids = [line.strip() for line in request.POST.get("models", "").splitlines() if line.strip()]
         try:
-            if not model_ids:
-                raise ValidationError("List at least one model id, one a line.")
+            # An empty list is allowed: real repositories keep some (FRONTIER.json is `[]`).
             ModelCollection.store(name, model_ids, source="edited in evalsite")
         except ValidationError as exc:
             error = " ".join(exc.messages)
@@ -307,3 +324,25 @@ def collections(request):
             return redirect("blueprints:collections")
     context = {"collections": ModelCollection.objects.all(), "error": error, "posted": request.POST}
     return render(request, "blueprints/collections.html", context)
+
+
+@require_POST
+def collection_delete(request, name):
+    collection = get_object_or_404(ModelCollection, name=name)
+    collection.delete()
+    messages.success(request, f"Deleted the collection {name}. Blueprints that name it can no longer run until "
+                              f"it is added again.")
+    return redirect("blueprints:collections")
+
+
+@require_POST
+def collection_rename(request, name):
+    collection = get_object_or_404(ModelCollection, name=name)
+    try:
+        collection.rename(request.POST.get("new_name", ""))
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, f"Renamed {name} to {collection.name}. Blueprints that name {name} need the new "
+                                  f"name too.")
+    return redirect("blueprints:collections")

@@ -129,16 +129,15 @@ EVALSITE_CONCURRENCY_PER_PROVIDER = {
     for name in sorted(os.environ)
     if name.startswith(_CONCURRENCY_PREFIX) and len(name) > len(_CONCURRENCY_PREFIX)
 }
-# The upstream's judges (see ../shared/reference/weval-behaviour.md, section 3.6).
-EVALSITE_DEFAULT_JUDGES = env_list(
-    "EVALSITE_DEFAULT_JUDGES",
-    [
-        "openrouter:google/gemini-2.5-flash",
-        "openrouter:openai/gpt-4.1-mini",
-        "openrouter:anthropic/claude-haiku-4.5",
-    ],
-)
-EVALSITE_BACKUP_JUDGE = env_str("EVALSITE_BACKUP_JUDGE", "openrouter:anthropic/claude-haiku-4.5")
+# The upstream's judges by default (runs/engine/judge.py; reference section 3.6).
+from runs.engine.judge import UPSTREAM_BACKUP_JUDGE, UPSTREAM_DEFAULT_JUDGES  # noqa: E402
+
+EVALSITE_DEFAULT_JUDGES = env_list("EVALSITE_DEFAULT_JUDGES", list(UPSTREAM_DEFAULT_JUDGES))
+EVALSITE_BACKUP_JUDGE = env_str("EVALSITE_BACKUP_JUDGE", UPSTREAM_BACKUP_JUDGE)
+# Work per worker: items per task, items in flight at once, seconds before another machine's claim lapses.
+EVALSITE_CHUNK_SIZE = env_int("EVALSITE_CHUNK_SIZE", 200, minimum=1)
+EVALSITE_ITEMS_IN_FLIGHT = env_int("EVALSITE_ITEMS_IN_FLIGHT", 256, minimum=1)
+EVALSITE_CLAIM_LEASE_S = env_float("EVALSITE_CLAIM_LEASE_S", 120.0, minimum=1)
 EVALSITE_EMBEDDINGS_MODEL = env_str("EVALSITE_EMBEDDINGS_MODEL")
 EVALSITE_BLUEPRINT_ENV = env_list("EVALSITE_BLUEPRINT_ENV")
 EVALSITE_CALL_HOSTS = env_list("EVALSITE_CALL_HOSTS")
@@ -158,6 +157,9 @@ EVALSITE_LIMITS = Limits(
     max_depth=env_int("EVALSITE_MAX_DEPTH", _L.max_depth, minimum=10),
     max_variants=env_int("EVALSITE_MAX_VARIANTS", _L.max_variants, minimum=1),
 )
+# A form post must be able to carry a blueprint up to the text limit (URL-encoded, so up to three
+# bytes a character), so the parser's located "too long" error is what the author sees.
+DATA_UPLOAD_MAX_MEMORY_SIZE = EVALSITE_LIMITS.max_text_chars * 3 + (1 << 20)
 # A chunk's items run at once, each within the item budget, so a task ends within the budget
 # plus saving; django-q stops it two minutes after that, and hands it out again only later.
 Q_CLUSTER["timeout"] = int(EVALSITE_LIMITS.item_budget_s) + 120

@@ -7,3 +7,5 @@ urlpatterns = [
     path("", include("runs.urls")),
     path("healthz", views.healthz, name="healthz"),
 ]
+
+handler404 = "evalsite.views.not_found"

@@ -16,14 +16,16 @@ from functools import wraps
 
 from django.conf import settings
 from django.db import transaction
-from django.http import JsonResponse
+from django.http import Http404, JsonResponse
+from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from blueprints.models import Blueprint
+from blueprints.models import Blueprint, ModelCollection
 from blueprints.services import create_from_text
+from blueprints.spec.extensions import MAX_TRIALS
 
 from . import services
 from .exports import run_to_json
@@ -54,16 +56,31 @@ def api_view(view):
             return _error(403, "the API answers only on the loopback address unless EVALSITE_API_TOKEN is set")
         if request.method == "POST" and request.content_type != "application/json":
             return _error(415, "send a JSON body with Content-Type: application/json")
-        return view(request, *args, **kwargs)
+        try:
+            response = view(request, *args, **kwargs)
+        except Http404 as exc:  # the API answers JSON, never the site's HTML page
+            return _error(404, str(exc) or "not found")
+        if response.status_code == 405 and not response.get("Content-Type", "").startswith("application/json"):
+            allowed = response.get("Allow", "")
+            return _error(405, f"{request.method} is not allowed here; use {allowed}", allowed=allowed.split(", "))
+        return response
 
     return wrapper
 
 
+def _refuse_constant(name: str):
+    raise ValueError(f"`{name}` is not a JSON value")
+
+
 def _body(request) -> dict | JsonResponse:
     try:
-        data = json.loads(request.body or b"{}")
+        data = json.loads(request.body or b"{}", parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         return _error(400, f"the body is not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
+    except RecursionError:
+        return _error(400, "the body is not usable JSON: it is nested too deeply")
+    except ValueError as exc:  # NaN/Infinity, an int of thousands of digits, bytes that are not UTF-8
+        return _error(400, f"the body is not usable JSON: {exc}"[:300])
     if not isinstance(data, dict):
         return _error(400, "the body must be a JSON object")
     return data
@@ -76,6 +93,7 @@ def run_status(run: Run, request) -> dict:
         "revision": run.revision.number,
         "status": run.status,
         "label": run.label,
+        "name": run.name,
         "items": {"total": run.items_total, "done": run.items_done, "failed": run.items_failed},
         "judgeCalls": {"total": run.judge_calls_total, "done": run.judge_calls_done,
                        "failed": run.judge_calls_failed},
@@ -106,6 +124,17 @@ def _strings(data: dict, key: str) -> list[str] | None:
     return [v for v in value if v]
 
 
+def _trials(data: dict) -> int | None:
+    value = data.get("trials")
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_TRIALS:
+        raise ValueError(f"`trials` must be a whole number from 1 to {MAX_TRIALS}")
+    return value
+
+
 @api_view
 @require_POST
 def start(request):
@@ -119,6 +148,7 @@ def start(request):
         return _error(400, "send `blueprint` (its text) or `blueprintId` (a stored blueprint's id)")
     try:
         models, judges = _strings(data, "models"), _strings(data, "judges")
+        trials = _trials(data)
     except ValueError as exc:
         return _error(400, str(exc))
     with transaction.atomic():
@@ -133,7 +163,7 @@ def start(request):
                 return _error(404, f"no blueprint with the id '{slug}'")
         try:
             run = services.start_run(blueprint, models=models, judges=judges, fresh=bool(data.get("fresh")),
-                                     trials=int(data["trials"]) if data.get("trials") else None, source="api")
+                                     trials=trials, source="api")
         except services.RunRefused as refused:
             transaction.set_rollback(text is not None and not slug)  # keep nothing from a refused one-off text
             return _error(422, refused.message, problems=refused.problems, blueprint=blueprint.slug)
@@ -141,10 +171,22 @@ def start(request):
     return JsonResponse(run_status(run, request), status=201)
 
 
+def _run_or_404(run_id: int) -> Run:
+    run = Run.objects.select_related("blueprint", "revision").filter(pk=run_id).first()
+    if run is None:
+        raise Http404(f"no run with the id {run_id}")
+    return run
+
+
 @api_view
-@require_GET
+@require_http_methods(["GET", "DELETE"])
 def run_detail(request, run_id):
-    run = get_object_or_404(Run.objects.select_related("blueprint", "revision"), pk=run_id)
+    """GET: the run's status; DELETE: delete it with its results (a run still going is cancelled first)."""
+    run = _run_or_404(run_id)
+    if request.method == "DELETE":
+        gone = services.delete_run(run)
+        return JsonResponse({"deleted": {"run": run_id, "responses": gone["responses"],
+                                         "overrides": gone["overrides"]}, "wasRunning": gone["was_running"]})
     return JsonResponse(run_status(run, request))
 
 
@@ -158,10 +200,20 @@ def run_results(request, run_id):
 @api_view
 @require_POST
 def control(request, run_id, action):
-    if action not in ("cancel", "resume", "retry-failed"):
-        return _error(404, f"unknown action '{action}': use cancel, resume or retry-failed")
-    run = get_object_or_404(Run.objects.select_related("blueprint", "revision"), pk=run_id)
-    if action == "cancel":
+    if action not in ("cancel", "resume", "retry-failed", "rename"):
+        return _error(404, f"unknown action '{action}': use cancel, resume, retry-failed or rename")
+    run = _run_or_404(run_id)
+    if action == "rename":
+        data = _body(request)
+        if isinstance(data, JsonResponse):
+            return data
+        if not isinstance(data.get("name"), str):
+            return _error(400, "send {\"name\": \"...\"} (an empty name gives the run back its number)")
+        try:
+            run.rename(data["name"])
+        except ValidationError as exc:
+            return _error(400, " ".join(exc.messages))
+    elif action == "cancel":
         services.cancel_run(run)
     elif action == "resume":
         services.resume_run(run)
@@ -169,3 +221,83 @@ def control(request, run_id, action):
         services.retry_failed(run)
     run.refresh_from_db()
     return JsonResponse(run_status(run, request))
+
+
+# --- the library: blueprints and collections -----------------------------------------------------
+
+
+def _blueprint_or_404(slug: str) -> Blueprint:
+    blueprint = Blueprint.objects.filter(slug=slug).first()
+    if blueprint is None:
+        raise Http404(f"no blueprint with the id '{slug}'")
+    return blueprint
+
+
+def _blueprint_json(blueprint: Blueprint, request) -> dict:
+    return {"id": blueprint.slug, "title": blueprint.title, "tags": blueprint.tags,
+            "revision": blueprint.current_revision.number if blueprint.current_revision else None,
+            "updatedAt": blueprint.updated_at.isoformat(),
+            "urls": {"page": request.build_absolute_uri(blueprint.get_absolute_url())}}
+
+
+@api_view
+@require_http_methods(["GET", "DELETE"])
+def blueprint_detail(request, slug):
+    """GET: the blueprint; DELETE: delete it with its revisions and runs (runs still going are cancelled first)."""
+    blueprint = _blueprint_or_404(slug)
+    if request.method == "DELETE":
+        summary = blueprint.deletion_summary()
+        blueprint.delete()
+        return JsonResponse({"deleted": {"blueprint": slug, "revisions": summary["revisions"],
+                                         "runs": summary["runs"], "responses": summary["responses"]},
+                             "cancelled": summary["running"]})
+    return JsonResponse(_blueprint_json(blueprint, request))
+
+
+@api_view
+@require_POST
+def blueprint_rename(request, slug):
+    blueprint = _blueprint_or_404(slug)
+    data = _body(request)
+    if isinstance(data, JsonResponse):
+        return data
+    if not isinstance(data.get("id"), str):
+        return _error(400, 'send {"id": "<new id>"}')
+    try:
+        blueprint.rename(data["id"].strip())
+    except ValidationError as exc:
+        return _error(400, " ".join(exc.messages))
+    return JsonResponse(_blueprint_json(blueprint, request))
+
+
+def _collection_or_404(name: str) -> ModelCollection:
+    collection = ModelCollection.objects.filter(name=name).first()
+    if collection is None:
+        raise Http404(f"no model collection named '{name}'")
+    return collection
+
+
+@api_view
+@require_http_methods(["GET", "DELETE"])
+def collection_detail(request, name):
+    collection = _collection_or_404(name)
+    if request.method == "DELETE":
+        collection.delete()
+        return JsonResponse({"deleted": {"collection": name}})
+    return JsonResponse({"name": collection.name, "models": collection.models, "source": collection.source})
+
+
+@api_view
+@require_POST
+def collection_rename(request, name):
+    collection = _collection_or_404(name)
+    data = _body(request)
+    if isinstance(data, JsonResponse):
+        return data
+    if not isinstance(data.get("name"), str):
+        return _error(400, 'send {"name": "<NEW NAME>"}')
+    try:
+        collection.rename(data["name"])
+    except ValidationError as exc:
+        return _error(400, " ".join(exc.messages))
+    return JsonResponse({"name": collection.name, "models": collection.models, "source": collection.source})

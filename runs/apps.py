@@ -11,10 +11,22 @@ class RunsConfig(AppConfig):
 
     def ready(self):
         post_migrate.connect(_ensure_recovery_schedule, sender=self)
+        from blueprints.models import deleting
+
+        deleting.connect(_delete_runs_of_blueprint, dispatch_uid="runs: delete the runs of a deleted blueprint")
         if sys.argv[1:2] == ["qcluster"]:
             # A worker that starts (again) first gives back what dead workers held,
             # so a killed run continues without anyone pressing resume.
             threading.Timer(2.0, _recover_now).start()
+
+
+def _delete_runs_of_blueprint(sender, blueprint, **kwargs):
+    """A blueprint's runs go with it (the blueprints app knows nothing of runs); running ones are cancelled first."""
+    from runs.models import Run
+    from runs.services import delete_run
+
+    for run in Run.objects.filter(blueprint=blueprint):
+        delete_run(run)
 
 
 def _recover_now():

@@ -14,10 +14,10 @@ import csv
 import io
 import json
 
-from runs.engine.scoring import calculate, round2
-from runs.engine.scoring import ScoredPoint
+from runs.engine.export_shape import evalsite_details, export_response
 
 from .models import PointAssessment, Response, Run
+from .records import assessment_of
 from .services import parsed_blueprint
 
 IDEAL_MODEL_ID = "IDEAL_BENCHMARK"
@@ -26,49 +26,6 @@ IDEAL_MODEL_ID = "IDEAL_BENCHMARK"
 def _timestamp(run: Run) -> str:
     when = run.finished_at or run.started_at or run.created_at
     return when.strftime("%Y-%m-%dT%H-%M-%S-") + f"{when.microsecond // 1000:03d}Z"
-
-
-def _point_json(pa: PointAssessment) -> dict:
-    override = getattr(pa, "override", None)
-    score = override.score if override is not None else pa.score
-    out: dict = {"keyPointText": pa.key_point_text}
-    if score is not None:
-        out["coverageExtent"] = score
-    if pa.reflection:
-        out["reflection"] = pa.reflection
-    out["multiplier"] = pa.multiplier
-    if pa.citation is not None:
-        out["citation"] = pa.citation
-    if pa.path_id:
-        out["pathId"] = pa.path_id
-    out["isInverted"] = pa.inverted
-    if pa.kind == "judged":
-        if pa.judge_model_id:
-            out["judgeModelId"] = pa.judge_model_id
-        answered = [v for v in pa.verdicts if v.get("score") is not None and not v.get("error")]
-        if answered:
-            out["individualJudgements"] = [
-                {"judgeModelId": v["judgeId"], "coverageExtent": v["score"], "reflection": v.get("reflection") or ""}
-                for v in answered
-            ]
-    if pa.error or pa.warning:
-        out["error"] = pa.error or pa.warning
-    return out
-
-
-def response_score(response: Response, assessments: list[PointAssessment], *, recompute: bool = False
-                   ) -> float | None:
-    """The response's score with overrides applied (the judges' score when there are none)."""
-    if response.score_basis == "similarity" or not assessments:
-        return response.score
-    if not recompute and (response.verdict or response.checks):
-        return response.score  # gates apply: the stored score (kept up to date by overrides) is the one
-    if not any(getattr(pa, "override", None) is not None for pa in assessments):
-        return response.judged_score
-    points = [ScoredPoint(score=pa.effective_score, multiplier=pa.multiplier, path_id=pa.path_id or None)
-              for pa in assessments]
-    score = calculate(points).score
-    return round2(score) if score is not None else None
 
 
 def assessments_by_response(run: Run) -> dict[int, list[PointAssessment]]:
@@ -91,28 +48,11 @@ def run_to_json(run: Run) -> dict:
     errors: dict[str, dict[str, str]] = {}
     extras: dict[str, dict[str, dict]] = {}
     for r in responses:
-        points = assessments.get(r.pk, [])
-        score = response_score(r, points)
+        assessed = assessment_of(r, assessments.get(r.pk, []), run.prompt(r.prompt_index, bp))
         extras.setdefault(r.prompt_id, {}).setdefault(r.variant_id, {"trials": []})["trials"].append({
-            "trial": r.trial, "status": r.status, "score": score, "judgedScore": r.judged_score,
-            "scoreBasis": r.score_basis or None, "notEvaluatedReason": r.not_evaluated_reason or None,
-            "similarity": r.similarity, "cached": r.cached, "latencyMs": r.latency_ms,
+            "trial": r.trial, "status": r.status, "cached": r.cached, "latencyMs": r.latency_ms,
             "inputTokens": r.input_tokens, "outputTokens": r.output_tokens, "costUsd": r.cost_usd,
-            "toolCalls": r.tool_calls, "calculation": r.calculation or None, "judgeUsage": r.judge_usage or None,
-            **({"verdict": r.verdict or None, "verdictReason": r.verdict_reason or None,
-                "scoreBeforeGates": r.score_before_gates, "gatesFailed": r.gates_failed, "checks": r.checks}
-               if (r.verdict or r.checks) else {}),
-            "points": [{
-                "index": pa.position, "kind": pa.kind, "score": pa.effective_score, "judgesScore": pa.score,
-                "overridden": getattr(pa, "override", None) is not None,
-                "override": ({"score": pa.override.score, "reason": pa.override.reason, "who": pa.override.who}
-                             if getattr(pa, "override", None) is not None else None),
-                "failedJudges": [v for v in pa.verdicts if v.get("error")], "judgeStdDev": pa.judge_std_dev,
-                "disagreement": pa.disagreement, "backupUsed": pa.backup_used,
-                "judges": [{k: v.get(k) for k in ("judgeId", "model", "score", "latencyMs", "inputTokens",
-                                                  "outputTokens", "costUsd", "cached", "rawAnswers", "error")}
-                           for v in pa.verdicts],
-            } for pa in points],
+            "toolCalls": r.tool_calls, **evalsite_details(assessed),
         })
         if r.trial:  # the upstream layout has one response per prompt and model: trial 0
             continue
@@ -121,15 +61,7 @@ def run_to_json(run: Run) -> dict:
         finals.setdefault(r.prompt_id, {})[r.variant_id] = r.final_text
         histories.setdefault(r.prompt_id, {})[r.variant_id] = [
             {"role": t["role"], "content": t["content"]} for t in r.conversation]
-        entry: dict = {"avgCoverageExtent": score if r.score_basis != "similarity" else None}
-        if points or not r.error:
-            entry["keyPointsCount"] = len(points)
-            entry["pointAssessments"] = [_point_json(pa) for pa in points]
-        if r.agreement:
-            entry["judgeAgreement"] = r.agreement
-        if score is None and (r.not_evaluated_reason or r.error):
-            entry["error"] = r.not_evaluated_reason or r.error
-        coverage.setdefault(r.prompt_id, {})[r.variant_id] = entry
+        coverage.setdefault(r.prompt_id, {})[r.variant_id] = export_response(assessed)
 
     for prompt in bp.prompts:
         if prompt.ideal_response is not None:
@@ -197,9 +129,11 @@ def run_to_csv(run: Run) -> str:
     writer.writerow(CSV_COLUMNS)
     responses = Response.objects.filter(run=run).order_by("prompt_index", "variant_id", "trial")
     assessments = assessments_by_response(run)
+    bp = parsed_blueprint(run.revision)
     for r in responses:
         points = assessments.get(r.pk, [])
-        score = response_score(r, points)
+        assessed = assessment_of(r, points, run.prompt(r.prompt_index, bp))
+        score = assessed.score
         if not points:
             writer.writerow([run.pk, r.prompt_id, r.variant_id, r.trial, _num(score), "", "", "", "", "", "", "", "",
                              "", "", r.error or r.not_evaluated_reason, "", ""])

@@ -11,6 +11,7 @@ pages never recompute them from every assessment.
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
@@ -31,6 +32,7 @@ class Run(models.Model):
     revision = models.ForeignKey("blueprints.BlueprintRevision", on_delete=models.PROTECT, related_name="runs")
     blueprint = models.ForeignKey("blueprints.Blueprint", on_delete=models.CASCADE, related_name="runs")
     label = models.CharField(max_length=80, db_index=True)  # hash of the whole revision text (deviation 12)
+    name = models.CharField(max_length=200, blank=True)  # the user's name for it; "" shows "Run <id>"
     status = models.CharField(max_length=12, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True)
     source = models.CharField(max_length=12, default="web")  # web, cli, api
     # What the run resolved at start: model ids (custom model objects as dicts), the judge plan, options.
@@ -71,8 +73,41 @@ class Run(models.Model):
         return f"run {self.pk} of {self.blueprint_id} ({self.status})"
 
     @property
+    def display_name(self) -> str:
+        return self.name or f"Run {self.pk}"
+
+    def rename(self, name: str) -> None:
+        """Give the run a name (blank: back to "Run <id>"); names need not be unique."""
+        name = " ".join(name.split())
+        if len(name) > 200:
+            raise ValidationError("A run's name is at most 200 characters.")
+        self.name = name
+        self.save(update_fields=["name"])
+
+    @property
     def is_finished(self) -> bool:
         return self.status in FINISHED
+
+    def variants(self, blueprint=None) -> list:
+        """The run's model variants (models x temperatures x systems) in the order its items were made."""
+        from blueprints.spec.schema import CustomModel
+        from runs.engine.generate import expand_variants
+
+        if blueprint is None:
+            from .services import parsed_blueprint
+
+            blueprint = parsed_blueprint(self.revision)
+        customs = {m.id: m for m in blueprint.models if isinstance(m, CustomModel)}
+        models = [customs.get(m["id"]) if isinstance(m, dict) else m for m in self.resolved_models]
+        return expand_variants(blueprint, [m for m in models if m is not None])
+
+    def prompt(self, index: int, blueprint=None):
+        """The prompt at ``index`` of the run's blueprint as parsed (pass ``blueprint`` if you have it), or None."""
+        if blueprint is None:
+            from .services import parsed_blueprint  # the parse is cached there, by revision
+
+            blueprint = parsed_blueprint(self.revision)
+        return blueprint.prompts[index] if 0 <= index < len(blueprint.prompts) else None
 
     @property
     def overall_score(self) -> float | None:
@@ -96,6 +131,11 @@ class Response(models.Model):
     prompt_index = models.PositiveIntegerField(default=0)  # the prompt's place in the blueprint
     variant_id = models.CharField(max_length=400)  # model[temp:T] or model[temp:T][sp_idx:i]
     model_id = models.CharField(max_length=300)  # the base model
+    # What the variant id says, kept as values: its place in Run.variants(), the temperature the
+    # prompt is sent at, and the `systems` entry it uses (None without a list).
+    variant_index = models.PositiveIntegerField(null=True, blank=True)
+    temperature = models.FloatField(null=True, blank=True)
+    system_index = models.PositiveSmallIntegerField(null=True, blank=True)
     trial = models.PositiveSmallIntegerField(default=0)
     status = models.CharField(max_length=10, choices=ResponseStatus.choices, default=ResponseStatus.PENDING)
     claimed_by = models.CharField(max_length=100, blank=True)
@@ -146,6 +186,14 @@ class Response(models.Model):
 
     def __str__(self):
         return f"{self.prompt_id} x {self.variant_id}"
+
+    def variant_in(self, variants: list, prompt):
+        """This item's model variant among ``Run.variants()`` (None when the revision no longer has it)."""
+        if self.variant_index is not None:
+            variant = variants[self.variant_index] if self.variant_index < len(variants) else None
+            return variant if variant is not None and variant.id_for(prompt) == self.variant_id else None
+        # Rows made before variant_index was stored.
+        return next((v for v in variants if v.id_for(prompt) == self.variant_id), None)
 
     @property
     def evaluated(self) -> bool:

@@ -22,9 +22,8 @@ from django.db import transaction
 
 from runs.engine.scoring import ScoredPoint, calculate, group_kind, round2
 
-from .exports import response_score
-from .verdicts import refresh_verdict
 from .models import PointAssessment, PointOverride, Response, Run
+from .records import assessment_fields, assessment_of
 from .services import compute_aggregates
 
 
@@ -38,10 +37,6 @@ class OverrideOutcome:
     assessment: PointAssessment
     before: float | None  # the response's score before this change
     after: float | None
-
-
-def _violates_should_not(points: list[PointAssessment]) -> bool:
-    return any(pa.inverted and pa.effective_score is not None and pa.effective_score < 0.5 for pa in points)
 
 
 def apply_override(assessment: PointAssessment, score: float | None, *, reason: str = "",
@@ -68,23 +63,18 @@ def apply_override(assessment: PointAssessment, score: float | None, *, reason: 
                 assessment_id=assessment.pk, defaults={"score": score, "reason": reason.strip(), "who": who.strip()})
         points = list(PointAssessment.objects.filter(response=response).select_related("override")
                       .order_by("position"))
-        response.score = response_score(response, points, recompute=True)
-        response.violated_should_not = _violates_should_not(points)
-        # Gates and verdicts (docs/scoring.md section 7) follow the reviewer's scores too.
-        changed = refresh_verdict(response, points, _prompt_of(response))
-        response.save(update_fields=sorted({"score", "violated_should_not", *changed}))
+        if points and response.score_basis != "similarity":
+            # The engine works the score out again, gates and verdicts (docs/scoring.md section 7) included.
+            assessed = assessment_of(response, points, response.run.prompt(response.prompt_index))
+            fields = assessment_fields(assessed)
+            for name, value in fields.items():
+                setattr(response, name, value)
+            response.save(update_fields=sorted(fields))
         run = response.run
         if run.is_finished:
             Run.objects.filter(pk=run.pk).update(aggregates=compute_aggregates(run.pk, agreement=(run.aggregates or {}).get("agreement")))
     assessment = next(pa for pa in points if pa.pk == assessment.pk)
     return OverrideOutcome(response=response, assessment=assessment, before=before, after=response.score)
-
-
-def _prompt_of(response: Response):
-    from .services import parsed_blueprint
-
-    bp = parsed_blueprint(response.run.revision)
-    return bp.prompts[response.prompt_index] if response.prompt_index < len(bp.prompts) else None
 
 
 # --- what the response page shows ----------------------------------------------------------

@@ -35,30 +35,21 @@ from blueprints.spec.collections import resolve_models
 from blueprints.spec.schema import Blueprint as SpecBlueprint
 from blueprints.spec.schema import CustomModel
 from runs.engine.assess import ResponseAssessment
-from runs.engine.generate import ModelVariant, expand_variants
-from runs.engine.judge import JudgePlan, JudgeSpec, judges_from_models, plan_judges, scale_for
+from runs.engine.judge import JudgePlan, JudgeSpec, JudgeVerdict, plan_for_run, scale_for
 from runs.engine.pipeline import ItemResult, PipelineOptions, WorkItem, run_items
-from runs.engine.providers import Router, check_models, fixtures_from_blueprint, settings_from_env
-from runs.engine.scoring import (
-    VERDICTS,
-    Rating,
-    TrialOutcome,
-    aggregate_trials,
-    model_stats,
-    round2,
-    run_stats,
-    textbook_alpha,
-)
+from runs.engine.providers import Router, fixtures_from_blueprint, run_problems
+from runs.engine.aggregates import ResponseRecord, run_aggregates
+from runs.engine.scoring import Rating
 from runs.engine.types import GeneratedResponse, Turn, Usage
+
+from evalsite.engine import engine_config
 
 from .cache import response_cache
 from .models import FINISHED, PointAssessment, Response, ResponseStatus, Run, RunStatus
+from .records import point_rows, result_fields
 
 log = logging.getLogger(__name__)
 
-# Items per task: large enough that a chunk's slow tail is a small part of it, small enough that
-# several workers share a run and a chunk ends well inside the task timeout.
-CHUNK_SIZE = int(os.environ.get("EVALSITE_CHUNK_SIZE") or 200)
 HEARTBEAT_S = 10
 # Claims per item: an item whose worker stopped answering this many times (its lease lapsed, or
 # the process died) is failed with the reason instead of being handed out again, so one item that
@@ -79,7 +70,7 @@ class RunRefused(Exception):
 
 
 def claim_lease() -> timedelta:
-    return timedelta(seconds=float(os.environ.get("EVALSITE_CLAIM_LEASE_S") or 120))
+    return timedelta(seconds=settings.EVALSITE_CLAIM_LEASE_S)
 
 
 # --- starting ---------------------------------------------------------------------------
@@ -122,12 +113,15 @@ def resolve_run_models(bp: SpecBlueprint, requested: list[str] | None, collectio
     return models
 
 
-def judge_plan_for(bp: SpecBlueprint, requested: list[str] | None) -> JudgePlan:
-    if requested:
-        specs = judges_from_models(requested)
-        return JudgePlan(judges=specs, scale=scale_for(bp.coverage), configured=True, description=bp.description)
-    return plan_judges(bp.coverage, default_judges=settings.EVALSITE_DEFAULT_JUDGES,
-                       backup_judge=settings.EVALSITE_BACKUP_JUDGE or None, description=bp.description)
+def judge_plan_for(bp: SpecBlueprint, requested: list[str] | None = None, keep: list[str] | None = None
+                   ) -> JudgePlan:
+    """The run's judges (``runs.engine.judge.plan_for_run``) with the site's default and backup judges."""
+    config = engine_config()
+    try:
+        return plan_for_run(bp.coverage, default_judges=config.default_judges, backup_judge=config.backup_judge,
+                            description=bp.description, replace_with=requested, keep=keep)
+    except ValueError as exc:
+        raise RunRefused(str(exc)) from None
 
 
 def _plan_to_json(plan: JudgePlan) -> dict:
@@ -155,10 +149,13 @@ def run_label(revision: BlueprintRevision) -> str:
 
 
 def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None, models: list[str] | None = None,
-              judges: list[str] | None = None, fresh: bool = False, trials: int | None = None, source: str = "web",
-              collections=None, enqueue: bool = True) -> Run:
+              judges: list[str] | None = None, keep_judges: list[str] | None = None, fresh: bool = False,
+              trials: int | None = None, source: str = "web", collections=None, enqueue: bool = True) -> Run:
     """Create a run and its items; with ``enqueue``, hand it to the workers once the transaction commits.
 
+    ``models`` and ``judges`` replace the blueprint's; ``keep_judges`` (judge ids, the run
+    form's ticked boxes) narrows its judges, keeping their approaches and ids. None of
+    them given: the blueprint's evaluation, the same from every door.
     Raises RunRefused when the blueprint has errors or names an unknown collection.
     ``trials`` None runs each prompt as many times as the blueprint asks (its ``trials``, else once).
     """
@@ -172,21 +169,23 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
                          [e.format(blueprint.slug) for e in result.errors])
     bp = result.blueprint
     resolved = resolve_run_models(bp, models, lookup)
-    plan = judge_plan_for(bp, judges)
-    customs = _custom_models(bp)
+    plan = judge_plan_for(bp, judges, keep_judges)
+    judged = any(p.fn is None for prompt in bp.prompts for p in prompt.all_points())
+    if judged and not plan.judges:
+        raise RunRefused("no judge would score the judged points: tick at least one judge")
     fixtures, fixture_problems = fixtures_from_blueprint(bp.fixtures, revision.files)
-    problems = [p.message for p in check_models(resolved, os.environ, custom_models=customs, fixtures=fixtures)]
-    if any(p.fn is None for prompt in bp.prompts for p in prompt.all_points()):
-        judge_models = [j.model for j in plan.judges]
-        problems += [f"judge {p.message}" for p in check_models(judge_models, os.environ, custom_models=customs)]
-    problems += fixture_problems
     # Similarity to ideals: the blueprint's embeddingModel wins over the site's; none means no similarity.
     embedding_model = (bp.embedding_model or settings.EVALSITE_EMBEDDINGS_MODEL or None) \
         if any(p.ideal_response for p in bp.prompts) else None
-    if embedding_model:
-        problems += [f"embeddings {p.message}" for p in check_models([embedding_model], os.environ,
-                                                                     custom_models=customs)]
-    variants = expand_variants(bp, resolved)
+    problems = run_problems(resolved, engine_config().providers, judge_models=[j.model for j in plan.judges] if judged else (),
+                            embedding_model=embedding_model, custom_models=_custom_models(bp), fixtures=fixtures)
+    problems += fixture_problems
+    # Checked before expanding: a collection may have grown since the blueprint was saved.
+    product = len(resolved) * max(len(bp.temperatures or ()), 1) * max(len(bp.systems or ()), 1)
+    if product > settings.EVALSITE_LIMITS.max_variants:
+        raise RunRefused(f"this run would expand to {product:,} model variants, more than the limit of "
+                         f"{settings.EVALSITE_LIMITS.max_variants:,}; choose fewer models, or raise the limit with "
+                         "the setting EVALSITE_MAX_VARIANTS")
     judged_points = {i: sum(1 for p in prompt.all_points() if p.fn is None) for i, prompt in enumerate(bp.prompts)}
     override = max(1, int(trials)) if trials is not None else None
     per_prompt = [override or prompt.trials or 1 for prompt in bp.prompts]
@@ -197,12 +196,16 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
             judges=_plan_to_json(plan),
             options={"fresh": fresh, "trials": override or max(per_prompt, default=1), "trialsOverride": override,
                      "problems": problems, "embeddingModel": embedding_model,
-                     "requestedModels": models or None, "requestedJudges": judges or None},
+                     "requestedModels": models or None, "requestedJudges": judges or None,
+                     "keptJudges": keep_judges},
         )
+        variants = run.variants(bp)
         rows = [
             Response(run=run, prompt_id=prompt.id, prompt_index=index, variant_id=variant.id_for(prompt),
-                     model_id=variant.base_model_id, trial=trial)
-            for index, prompt in enumerate(bp.prompts) for variant in variants for trial in range(per_prompt[index])
+                     model_id=variant.base_model_id, variant_index=v, temperature=variant.temperature_for(prompt),
+                     system_index=variant.sp_idx, trial=trial)
+            for index, prompt in enumerate(bp.prompts) for v, variant in enumerate(variants)
+            for trial in range(per_prompt[index])
         ]
         Response.objects.bulk_create(rows, batch_size=500)
         run.items_total = len(rows)
@@ -221,7 +224,10 @@ def enqueue_pending(run_id: int) -> int:
 
     ids = list(Response.objects.filter(run_id=run_id, status=ResponseStatus.PENDING)
                .order_by("prompt_index", "variant_id", "trial").values_list("pk", flat=True))
-    chunks = [ids[i:i + CHUNK_SIZE] for i in range(0, len(ids), CHUNK_SIZE)]
+    # Items per task (EVALSITE_CHUNK_SIZE): large enough that a chunk's slow tail is a small part of it, small
+    # enough that several workers share a run and a chunk ends well inside the task timeout.
+    size = settings.EVALSITE_CHUNK_SIZE
+    chunks = [ids[i:i + size] for i in range(0, len(ids), size)]
     for chunk in chunks:
         async_task("runs.tasks.run_chunk", run_id, chunk, task_name=f"run {run_id}: {len(chunk)} items",
                    group=f"run-{run_id}")
@@ -309,8 +315,8 @@ class Progress:
 
 def execute_chunk(run_id: int, response_ids: list[int], *, progress: Progress | None = None) -> None:
     """Claim and process these items of a run, then finish the run if nothing is left."""
-    run = Run.objects.select_related("revision", "blueprint").get(pk=run_id)
-    if run.is_finished:
+    run = Run.objects.select_related("revision", "blueprint").filter(pk=run_id).first()
+    if run is None or run.is_finished:  # deleted, or finished, since the task was queued
         return
     if run.cancel_requested:
         maybe_finish(run_id)
@@ -333,18 +339,12 @@ def execute_chunk(run_id: int, response_ids: list[int], *, progress: Progress | 
 
 
 def _work_items(run: Run, bp: SpecBlueprint, rows: list[Response]) -> list[WorkItem]:
-    customs = _custom_models(bp)
-    models = [customs.get(m["id"]) if isinstance(m, dict) else m for m in run.resolved_models]
-    variants = expand_variants(bp, [m for m in models if m is not None])
-    by_key: dict[tuple[int, str], ModelVariant] = {}
-    for index, prompt in enumerate(bp.prompts):
-        for variant in variants:
-            by_key.setdefault((index, variant.id_for(prompt)), variant)
+    variants = run.variants(bp)
     items = []
     for row in rows:
-        variant = by_key.get((row.prompt_index, row.variant_id))
-        prompt = bp.prompts[row.prompt_index] if row.prompt_index < len(bp.prompts) else None
-        if variant is None or prompt is None or prompt.id != row.prompt_id:
+        prompt = run.prompt(row.prompt_index, bp)
+        variant = row.variant_in(variants, prompt) if prompt is not None and prompt.id == row.prompt_id else None
+        if variant is None:
             raise RuntimeError(f"run {run.pk}: item {row.prompt_id} x {row.variant_id} no longer matches its revision")
         existing = _stored_generation(row) if row.text and not row.error else None
         items.append(WorkItem(key=row.pk, prompt=prompt, variant=variant, trial=row.trial, existing=existing))
@@ -365,8 +365,7 @@ def _stored_generation(row: Response) -> GeneratedResponse:
 
 def build_router(run: Run, bp: SpecBlueprint, *, on_wait=None, should_stop=None) -> Router:
     fixtures, _ = fixtures_from_blueprint(bp.fixtures, run.revision.files)
-    provider_settings = settings_from_env(os.environ)
-    return Router(provider_settings, custom_models=_custom_models(bp), fixtures=fixtures, cache=response_cache(),
+    return Router(engine_config().providers, custom_models=_custom_models(bp), fixtures=fixtures, cache=response_cache(),
                   blueprint_concurrency=bp.concurrency, on_wait=on_wait, should_stop=should_stop,
                   fresh=bool(run.options.get("fresh")))
 
@@ -379,9 +378,10 @@ async def _execute(run: Run, claimed: list[int], token: str, progress: Progress)
     stop = _StopCheck(run.pk)
     waits = _WaitBoard(run.pk, progress.on_wait)
     heartbeat = asyncio.create_task(_heartbeat(token))
-    options = PipelineOptions(max_in_flight=int(os.environ.get("EVALSITE_ITEMS_IN_FLIGHT") or 256),
-                              external_services=bp.external_services, files=dict(run.revision.files or {}),
-                              item_budget_s=settings.EVALSITE_LIMITS.item_budget_s)
+    config = engine_config()
+    options = PipelineOptions(max_in_flight=config.items_in_flight, external_services=bp.external_services,
+                              files=dict(run.revision.files or {}), config=config,
+                              item_budget_s=config.limits.item_budget_s)
     saver = _Saver(run.pk, token, progress.on_item)
     flusher = asyncio.create_task(saver.every(0.5))
     try:
@@ -432,18 +432,35 @@ class _Saver:
 
 
 class _StopCheck:
-    """Reads the run's cancel flag at most once a second."""
+    """Reads the run's cancel flag at most five times a second; every call waiting for a provider slot asks.
+
+    Callers that ask while a read is under way wait for that read rather than take the
+    last answer: when several slots free at once, none of them may send on a stale "go on".
+    """
 
     def __init__(self, run_id: int):
         self.run_id = run_id
         self.checked = 0.0
         self.stopped = False
+        self._reading: asyncio.Future | None = None
+
+    def _read(self) -> bool:
+        # A run that was cancelled, or deleted, stops.
+        return not Run.objects.filter(pk=self.run_id, cancel_requested=False).exists()
 
     async def should_stop(self) -> bool:
-        if not self.stopped and time.monotonic() - self.checked > 1.0:
+        if self.stopped:
+            return True
+        if self._reading is None and time.monotonic() - self.checked > 0.2:
             self.checked = time.monotonic()
-            self.stopped = await sync_to_async(
-                lambda: Run.objects.filter(pk=self.run_id, cancel_requested=True).exists())()
+            self._reading = asyncio.ensure_future(sync_to_async(self._read)())
+        if self._reading is not None:
+            reading = self._reading
+            try:
+                self.stopped = await asyncio.shield(reading)
+            finally:
+                if reading.done() and self._reading is reading:
+                    self._reading = None
         return self.stopped
 
 
@@ -486,117 +503,29 @@ def _release(token: str) -> None:
 # --- saving -----------------------------------------------------------------------------
 
 
-def _verdict_json(v) -> dict:
-    return {
-        "judgeId": v.judge_id, "model": v.judge.model, "approach": v.judge.approach, "role": v.role,
-        "score": v.score, "label": v.label, "reflection": v.reflection, "rawAnswers": list(v.raw_answers),
-        "error": v.error, "latencyMs": v.latency_ms, "inputTokens": v.input_tokens,
-        "outputTokens": v.output_tokens, "costUsd": v.cost_usd, "calls": v.calls, "cached": v.cached,
-    }
-
-
-def _assessment_rows(row: Response, assessment: ResponseAssessment) -> list[PointAssessment]:
-    from runs.engine.assess import key_point_text
-
-    out = []
-    for position, pa in enumerate(assessment.point_assessments):
-        point = pa.point
-        out.append(PointAssessment(
-            response=row, position=position, kind=pa.kind, text=point.text or "", fn=point.fn or "",
-            fn_args=point.fn_args if point.has_args else None, citation=point.citation,
-            multiplier=point.multiplier, path_id=point.path_id or "", inverted=point.inverted,
-            key_point_text=key_point_text(point), source_line=point.origin.line,
-            score=pa.score, raw_score=pa.raw_score, reflection=pa.reflection or "", error=pa.error or "",
-            warning=pa.warning or "", judge_model_id=pa.judge_model_id or "",
-            verdicts=[_verdict_json(v) for v in pa.verdicts], judge_std_dev=pa.judge_std_dev,
-            disagreement=pa.disagreement, backup_used=pa.backup_used,
-        ))
-    return out
-
-
-def _result_fields(result: ItemResult) -> tuple[dict, dict]:
-    """The Response columns for a finished item, and what it adds to the run's counters."""
-    response, assessment = result.response, result.assessment
-    failed = bool(response.error) or assessment is None
-    verdicts = [v for pa in (assessment.point_assessments if assessment else ()) for v in pa.verdicts
-                if v.role == "primary"]
-    judge_ok = sum(1 for v in verdicts if v.ok)
-    judge_failed = len(verdicts) - judge_ok
-    # Every judge call failed: the item is failed and not evaluated (runs/models.py), even when
-    # function points scored, since a score without any of its judged points would mislead.
-    # (A backup judge that answered counts as an answer.)
-    judges_failed = bool(judge_failed) and not failed and not any(
-        v.ok for pa in assessment.point_assessments for v in pa.verdicts)
-    if judges_failed:
-        failed = True
-        first = next((v.error for v in verdicts if v.error), "no answer")
-        judges_failed_reason = f"every judge call failed ({judge_failed} of {judge_failed}); the first: {first}"
-    usage = assessment.judge_usage if assessment else None
-    fields = dict(
-        status=ResponseStatus.FAILED if failed else ResponseStatus.DONE,
-        conversation=[{"role": t.role, "content": t.content, "generated": t.generated} for t in response.conversation],
-        text=response.text, final_text=response.final_text, tool_calls=list(response.tool_calls),
-        latency_ms=response.latency_ms, input_tokens=response.usage.input_tokens,
-        output_tokens=response.usage.output_tokens, cost_usd=response.cost_usd, cached=response.cached,
-        error=response.error or "", finished_at=timezone.now(), claimed_by="", claimed_at=None,
-    )
-    if assessment is not None:
-        fields.update(
-            score=assessment.score, judged_score=assessment.score, score_basis=assessment.score_basis or "",
-            not_evaluated_reason=assessment.not_evaluated_reason or "", similarity=assessment.similarity,
-            calculation=assessment.calculation.to_dict() if assessment.calculation else {},
-            agreement=assessment.judge_agreement.to_upstream() if assessment.judge_agreement else {},
-            judge_usage=usage.to_dict(), judge_errors=judge_failed,
-            violated_should_not=any(pa.inverted and pa.score is not None and pa.score < 0.5
-                                    for pa in assessment.point_assessments),
-            disagreement=any(pa.disagreement for pa in assessment.point_assessments),
-            verdict=assessment.verdict or "", verdict_reason=assessment.verdict_reason or "",
-            score_before_gates=assessment.score_before_gates, gates_failed=list(assessment.gates_failed),
-            checks=[c.to_dict() for c in assessment.check_results],
-        )
-        if judges_failed:
-            fields.update(score=None, judged_score=None, score_basis="", not_evaluated_reason=judges_failed_reason,
-                          verdict="", verdict_reason="", score_before_gates=None, gates_failed=[])
-    else:
-        fields.update(score=None, judged_score=None, not_evaluated_reason=response.error or "", verdict="",
-                      verdict_reason="", score_before_gates=None, gates_failed=[], checks=[])
-    rejudged = result.item.existing is not None  # the generation was counted when it was made
-    counters = dict(
-        items_done=1, items_failed=1 if failed else 0,
-        judge_calls_done=judge_ok, judge_calls_failed=judge_failed,
-        candidate_input_tokens=0 if rejudged else (response.usage.input_tokens or 0),
-        candidate_output_tokens=0 if rejudged else (response.usage.output_tokens or 0),
-        candidate_cost_usd=0 if rejudged else (response.cost_usd or 0),
-        candidate_cost_unknown=0 if rejudged or response.cost_usd is not None or response.cached else 1,
-        judge_input_tokens=usage.input_tokens if usage else 0,
-        judge_output_tokens=usage.output_tokens if usage else 0,
-        judge_cost_usd=(usage.cost_usd or 0) if usage else 0,
-        judge_cost_unknown=1 if usage and usage.calls and usage.cost_usd is None else 0,
-    )
-    return fields, counters
-
-
 def save_results(run_id: int, token: str, results: list[ItemResult]) -> list[Response]:
     """Store finished items and move the run's counters, in one transaction.
 
     An item another worker has taken over (its claim is no longer ours) is dropped:
-    its result, not ours, counts.
+    its result, not ours, counts. An item a cancel stopped under way goes back to pending.
     """
     saved: list[Response] = []
     totals: dict[str, float] = {}
     assessments: list[PointAssessment] = []
     with transaction.atomic():
         for result in results:
-            fields, counters = _result_fields(result)
+            fields, counters = result_fields(result)
             if not Response.objects.filter(pk=result.item.key, claimed_by=token).update(**fields):
+                continue
+            for name, value in counters.items():
+                totals[name] = totals.get(name, 0) + value
+            if result.stopped:  # cancelled under way: pending again, nothing scored
                 continue
             row = Response(pk=result.item.key, run_id=run_id, **fields)
             if result.item.existing is not None:  # judged again: the earlier assessments give way
                 PointAssessment.objects.filter(response=row).delete()
             if result.assessment is not None:
-                assessments.extend(_assessment_rows(row, result.assessment))
-            for name, value in counters.items():
-                totals[name] = totals.get(name, 0) + value
+                assessments.extend(point_rows(row, result.assessment))
             saved.append(row)
         PointAssessment.objects.bulk_create(assessments, batch_size=500)
         if totals:
@@ -614,8 +543,8 @@ def maybe_finish(run_id: int) -> bool:
     back. What such a worker stores later is added to the run's aggregates (execute_chunk), and
     an item whose worker never comes back goes back to pending when its lease lapses.
     """
-    run = Run.objects.get(pk=run_id)
-    if run.is_finished:
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None or run.is_finished:
         return True
     open_items = Response.objects.filter(run_id=run_id, status__in=[ResponseStatus.PENDING, ResponseStatus.RUNNING])
     if run.cancel_requested:
@@ -636,84 +565,47 @@ def finish_run(run_id: int, status: str = RunStatus.DONE) -> bool:
 
 
 def compute_aggregates(run_id: int, *, agreement: dict | None = None) -> dict:
-    """Per model variant, per cell, overall, judge agreement: what the pages show without recomputing.
+    """Per model variant, per cell, overall, judge agreement (``runs.engine.aggregates``), from the stored rows.
 
     ``agreement`` reuses a known judge-agreement figure: a reviewer's override changes
     scores, never the judges' verdicts, so there is no need to read them all again.
     """
     run = Run.objects.select_related("revision").get(pk=run_id)
-    bp = parsed_blueprint(run.revision)
-    weights = {i: p.weight for i, p in enumerate(bp.prompts)}
-    rows = list(Response.objects.filter(run_id=run_id).values(
-        "prompt_id", "prompt_index", "variant_id", "trial", "score", "status", "latency_ms", "input_tokens",
-        "output_tokens", "cost_usd", "judge_usage", "violated_should_not", "disagreement", "verdict"))
-    variants: dict[str, dict] = {}
-    cells: dict[str, dict[str, float | None]] = {}
-    details: dict[str, dict[str, dict]] = {}
-    by_cell: dict[tuple[int, str], list[TrialOutcome]] = {}
-    for row in rows:
-        by_cell.setdefault((row["prompt_index"], row["variant_id"]), []).append(
-            TrialOutcome(row["trial"], row["score"], row["verdict"] or None))
-    cell_scores: dict[tuple[int, str], float | None] = {}
-    for (index, variant_id), trials in by_cell.items():
-        prompt = bp.prompts[index] if index < len(bp.prompts) else None
-        prompt_id = prompt.id if prompt is not None else str(index)
-        outcome = aggregate_trials(trials, prompt.trial_aggregation if prompt else None,
-                                   verdicts=prompt.verdicts if prompt else None,
-                                   use_verdicts=bool(prompt and prompt.has_verdicts),
-                                   threshold=prompt.trial_threshold if prompt else None)
-        # A cell's score: the mean of its trials unless the prompt asks for another aggregation.
-        cell_scores[(index, variant_id)] = outcome.score
-        cells.setdefault(prompt_id, {})[variant_id] = round2(outcome.score) if outcome.score is not None else None
-        if len(trials) > 1 or (prompt is not None and prompt.has_verdicts):
-            details.setdefault(prompt_id, {})[variant_id] = outcome.to_dict()
-    for variant_id in sorted({r["variant_id"] for r in rows}):
-        mine = [r for r in rows if r["variant_id"] == variant_id]
-        stats = model_stats((score, weights.get(i)) for (i, v), score in cell_scores.items() if v == variant_id)
-        latencies = [r["latency_ms"] for r in mine if r["latency_ms"] is not None]
-        costs = [r["cost_usd"] for r in mine if r["cost_usd"] is not None]
-        verdict_counts = {name: 0 for name in VERDICTS}
-        for per_variant in details.values():
-            cell_verdict = (per_variant.get(variant_id) or {}).get("verdict")
-            if cell_verdict in verdict_counts:
-                verdict_counts[cell_verdict] += 1
-        variants[variant_id] = {
-            "mean": stats.mean, "std": stats.std, "n": stats.n, "notEvaluated": stats.n_not_evaluated,
-            "failed": sum(1 for r in mine if r["status"] == ResponseStatus.FAILED),
-            "inputTokens": sum(r["input_tokens"] or 0 for r in mine),
-            "outputTokens": sum(r["output_tokens"] or 0 for r in mine),
-            "costUsd": sum(costs) if costs else None, "costUnknown": len(mine) - len(costs),
-            "judgeInputTokens": sum((r["judge_usage"] or {}).get("inputTokens", 0) for r in mine),
-            "judgeOutputTokens": sum((r["judge_usage"] or {}).get("outputTokens", 0) for r in mine),
-            "judgeCostUsd": sum((r["judge_usage"] or {}).get("costUsd") or 0 for r in mine),
-            "judgeCostUnknown": sum(1 for r in mine if (r["judge_usage"] or {}).get("calls")
-                                    and (r["judge_usage"] or {}).get("costUsd") is None),
-            "latencyMs": sum(latencies) / len(latencies) if latencies else None,
-            "violatedShouldNot": sum(1 for r in mine if r["violated_should_not"]),
-            "disagreements": sum(1 for r in mine if r["disagreement"]),
-        }
-        if details:
-            variants[variant_id]["verdicts"] = verdict_counts
-    overall = run_stats(v["mean"] for v in variants.values())
+    records = [ResponseRecord(prompt_index=r["prompt_index"], variant_id=r["variant_id"], trial=r["trial"],
+                              score=r["score"], failed=r["status"] == ResponseStatus.FAILED,
+                              latency_ms=r["latency_ms"], input_tokens=r["input_tokens"],
+                              output_tokens=r["output_tokens"], cost_usd=r["cost_usd"],
+                              judge_usage=r["judge_usage"] or {}, violated_should_not=r["violated_should_not"],
+                              disagreement=r["disagreement"], verdict=r["verdict"] or None)
+               for r in Response.objects.filter(run_id=run_id).values(
+                   "prompt_index", "variant_id", "trial", "score", "status", "latency_ms", "input_tokens",
+                   "output_tokens", "cost_usd", "judge_usage", "violated_should_not", "disagreement", "verdict")]
+    ratings = []
     if agreement is None:
-        ratings = []
         for verdicts in PointAssessment.objects.filter(response__run_id=run_id, kind="judged").values_list(
                 "verdicts", flat=True):
-            ratings.append([Rating(v["judgeId"].split("(")[0], v["score"], v["model"], v["approach"])
-                            for v in verdicts if v.get("score") is not None and v.get("role", "primary") == "primary"])
-        agreement = textbook_alpha(ratings).to_dict()
-    out = {
-        "variants": variants,
-        "cells": cells,
-        "overall": {"mean": overall.mean, "std": overall.std, "n": overall.n},
-        "agreement": agreement,
-    }
-    if details:  # trials and verdicts, per cell: only for blueprints that use them
-        out["cellDetails"] = details
-    return out
+            answered = [JudgeVerdict.from_dict(v) for v in verdicts]
+            ratings.append([Rating(v.judge.label, v.score, v.judge.model, v.judge.approach)
+                            for v in answered if v.score is not None and v.role == "primary"])
+    return run_aggregates(records, parsed_blueprint(run.revision).prompts, agreement=agreement, ratings=ratings)
 
 
 # --- controls ---------------------------------------------------------------------------
+
+
+def delete_run(run: Run) -> dict:
+    """Delete a run with its responses, assessments and overrides; returns what went.
+
+    A run still going is cancelled first: its workers see it gone at their next
+    stop check (within a second) and send nothing more; what they finish is dropped.
+    """
+    with transaction.atomic():
+        gone = {"responses": Response.objects.filter(run=run).count(),
+                "overrides": PointAssessment.objects.filter(response__run=run, override__isnull=False).count(),
+                "was_running": not run.is_finished}
+        Run.objects.filter(pk=run.pk).exclude(status__in=FINISHED).update(cancel_requested=True)
+        run.delete()
+    return gone
 
 
 def cancel_run(run: Run) -> None:

@@ -19,10 +19,16 @@ urlpatterns = [
     path("runs/<int:run_id>/export.json", views.export_json, name="export-json"),
     path("runs/<int:run_id>/export.csv", views.export_csv, name="export-csv"),
     path("runs/<int:run_id>/report.html", views.report, name="report"),
+    path("runs/<int:run_id>/delete", views.delete, name="delete"),
+    path("runs/<int:run_id>/rename", views.rename, name="rename"),
     # Last among runs/<id>/...: its <str:action> would match the names above.
     path("runs/<int:run_id>/<str:action>", views.control, name="control"),
     path("api/runs", api.start, name="api-start"),
     path("api/runs/<int:run_id>", api.run_detail, name="api-run"),
     path("api/runs/<int:run_id>/results", api.run_results, name="api-results"),
     path("api/runs/<int:run_id>/<str:action>", api.control, name="api-control"),
+    path("api/blueprints/<str:slug>", api.blueprint_detail, name="api-blueprint"),
+    path("api/blueprints/<str:slug>/rename", api.blueprint_rename, name="api-blueprint-rename"),
+    path("api/collections/<str:name>", api.collection_detail, name="api-collection"),
+    path("api/collections/<str:name>/rename", api.collection_rename, name="api-collection-rename"),
 ]

@@ -3,54 +3,17 @@
 Verdicts, gates and per-check minimums are worked out by the engine when a response
 is scored (runs/engine/scoring.py) and stored on the Response row; trials are
 combined per cell when the run ends (``aggregates["cellDetails"]``). This module
-turns those into what the templates show (``templates/runs/_verdicts.html``), and
-works the verdict out again when a reviewer overrides a point.
+turns those into what the templates show (``templates/runs/_verdicts.html``); an
+override works the verdict out again through ``runs.records``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from blueprints.spec import functions
-from blueprints.spec.schema import Point, Prompt
-from runs.engine.assess import verdict_layer
-from runs.engine.scoring import calculate, round2
 
 from .models import PointAssessment, Response, Run
 
 VERDICT_LABELS = {"pass": "pass", "borderline": "borderline", "fail": "fail"}
-
-
-@dataclass(frozen=True)
-class _Scored:
-    """A stored point with its effective score, in the shape the engine's verdict layer reads."""
-
-    point: Point
-    score: float | None
-    multiplier: float
-    path_id: str | None
-
-
-def refresh_verdict(response: Response, points: list[PointAssessment], prompt: Prompt | None) -> list[str]:
-    """After an override: the score (gates applied) and the verdict from the points' effective scores.
-
-    Returns the Response fields it changed (none when the prompt has no verdict layer).
-    """
-    if prompt is None or not prompt.has_verdicts or response.score_basis == "similarity" or not points:
-        return []
-    authored = prompt.all_points()
-    items = [_Scored(authored[pa.position] if pa.position < len(authored) else Point(text=pa.text),
-                     pa.effective_score, pa.multiplier, pa.path_id or None) for pa in points]
-    calculation = calculate(items)
-    score = round2(calculation.score) if calculation.score is not None else None
-    layer = verdict_layer(prompt, tuple(items), score)
-    response.score = layer["score"]
-    response.verdict = layer.get("verdict") or ""
-    response.verdict_reason = layer.get("verdict_reason") or ""
-    response.score_before_gates = layer.get("score_before_gates")
-    response.gates_failed = list(layer.get("gates_failed", ()))
-    response.checks = [c.to_dict() for c in layer.get("check_results", ())]
-    return ["score", "verdict", "verdict_reason", "score_before_gates", "gates_failed", "checks"]
 
 
 def cell_details(run: Run, prompt_id: str, variant_id: str) -> dict | None:

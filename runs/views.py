@@ -17,6 +17,7 @@ from __future__ import annotations
 from functools import wraps
 
 from django.contrib import messages
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db.models.fields.json import KT
 from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
@@ -24,16 +25,16 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_POST, require_safe
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django_htmx.http import HttpResponseStopPolling
 
 from blueprints.models import Blueprint
-from runs.engine.generate import expand_variants
 
 from . import review, services, verdicts
 from .exports import run_to_csv, run_to_json
 from .models import PointAssessment, Response, Run, RunStatus
 from .rendering import RENDER_MODES, render as render_text
+from .templatetags.results import number
 
 CONTROLS = ("cancel", "resume", "retry-failed")
 RUNS_PAGE_SIZE = 50
@@ -73,6 +74,11 @@ def _spec(run: Run):
 # --- starting and controlling ----------------------------------------------------------------
 
 
+def _changed(ticked: list[str], offered: list[str]) -> list[str] | None:
+    """What the user changed: None when every offered box is still ticked (the blueprint's own choice)."""
+    return None if set(ticked) == set(offered) else ticked
+
+
 @require_POST
 def start(request):
     blueprint = get_object_or_404(Blueprint, slug=request.POST.get("blueprint", ""))
@@ -80,9 +86,19 @@ def start(request):
     number = request.POST.get("revision")
     if number and revision and str(revision.number) != number:
         revision = get_object_or_404(blueprint.revisions, number=number)
+    post = request.POST
+    models = _changed(post.getlist("models"), post.getlist("models_offered"))
+    added = [m.strip() for m in post.get("add_models", "").replace("\n", ",").split(",") if m.strip()]
+    if added:
+        models = [*(models if models is not None else post.getlist("models_offered")), *added]
+    trials = post.get("trials", "").strip()
+    if trials and not (trials.isdigit() and 1 <= int(trials) <= 100):
+        messages.error(request, "Cannot run: trials is a whole number from 1 to 100 (or empty for the blueprint's).")
+        return redirect(blueprint.get_absolute_url())
     try:
-        run = services.start_run(blueprint, revision=revision, models=request.POST.getlist("models") or None,
-                                 judges=request.POST.getlist("judges") or None, source="web")
+        run = services.start_run(blueprint, revision=revision, models=models,
+                                 keep_judges=_changed(post.getlist("judges"), post.getlist("judges_offered")),
+                                 trials=int(trials) if trials else None, fresh=bool(post.get("fresh")), source="web")
     except services.RunRefused as refused:
         messages.error(request, f"Cannot run: {refused}")
         return redirect(blueprint.get_absolute_url())
@@ -106,6 +122,31 @@ def control(request, run_id, action):
     return redirect("runs:detail", run.pk)
 
 
+@require_http_methods(["GET", "POST"])
+def delete(request, run_id):
+    """GET: what deleting the run takes with it; POST: delete it (cancelled first if it is going)."""
+    run = get_object_or_404(Run.objects.select_related("blueprint"), pk=run_id)
+    if request.method == "POST":
+        name, blueprint = run.display_name, run.blueprint
+        gone = services.delete_run(run)
+        messages.success(request, f"Deleted {name} of '{blueprint.slug}' with its {gone['responses']} responses"
+                                  f"{' (it was cancelled first)' if gone['was_running'] else ''}.")
+        return redirect(f"{reverse('runs:list')}?blueprint={blueprint.slug}")
+    context = {"run": run, "responses": run.responses.count(),
+               "overrides": PointAssessment.objects.filter(response__run=run, override__isnull=False).count()}
+    return render(request, "runs/delete.html", context)
+
+
+@require_POST
+def rename(request, run_id):
+    run = get_object_or_404(Run, pk=run_id)
+    try:
+        run.rename(request.POST.get("name", ""))
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    return redirect("runs:detail", run.pk)
+
+
 # --- the runs list ---------------------------------------------------------------------------
 
 
@@ -120,6 +161,8 @@ def run_list(request):
         blueprint = get_object_or_404(Blueprint, slug=slug)
         runs = runs.filter(blueprint=blueprint)
     page = Paginator(runs, RUNS_PAGE_SIZE).get_page(request.GET.get("page"))
+    for run in page.object_list:  # read from JSON as text: a run that scored nothing stored null
+        run.overall = number(run.overall)
     context = {"page": page, "blueprint": blueprint}
     return render(request, _fragment(request, "runs/run_list.html", "results"), context)
 
@@ -212,10 +255,9 @@ def heatmap(request, run_id):
 # --- one response ----------------------------------------------------------------------------
 
 
-def _authored_turns(prompt, run: Run, spec, variant_id: str) -> list[dict]:
+def _authored_turns(prompt, run: Run, spec, response: Response) -> list[dict]:
     """The prompt as written: its system prompt for this model variant, its turns, the turns to generate."""
-    models = [m["id"] if isinstance(m, dict) else m for m in run.resolved_models]
-    variant = next((v for v in expand_variants(spec, models) if v.id_for(prompt) == variant_id), None)
+    variant = response.variant_in(run.variants(spec), prompt)
     system = variant.system_for(prompt) if variant else prompt.system
     turns = [{"role": "system", "content": system, "generated": False}] if system else []
     turns += [{"role": m.role, "content": m.content, "generated": False} for m in prompt.messages]
@@ -228,7 +270,7 @@ def _conversation(response: Response, prompt, run: Run, spec) -> list[dict]:
     """The turns to show: the stored conversation, or (before generation) the prompt as authored."""
     turns = [dict(t) for t in response.conversation]
     if not turns and prompt is not None:
-        turns = _authored_turns(prompt, run, spec, response.variant_id)
+        turns = _authored_turns(prompt, run, spec, response)
     return _with_previews(turns)
 
 
@@ -242,7 +284,7 @@ def _with_previews(turns: list[dict]) -> list[dict]:
 
 def _response_context(request, run: Run, response: Response) -> dict:
     spec = _spec(run)
-    prompt = spec.prompts[response.prompt_index] if spec and response.prompt_index < len(spec.prompts) else None
+    prompt = run.prompt(response.prompt_index, spec) if spec else None
     render_as = prompt.render_as if prompt else "markdown"
     mode = request.GET.get("as") or render_as
     if mode not in RENDER_MODES:
@@ -302,7 +344,7 @@ def response_text(request, run_id, response_id):
     text = response.text or ""
     if which == "ideal":
         spec = _spec(response.run)
-        prompt = spec.prompts[response.prompt_index] if spec and response.prompt_index < len(spec.prompts) else None
+        prompt = response.run.prompt(response.prompt_index, spec) if spec else None
         text = (prompt.ideal_response if prompt else None) or ""
     out = HttpResponse(text, content_type="text/plain; charset=utf-8")
     out.headers["X-Content-Type-Options"] = "nosniff"
@@ -362,7 +404,7 @@ def prompt_detail(request, run_id, prompt_index):
     responses = list(Response.objects.filter(run=run, prompt_index=prompt_index, trial=0).order_by("variant_id"))
     if not responses:
         raise Http404("no such prompt in this run")
-    prompt = spec.prompts[prompt_index] if spec and prompt_index < len(spec.prompts) else None
+    prompt = run.prompt(prompt_index, spec) if spec else None
     columns = [c.variant_id for c in review.variant_columns(run)]
     rank = {v: i for i, v in enumerate(columns)}
     responses.sort(key=lambda r: (rank.get(r.variant_id, len(rank)), r.variant_id))
@@ -381,7 +423,7 @@ def prompt_detail(request, run_id, prompt_index):
                "cards": cards, "responses": responses, "table": table, "mode": mode,
                "ideal": render_text(prompt.ideal_response, mode) if prompt and prompt.ideal_response is not None
                else None,
-               "conversation": _with_previews(_authored_turns(prompt, run, spec, responses[0].variant_id))
+               "conversation": _with_previews(_authored_turns(prompt, run, spec, responses[0]))
                if prompt else []}
     return render(request, "runs/prompt_detail.html", context)
 

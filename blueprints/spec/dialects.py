@@ -19,11 +19,15 @@ Two more kinds are companions, not suites: an AI Eval prompt file (``name`` and
 
 from __future__ import annotations
 
+import logging
 from typing import Iterable, Mapping
 
 from .diagnostics import Diagnostic
 from .parse import CollectionLookup, ParseResult, detect_format, parse_blueprint, parse_loaded
+from .limits import DEFAULT_LIMITS, Limits
 from .source import Loaded, SourceError, load
+
+logger = logging.getLogger(__name__)
 
 WEVAL = "weval"
 AGENTV = "agentv"
@@ -112,20 +116,35 @@ def parse_any(
     call_hosts: Iterable[str] = (),
     dialect: str | None = None,
     loaded: Loaded | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> ParseResult:
     """Read a Weval blueprint, an AgentV suite or an AI Eval suite into the same ParseResult.
 
     ``files`` are the suite's companion files, ``{path relative to the suite's folder: text}``
     (judge prompts, prompt files, external tests, scripts). The result's ``dialect``,
-    ``import_report`` and ``extras`` say what the import did. Never raises for bad input.
+    ``import_report`` and ``extras`` say what the import did. ``limits`` bound the text, its nesting,
+    its values with aliases expanded and its model variants. Never raises: an unexpected exception
+    (a bug) is logged and reported as one ``internal`` error rather than taking a page down.
     """
+    try:
+        return _parse_any(text, path=path, fmt=fmt, files=files, blueprint_id=blueprint_id, collections=collections,
+                          call_hosts=call_hosts, dialect=dialect, loaded=loaded, limits=limits)
+    except Exception:  # noqa: BLE001 - last resort; the causes found by fuzzing are fixed where they arise
+        logger.exception("parsing %s raised", path or "a blueprint")
+        diag = Diagnostic("error", "evalsite could not read this blueprint because of an internal error "
+                                   "(it has been logged)", 1, 1, "", "please report it with the blueprint attached; "
+                                   "meanwhile, simplify the part you changed last", "internal")
+        return ParseResult(None, [diag], [], fmt or detect_format(text or "", path), dialect=dialect or WEVAL)
+
+
+def _parse_any(text, *, path, fmt, files, blueprint_id, collections, call_hosts, dialect, loaded, limits):
     fmt = fmt or detect_format(text, path)
     if loaded is None:
         try:
-            loaded = load(text, fmt)
+            loaded = load(text, fmt, limits)
         except SourceError:
             return parse_blueprint(text, path=path, fmt=fmt, blueprint_id=blueprint_id, collections=collections,
-                                   call_hosts=call_hosts)
+                                   call_hosts=call_hosts, limits=limits)
     dialect = dialect or detect_dialect_of(loaded.documents)
     derived = blueprint_id
     if derived is None and path:
@@ -136,15 +155,16 @@ def parse_any(
         from .importers.agentv import import_agentv
 
         return import_agentv(loaded, files=files, blueprint_id=derived, collections=collections,
-                             call_hosts=call_hosts)
+                             call_hosts=call_hosts, limits=limits)
     if dialect == AIEVAL:
         from .importers.aieval import import_aieval
 
         return import_aieval(loaded, files=files, blueprint_id=derived, collections=collections,
-                             call_hosts=call_hosts)
+                             call_hosts=call_hosts, limits=limits)
     if dialect in (AGENTV_V5, *COMPANION_KINDS):
         return ParseResult(None, [_not_a_suite(dialect, loaded)], [], fmt, dialect=dialect)
-    return parse_loaded(loaded, path=path, blueprint_id=blueprint_id, collections=collections, call_hosts=call_hosts)
+    return parse_loaded(loaded, path=path, blueprint_id=blueprint_id, collections=collections, call_hosts=call_hosts,
+                        limits=limits)
 
 
 def _not_a_suite(dialect: str, loaded) -> Diagnostic:

@@ -10,6 +10,7 @@ from .collections import lookup_for_file, resolve_models
 from .companions import collect_companions
 from .dialects import companion_kind, parse_any
 from .diagnostics import Diagnostic
+from .limits import DEFAULT_LIMITS, Limits
 from .parse import ParseResult, detect_format
 from .source import SourceError, load
 
@@ -58,7 +59,8 @@ def read_text(path: Path) -> str:
 
 
 def validate_file(path: Path, *, stored_collections: Mapping[str, list[str]] | None = None,
-                  call_hosts: Iterable[str] = (), root: Path | None = None) -> FileReport:
+                  call_hosts: Iterable[str] = (), root: Path | None = None,
+                  limits: Limits = DEFAULT_LIMITS) -> FileReport:
     """Validate one file in any dialect; the files a suite names are read from beside it (inside ``root``:
     the current folder when the file is below it, else the file's own folder)."""
     try:
@@ -74,11 +76,12 @@ def validate_file(path: Path, *, stored_collections: Mapping[str, list[str]] | N
         here = Path.cwd().resolve()
         root = here if here in Path(path).resolve().parents else None
     try:
-        loaded = load(text, detect_format(text, str(path)))
+        loaded = load(text, detect_format(text, str(path)), limits)
     except SourceError:
         loaded = None  # parse_any reports the syntax error where it is
     files = collect_companions(path, text, root, loaded=loaded) if loaded is not None else {}
-    result = parse_any(text, path=str(path), files=files, collections=lookup, call_hosts=call_hosts, loaded=loaded)
+    result = parse_any(text, path=str(path), files=files, collections=lookup, call_hosts=call_hosts, loaded=loaded,
+                       limits=limits)
     models = 0
     if result.blueprint is not None:
         resolved, _ = resolve_models(result.blueprint.models if result.blueprint.models_given else [], lookup)

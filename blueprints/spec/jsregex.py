@@ -1,9 +1,14 @@
-"""JavaScript regular expressions, read the way the upstream reads them, run by Python's `re`.
+"""JavaScript regular expressions, read the way the upstream reads them, run by Python's `regex`.
 
 Blueprints write regexes for JavaScript: the upstream scores `$matches` with
 `new RegExp(source)` (or `new RegExp(source, "i")`), never with the `u` flag.
-`translate` turns such a source into a Python `re` source that matches the same
-strings, so scoring never needs a JavaScript engine. The differences it covers:
+`translate` turns such a source into a Python source (for the `regex` package,
+VERSION0, which reads `re` syntax) that matches the same strings, so scoring
+never needs a JavaScript engine. `search_js` is the one place a user-written
+pattern meets text: every match has a time limit (`Limits.regex_timeout_s`) and
+runs with the interpreter lock released, so a catastrophic pattern costs its
+caller at most that long and never stalls other threads (the web server's).
+The differences the translation covers:
 
 * `$` matches only at the very end (Python's `$` also matches before a final
   newline): it becomes `\\Z`.
@@ -31,8 +36,16 @@ Known differences that remain (documented in docs/points.md): characters outside
 the Basic Multilingual Plane (most emoji) count as one character, as they would
 with JavaScript's `u` flag, not as two; case-insensitive matching of a few dozen
 rare characters (Greek letters with iota subscript, capital sharp s, theta
-symbol) follows Python's Unicode tables; variable-length lookbehind, which
-JavaScript allows, is reported as an error.
+symbol) follows Python's Unicode tables.
+
+Bounds the engine needs, each a located error: a pattern has at most
+`MAX_PATTERN_CHARS` characters (the `regex` compiler is pure Python and holds the
+interpreter lock, about 8 µs a character); groups nest at most `MAX_GROUP_DEPTH`
+deep (the translator and the compiler both recurse); repetition counts ask for at
+most `MAX_REPEAT_UNITS` (memory, see there). And a long run of literal characters is cut every `_LITERAL_RUN` characters by an
+always-true assertion, because `regex` builds its string-search table for one
+literal in time cubic in its length, before the time limit applies and with the
+interpreter lock held (2,000 characters took 1.8 s; 5,000 took 27 s).
 """
 
 from __future__ import annotations
@@ -41,7 +54,11 @@ import functools
 import re
 from dataclasses import dataclass, replace
 
-__all__ = ["RegexError", "translate", "compile_js"]
+import regex as regex_engine
+
+from .limits import DEFAULT_LIMITS, Limits
+
+__all__ = ["RegexError", "RegexTimeout", "translate", "compile_js", "search_js", "MAX_GROUP_DEPTH", "MAX_PATTERN_CHARS"]
 
 MAX_CODE_POINT = 0x10FFFF
 
@@ -75,6 +92,17 @@ _INLINE_FLAGS_RE = re.compile(r"\(\?([a-zA-Z]*)(?:-([a-zA-Z]*))?\)")
 _FLAG_GROUP_RE = re.compile(r"([a-zA-Z]*)(?:-([a-zA-Z]*))?:")
 # Python's `re` rejects repeat counts at or above this (sre_constants.MAXREPEAT).
 _PYTHON_MAX_REPEAT = 4294967295
+# Characters in one pattern (the corpus's longest is a few hundred).
+MAX_PATTERN_CHARS = 10_000
+# Groups inside groups: deeper than this is an error (real patterns nest a few levels).
+MAX_GROUP_DEPTH = 64
+# Literal characters in a row before an always-true assertion cuts the run (see above).
+_LITERAL_RUN = 100
+_RUN_BREAK = r"(?:\b|\B)"
+# The `regex` package lays out a repetition's minimum count in memory (about 270
+# bytes per unit: `a{1000000}` takes 270 MB), nested counts multiplied. Past this
+# many units a pattern is an error rather than an out-of-memory kill.
+MAX_REPEAT_UNITS = 100_000
 
 
 class RegexError(ValueError):
@@ -84,6 +112,23 @@ class RegexError(ValueError):
         super().__init__(message)
         self.message = message
         self.position = position  # 0-based index into the JavaScript source, when known
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class RegexTimeout(Exception):
+    """A match that went past `Limits.regex_timeout_s`: the point is not evaluated, never passed or failed."""
+
+    def __init__(self, pattern: str, timeout_s: float) -> None:
+        shown = pattern if len(pattern) <= 60 else pattern[:57] + "..."
+        self.message = (
+            f"the regex `{shown}` took longer than {timeout_s:g} s on this response; "
+            "simplify it or raise EVALSITE_REGEX_TIMEOUT_S"
+        )
+        super().__init__(self.message)
+        self.pattern = pattern
+        self.timeout_s = timeout_s
 
     def __str__(self) -> str:
         return self.message
@@ -104,19 +149,44 @@ def translate(pattern: str, *, ignore_case: bool = False) -> str:
     """
     if not isinstance(pattern, str):
         raise RegexError("a regex must be a string")
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise RegexError(
+            f"the regex is {len(pattern):,} characters long; at most {MAX_PATTERN_CHARS:,} are allowed: shorten it",
+            MAX_PATTERN_CHARS,
+        )
     return _Translator(pattern, _Flags(ignore_case=ignore_case)).run()
 
 
-def compile_js(pattern: str, *, ignore_case: bool = False) -> re.Pattern[str]:
-    """Compile a JavaScript regex source for Python; results (and failures) are cached."""
+def compile_js(pattern: str, *, ignore_case: bool = False) -> regex_engine.Pattern:
+    """Compile a JavaScript regex source for Python; results (and failures) are cached.
+
+    To run a user-written pattern on text use `search_js`, which bounds the time;
+    the compiled pattern is for checking a pattern and for our own fixed ones.
+    """
     compiled = _compile_cached(pattern, ignore_case)
     if isinstance(compiled, RegexError):
         raise RegexError(compiled.message, compiled.position)
     return compiled
 
 
+def search_js(
+    pattern: str, text: str, *, ignore_case: bool = False, limits: Limits = DEFAULT_LIMITS
+) -> regex_engine.Match | None:
+    """The first match of the JavaScript regex `pattern` in `text`, or None; the one bounded match.
+
+    Raises RegexError for a pattern that does not compile and RegexTimeout when
+    the match takes longer than `limits.regex_timeout_s`. The interpreter lock
+    is released while matching (`text` is an immutable str, so that is safe).
+    """
+    compiled = compile_js(pattern, ignore_case=ignore_case)
+    try:
+        return compiled.search(text, timeout=limits.regex_timeout_s, concurrent=True)
+    except TimeoutError:
+        raise RegexTimeout(pattern, limits.regex_timeout_s) from None
+
+
 @functools.lru_cache(maxsize=4096)
-def _compile_cached(pattern: str, ignore_case: bool) -> re.Pattern[str] | RegexError:
+def _compile_cached(pattern: str, ignore_case: bool) -> regex_engine.Pattern | RegexError:
     # Failures are cached as values so that a bad pattern in a blueprint costs
     # one translation per process, not one per response scored.
     try:
@@ -124,21 +194,11 @@ def _compile_cached(pattern: str, ignore_case: bool) -> re.Pattern[str] | RegexE
     except RegexError as error:
         return error
     try:
-        return re.compile(source)
-    except re.error as error:
-        return RegexError(_explain_python_error(error), None)
-    except (OverflowError, RecursionError):
+        return regex_engine.compile(source, regex_engine.VERSION0)
+    except regex_engine.error as error:
+        return RegexError(f"the regex cannot be run: {error.msg}", None)
+    except (OverflowError, RecursionError, MemoryError):
         return RegexError("the regex is too large or too deeply nested", None)
-
-
-def _explain_python_error(error: re.error) -> str:
-    text = str(error.msg)
-    if "look-behind requires fixed-width pattern" in text:
-        return (
-            "a lookbehind `(?<=...)` or `(?<!...)` must match a fixed number of characters here "
-            "(JavaScript allows any length; Python does not)"
-        )
-    return f"the regex cannot be run: {text}"
 
 
 # --------------------------------------------------------------------------
@@ -200,20 +260,33 @@ def _emit_class(ranges: Ranges, negated: bool, ignore_case: bool) -> str:
     if not ranges:
         return "(?s:.)" if negated else "(?!)"
     if not negated and ranges == [(0, MAX_CODE_POINT)]:
-        # `[\s\S]`, `[^]`: any character. Written as a class, Python's compiler folds
+        # `[\s\S]`, `[^]`: any character. Written as a class, the compiler folds
         # case over every code point under `i`, which costs milliseconds a pattern.
         return "(?s:.)"
+    ascii_under_i = ignore_case and ranges[-1][1] < 0x80
+    if ascii_under_i:
+        # Under `i`, Python folds ASCII letters together with a few non-ASCII ones
+        # (K and KELVIN SIGN, s and LONG S, i and DOTLESS I); JavaScript without the
+        # `u` flag never maps non-ASCII to ASCII. So the class lists both cases of
+        # its letters itself and is matched with case folding off.
+        ranges = _merge(ranges + _ascii_case_partners(ranges))
     body = "".join(
         _class_char(low) if low == high else f"{_class_char(low)}-{_class_char(high)}"
         for low, high in ranges
     )
     source = f"[{'^' if negated else ''}{body}]"
-    # Under `i`, Python folds ASCII letters together with a few non-ASCII ones
-    # (K and KELVIN SIGN, s and LONG S, i and DOTLESS I); JavaScript without the
-    # `u` flag never maps non-ASCII to ASCII. ASCII-only folding fixes that.
-    if ignore_case and ranges[-1][1] < 0x80:
-        source = f"(?a:{source})"
-    return source
+    return f"(?-i:{source})" if ascii_under_i else source
+
+
+def _ascii_case_partners(ranges: Ranges) -> Ranges:
+    """The other case of every ASCII letter in `ranges`, as ranges."""
+    partners: Ranges = []
+    for low, high in ranges:
+        for first, last, shift in ((0x41, 0x5A, 0x20), (0x61, 0x7A, -0x20)):
+            a, b = max(low, first), min(high, last)
+            if a <= b:
+                partners.append((a + shift, b + shift))
+    return partners
 
 
 # Letters that Python's Unicode case folding pairs across the ASCII boundary
@@ -288,6 +361,12 @@ class _Translator:
         self.alternative_path: list[tuple[int, int]] = []
         self.disjunction_count = 0
         self.name_paths: dict[str, list[tuple[tuple[int, int], ...]]] = {}
+        self.depth = 0  # groups open around the current position
+        # Units each open disjunction expands to (see MAX_REPEAT_UNITS); the last group's.
+        self.sizes: list[int] = []
+        self.group_size = 1
+        self.last_low = 1
+        self.terms_since_break = 0  # terms emitted since the last literal-run break
 
     # -- helpers
 
@@ -315,6 +394,7 @@ class _Translator:
         flags = entry
         self.disjunction_count += 1
         self.alternative_path.append((self.disjunction_count, 0))
+        self.sizes.append(0)
         while True:
             self.alternative_path[-1] = (self.alternative_path[-1][0], len(alternatives))
             text, flags_after = self.alternative(flags)
@@ -327,6 +407,7 @@ class _Translator:
                 self.pos += 1
                 continue
             self.alternative_path.pop()
+            self.group_size = max(1, self.sizes.pop())
             return "|".join(alternatives)
 
     def alternative(self, flags: _Flags) -> tuple[str, _Flags]:
@@ -341,6 +422,11 @@ class _Translator:
                 flags = inline
                 continue
             parts.append(self.term(flags))
+            self.terms_since_break += 1
+            if self.terms_since_break >= _LITERAL_RUN:
+                # Counted over the whole pattern, as `regex` flattens non-capturing groups.
+                parts.append(_RUN_BREAK)
+                self.terms_since_break = 0
         parts.append(")" * wrappers)
         return "".join(parts), flags
 
@@ -381,6 +467,7 @@ class _Translator:
         start = self.pos
         char = self.peek()
         quantifiable = True
+        self.group_size = 1
         if char == "^":
             self.pos += 1
             atom = _LINE_START if flags.multiline else r"\A"
@@ -410,7 +497,17 @@ class _Translator:
         else:
             self.pos += 1
             atom = self.literal(ord(char), flags)
+        size = self.group_size
         quantifier = self.quantifier()
+        if quantifier is not None:
+            size *= max(1, self.last_low)
+        self.sizes[-1] += size
+        if self.sizes[-1] > MAX_REPEAT_UNITS:
+            raise self.error(
+                f"the regex repeats too much: its repetition counts ask for more than {MAX_REPEAT_UNITS:,} "
+                "characters at least; lower the `{n}` counts",
+                start,
+            )
         if quantifier is None:
             return atom
         if not quantifiable:
@@ -428,7 +525,10 @@ class _Translator:
 
     def literal(self, code: int, flags: _Flags) -> str:
         if flags.ignore_case and chr(code) in _FOLDS_BEYOND_ASCII:
-            return f"(?a:{chr(code)})"
+            # Spelled out with folding off: JavaScript keeps these apart from their
+            # Unicode case partners across the ASCII boundary.
+            char = chr(code)
+            return f"(?-i:[{char.lower()}{char.upper()}])" if char.isascii() else f"(?-i:{char})"
         return _literal(code)
 
     def quantifier_braces(self) -> re.Match[str] | None:
@@ -436,6 +536,7 @@ class _Translator:
 
     def quantifier(self) -> str | None:
         char = self.peek()
+        self.last_low = 1
         if char in ("*", "+", "?"):
             self.pos += 1
             text = char
@@ -452,6 +553,7 @@ class _Translator:
             if high is not None and high >= _PYTHON_MAX_REPEAT:
                 high = None  # JavaScript treats an enormous maximum as unbounded too
             self.pos = match.end()
+            self.last_low = low
             text = f"{{{low}}}" if high == low and not match.group(2) else f"{{{low},{'' if high is None else high}}}"
         else:
             return None
@@ -465,6 +567,17 @@ class _Translator:
     def group(self, flags: _Flags) -> tuple[str, bool]:
         """A parenthesised group: the Python source and whether a quantifier may follow it."""
         start = self.pos
+        if self.depth >= MAX_GROUP_DEPTH:
+            raise self.error(
+                f"groups nest more than {MAX_GROUP_DEPTH} deep here: flatten the pattern", start
+            )
+        self.depth += 1
+        try:
+            return self._group(flags, start)
+        finally:
+            self.depth -= 1
+
+    def _group(self, flags: _Flags, start: int) -> tuple[str, bool]:
         self.pos += 1  # (
         if self.peek() != "?":
             number = self.open_capture()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import re
+import reprlib
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -160,6 +161,8 @@ def format_js_number(x: float | int) -> str:
     """
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         raise TypeError(f"format_js_number expects a number, got {type(x).__name__}")
+    if type(x) is int and -(2**53) < x < 2**53:
+        return str(x)  # exact as a double, and below 1e21: JS prints the digits (fast path for big data)
     value = float(x)  # JS numbers are doubles; big ints lose precision as in JS
     if math.isnan(value):
         return "NaN"
@@ -484,6 +487,15 @@ def is_collection_name(value: Any) -> bool:
     return isinstance(value, str) and ":" not in value and _COLLECTION_RE.fullmatch(value) is not None
 
 
+_BRIEF = reprlib.Repr()
+_BRIEF.maxstring = _BRIEF.maxother = 80
+
+
+def _brief(value: Any) -> str:
+    """repr() cut short: a few items of a list or mapping and the start of a long string, in bounded time."""
+    return _BRIEF.repr(value)
+
+
 def normalize_model_entry(entry: Any) -> tuple[str | dict | None, str | None]:
     """Normalise one item of a blueprint's ``models:`` list (reference 1.11).
 
@@ -503,7 +515,7 @@ def normalize_model_entry(entry: Any) -> tuple[str | dict | None, str | None]:
             return None, "Skipped an empty model entry."
         fixed = _COLON_SPACES_RE.sub(":", text, count=1)
         if fixed != text:
-            return fixed, f"Model entry {text!r} was read as {fixed!r} (spaces around ':' removed)."
+            return fixed, f"Model entry {_brief(text)} was read as {_brief(fixed)} (spaces around ':' removed)."
         return text, None
     if isinstance(entry, dict):
         if "id" in entry:
@@ -516,5 +528,5 @@ def normalize_model_entry(entry: Any) -> tuple[str | dict | None, str | None]:
                     f"Model entry {{{provider}: {model}}} was read as {value!r}; "
                     f"write it as a string, e.g. \"{value}\"."
                 )
-        return None, f"Skipped model entry {entry!r}: expected 'provider:model' or a custom model with 'id'."
-    return None, f"Skipped model entry {entry!r}: expected 'provider:model' or a custom model with 'id'."
+        return None, f"Skipped model entry {_brief(entry)}: expected 'provider:model' or a custom model with 'id'."
+    return None, f"Skipped model entry {_brief(entry)}: expected 'provider:model' or a custom model with 'id'."

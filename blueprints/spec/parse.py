@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
@@ -25,6 +26,8 @@ from .functions import is_number
 from .extensions import PASS_FAIL_KEYS, POINT_EXTENSION_KEYS, ExtensionReader
 from .ids import blueprint_id_for_file, normalize_tags, prompt_hash_id
 from .jsregex import RegexError, compile_js
+from .limits import DEFAULT_LIMITS, Limits
+from .collections import resolve_models
 from .model_ids import is_collection_name, normalize_model_entry
 from .schema import (
     RENDER_AS_VALUES,
@@ -74,6 +77,8 @@ CUSTOM_MODEL_FIELDS = frozenset(
 )
 INHERITABLE = ("openai", "anthropic", "google", "mistral", "together", "xai", "openrouter")
 
+MAX_MESSAGE_CHARS = 500
+
 _QUOTED_CALL = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(.*)$", re.S)
 
 CollectionLookup = Callable[[str], "list[str] | None"]
@@ -116,28 +121,35 @@ def parse_blueprint(
     blueprint_id: str | None = None,
     collections: CollectionLookup | None = None,
     call_hosts: Iterable[str] = (),
+    limits: Limits = DEFAULT_LIMITS,
 ) -> ParseResult:
     """Parse and validate blueprint text. Never raises for bad input.
 
     ``collections`` resolves an upper-case model collection name (``CORE``) to its
     model ids, or returns None when it does not know it. ``call_hosts`` are the
-    hosts ``$call`` may reach (the operator's ``EVALSITE_CALL_HOSTS``).
+    hosts ``$call`` may reach (the operator's ``EVALSITE_CALL_HOSTS``). ``limits`` bound the
+    text, its nesting, its values with aliases expanded and its model variants.
     """
     fmt = fmt or detect_format(text, path)
     try:
-        loaded = load(text, fmt)
+        loaded = load(text, fmt, limits)
     except SourceError as exc:
-        diag = Diagnostic("error", exc.message, exc.line, exc.column, "", exc.hint, "syntax")
-        return ParseResult(None, [diag], [], fmt)
-    return parse_loaded(loaded, path=path, blueprint_id=blueprint_id, collections=collections, call_hosts=call_hosts)
+        return ParseResult(None, [source_diagnostic(exc)], [], fmt)
+    return parse_loaded(loaded, path=path, blueprint_id=blueprint_id, collections=collections, call_hosts=call_hosts,
+                        limits=limits)
+
+
+def source_diagnostic(exc: SourceError) -> Diagnostic:
+    return Diagnostic("error", exc.message, exc.line, exc.column, "", exc.hint, exc.code)
 
 
 def parse_loaded(loaded: Loaded, *, path: str | None = None, blueprint_id: str | None = None,
-                 collections: CollectionLookup | None = None, call_hosts: Iterable[str] = ()) -> ParseResult:
+                 collections: CollectionLookup | None = None, call_hosts: Iterable[str] = (),
+                 limits: Limits = DEFAULT_LIMITS) -> ParseResult:
     """``parse_blueprint`` for text already loaded (``parse_any`` loads once to detect the dialect)."""
     fmt = loaded.fmt
     derived = blueprint_id or (blueprint_id_for_file(path) if path else None)
-    reader = _Reader(loaded, derived, collections, frozenset(call_hosts))
+    reader = _Reader(loaded, derived, collections, frozenset(call_hosts), limits)
     blueprint = reader.read()
     errors = [d for d in reader.diagnostics if d.is_error]
     warnings = [d for d in reader.diagnostics if not d.is_error]
@@ -171,8 +183,9 @@ def _short(value: Any, limit: int = 80) -> str:
 
 
 class _Reader(ExtensionReader):
-    def __init__(self, loaded: Loaded, derived_id, collections, call_hosts):
+    def __init__(self, loaded: Loaded, derived_id, collections, call_hosts, limits: Limits = DEFAULT_LIMITS):
         self.loaded = loaded
+        self.limits = limits
         self.locator = loaded.locator
         self.json = loaded.fmt == "json"
         self.derived_id = derived_id
@@ -205,6 +218,8 @@ class _Reader(ExtensionReader):
 
     def report(self, severity, message, container, key, path, hint=None, code="", at_key=False):
         line, column = self._position(container, key, at_key)
+        if len(message) > MAX_MESSAGE_CHARS:  # a message quoting a huge value stays readable (and small)
+            message = message[:MAX_MESSAGE_CHARS - 1] + "…"
         self.diagnostics.append(Diagnostic(severity, message, line, column, format_path(path), hint, code))
 
     def error(self, message, container, key, path, hint=None, code="", at_key=False):
@@ -255,6 +270,7 @@ class _Reader(ExtensionReader):
             prompts.append(prompt)
         blueprint.prompts = prompts
         self.check_collections(blueprint, header)
+        self.check_variants(blueprint, header)
         return blueprint
 
     def split_documents(self, docs: list) -> tuple[dict, list[tuple[Any, Any, Any]]]:
@@ -409,7 +425,15 @@ class _Reader(ExtensionReader):
         if isinstance(value, dict):
             if isinstance(value.get("name"), str) and value["name"].strip():
                 self.unknown_keys(value, ("name", "url", "image_url"), ("author",), "`author`")
-                return Author(name=value["name"], url=value.get("url"), image_url=value.get("image_url"))
+                links = {}
+                for field_name in ("url", "image_url"):
+                    link = value.get(field_name)
+                    if link is None or isinstance(link, str):
+                        links[field_name] = link
+                    else:
+                        self.error(f"`author.{field_name}` must be text (a web address), not {_type_name(link)}",
+                                   value, field_name, ("author", field_name), "write it as `https://...`", "author")
+                return Author(name=value["name"], **links)
             self.error("Invalid 'author' object: missing 'name' string.", h, "author", ("author",),
                        "add `name: Your Name` under `author`", "author")
             return None
@@ -479,14 +503,14 @@ class _Reader(ExtensionReader):
 
     def read_temperatures(self, h, bp):
         if "temperature" in h and h["temperature"] is not None:
-            if is_number(h["temperature"]):
+            if is_number(h["temperature"]) and math.isfinite(h["temperature"]):
                 bp.temperature = float(h["temperature"])
             else:
                 self.error("Config file has invalid 'temperature' (must be a number).", h, "temperature",
-                           ("temperature",), code="type")
+                           ("temperature",), "write a number from 0 to 2; .inf and .nan are not temperatures", "type")
         if "temperatures" in h and h["temperatures"] is not None:
             temps = h["temperatures"]
-            if isinstance(temps, list) and all(is_number(t) for t in temps):
+            if isinstance(temps, list) and all(is_number(t) and math.isfinite(t) for t in temps):
                 bp.temperatures = [float(t) for t in temps]
                 if bp.temperature is not None and temps:
                     self.warn("`temperature` is ignored because `temperatures` is set", h, "temperature",
@@ -568,6 +592,13 @@ class _Reader(ExtensionReader):
                         self.error(f"Invalid custom model definition: '{mapping_key}.{k}' must be text", value, k,
                                    (*path, mapping_key, k), "quote the value", "custom-model")
                         ok = False
+        parameters = entry.get("parameters")
+        if isinstance(parameters, dict):
+            for k, v in parameters.items():
+                if is_number(v) and not math.isfinite(v):
+                    self.error(f"Invalid custom model definition: 'parameters.{k}' must be a finite number",
+                               parameters, k, (*path, "parameters", k), "write a number such as 1024", "custom-model")
+                    ok = False
         if isinstance(entry.get("url"), str) and not re.match(r"^https?://[^\s/]+", entry["url"]):
             self.error("Invalid custom model definition: 'url' must be an http:// or https:// address", entry,
                        "url", (*path, "url"), code="custom-model")
@@ -712,6 +743,23 @@ class _Reader(ExtensionReader):
 
     # --- collections -------------------------------------------------------------------
 
+    def check_variants(self, bp: Blueprint, header: dict):
+        """models x temperatures x system prompts past ``Limits.max_variants`` is an error at `models`."""
+        models, _ = resolve_models(bp.models if bp.models_given else [], self.collections)
+        counts = (max(len(models), 1), len(bp.temperatures) if bp.temperatures else 1,
+                  len(bp.systems) if bp.systems else 1)
+        total = counts[0] * counts[1] * counts[2]
+        limit = self.limits.max_variants
+        if total <= limit:
+            return
+        at = "models" if isinstance(header, dict) and "models" in header else None
+        self.error(f"this blueprint asks for {counts[0]:,} model{'s' if counts[0] != 1 else ''} x {counts[1]:,} "
+                   f"temperature{'s' if counts[1] != 1 else ''} x {counts[2]:,} system prompt"
+                   f"{'s' if counts[2] != 1 else ''} = {total:,} model variants, more than the limit of {limit:,}",
+                   header if at else None, at, ("models",),
+                   "list fewer models, temperatures or system prompts (or split the blueprint), or raise the limit "
+                   "with the setting EVALSITE_MAX_VARIANTS", "limit", at_key=bool(at))
+
     def check_collections(self, bp: Blueprint, header: dict):
         names = [m for m in bp.models if isinstance(m, str) and is_collection_name(m)]
         if not bp.models_given:
@@ -797,7 +845,7 @@ class _Reader(ExtensionReader):
                            "plaintext.", raw, "render_as", (*path, "render_as"),
                            self._choice_hint(raw["render_as"], RENDER_AS_VALUES), "enum")
         if "temperature" in raw and raw["temperature"] is not None:
-            if is_number(raw["temperature"]):
+            if is_number(raw["temperature"]) and math.isfinite(raw["temperature"]):
                 prompt.temperature = float(raw["temperature"])
             else:
                 self.error(f"`temperature` must be a number, not {_type_name(raw['temperature'])}", raw,

@@ -10,6 +10,13 @@ their marks, and we build the values ourselves so that duplicate keys are
 caught instead of silently overwritten. JSON is checked with the standard
 library (for its exact syntax errors) and then read by a small scanner that
 records offsets.
+
+Before any value is built, a pre-pass over the event stream (YAML) or the
+brackets (JSON) enforces :class:`~.limits.Limits`: text size, nesting depth, and
+the number of values with aliases expanded (an alias costs the whole subtree of
+its anchor), so an alias bomb is refused in milliseconds instead of being
+built. Going past a limit is a located :class:`SourceError` naming the setting
+that raises it.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ from dataclasses import dataclass, field
 from json.decoder import scanstring
 
 import yaml
+
+from .limits import DEFAULT_LIMITS, Limits
 
 try:  # libyaml is much faster; fall back to the pure-Python loader when absent.
     from yaml import CSafeLoader as _YamlLoader
@@ -38,6 +47,7 @@ class SourceError(Exception):
     line: int
     column: int
     hint: str | None = None
+    code: str = "syntax"  # "limit" when a Limits bound was passed
 
     def __str__(self) -> str:
         return f"{self.message} (line {self.line}, column {self.column})"
@@ -78,10 +88,110 @@ class Loaded:
     fmt: str  # "yaml" or "json"
 
 
-def load(text: str, fmt: str) -> Loaded:
+def load(text: str, fmt: str, limits: Limits = DEFAULT_LIMITS) -> Loaded:
+    """Load YAML or JSON text; raises :class:`SourceError` (located) for bad text or a passed limit."""
+    _check_size(text, limits)
     if fmt == "json":
-        return _load_json(text)
-    return _load_yaml(text)
+        return _load_json(text, limits)
+    return _load_yaml(text, limits)
+
+
+# --- limits ---------------------------------------------------------------------------
+
+
+def _position_of(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def _check_size(text: str, limits: Limits) -> None:
+    if len(text) > limits.max_text_chars:
+        line, column = _position_of(text, limits.max_text_chars)
+        raise SourceError(
+            f"the text is {len(text):,} characters long, more than the limit of {limits.max_text_chars:,}",
+            line, column, "split it into smaller blueprints, or raise the limit with the setting "
+            "EVALSITE_MAX_BLUEPRINT_CHARS", "limit")
+
+
+def _too_deep(limits: Limits, line: int, column: int, through_alias: bool = False) -> SourceError:
+    how = " once the alias is expanded" if through_alias else ""
+    return SourceError(
+        f"lists and mappings are nested more than {limits.max_depth} deep here{how}", line, column,
+        "flatten the structure, or raise the limit with the setting EVALSITE_MAX_DEPTH", "limit")
+
+
+def _too_many(limits: Limits, line: int, column: int) -> SourceError:
+    return SourceError(
+        f"the document holds more than {limits.max_nodes:,} values once aliases are expanded (an alias `*name` "
+        "counts every value of the anchor it repeats); the limit is passed here", line, column,
+        "remove repeated aliases or split the blueprint, or raise the limit with the setting EVALSITE_MAX_NODES",
+        "limit")
+
+
+def _beyond_python() -> SourceError:
+    return SourceError("lists and mappings are nested too deeply to read", 1, 1,
+                       "flatten the structure; EVALSITE_MAX_DEPTH is set higher than Python can follow", "limit")
+
+
+def _check_yaml_events(text: str, limits: Limits) -> None:
+    """Walk the event stream (nothing is built) and refuse documents past the node or depth limit.
+
+    A container's size is the running total at its end minus the total at its start, and its
+    depth the deepest level reached meanwhile, so a plain scalar costs one addition.
+    """
+    max_nodes, max_depth = limits.max_nodes, limits.max_depth
+    anchors: dict[str, tuple[int, int]] = {}  # anchor -> (values in its subtree, its depth)
+    open_anchors: set[str] = set()
+    stack: list[tuple] = []  # (anchor, total before it, deepest level before it)
+    total = 0
+    peak = 0  # deepest level reached since the innermost open container started
+    scalar, alias = yaml.ScalarEvent, yaml.AliasEvent
+    starts = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+    ends = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+    for event in yaml.parse(text, Loader=_YamlLoader):
+        kind = type(event)
+        if kind is scalar:
+            total += 1
+            if total > max_nodes:
+                raise _too_many(limits, event.start_mark.line + 1, event.start_mark.column + 1)
+            if event.anchor:
+                anchors[event.anchor] = (1, 0)
+        elif kind is alias:
+            mark = event.start_mark
+            if event.anchor in open_anchors:
+                raise SourceError(f"the alias `*{event.anchor}` is inside the node its anchor names, "
+                                  "which would make the value contain itself", mark.line + 1, mark.column + 1,
+                                  "copy the values instead of using an alias here", "syntax")
+            size, depth = anchors.get(event.anchor, (1, 0))
+            total += size
+            if total > max_nodes:
+                raise _too_many(limits, mark.line + 1, mark.column + 1)
+            level = len(stack) + depth
+            if level > max_depth:
+                raise _too_deep(limits, mark.line + 1, mark.column + 1, True)
+            if level > peak:
+                peak = level
+        elif kind in starts:
+            total += 1
+            mark = event.start_mark
+            if total > max_nodes:
+                raise _too_many(limits, mark.line + 1, mark.column + 1)
+            if len(stack) >= max_depth:
+                raise _too_deep(limits, mark.line + 1, mark.column + 1)
+            if event.anchor:
+                open_anchors.add(event.anchor)
+            stack.append((event.anchor, total - 1, peak))
+            peak = len(stack)
+        elif kind in ends:
+            level = len(stack)
+            anchor, before, outer_peak = stack.pop()
+            if anchor:
+                open_anchors.discard(anchor)
+                anchors[anchor] = (total - before, peak - level + 1)
+            if outer_peak > peak:
+                peak = outer_peak
+        elif kind is yaml.DocumentStartEvent:
+            anchors.clear()  # anchors never cross documents
 
 
 # --- YAML ---------------------------------------------------------------------------
@@ -126,12 +236,25 @@ def _yaml_error(exc: yaml.YAMLError) -> SourceError:
     return SourceError(message, line, column, hint)
 
 
+# Integers past float's range cannot take part in any arithmetic a blueprint asks for
+# (a weight, a temperature, a word count) without OverflowError; refuse them where they stand.
+_MAX_INT = 10**308
+_MAX_INT_CHARS = 400  # digits plus underscores and sign; longer is refused before converting
+
+
+def _huge_number(line: int, column: int) -> SourceError:
+    return SourceError("this number is too large (numbers must be between -1e308 and 1e308)", line, column,
+                       "quote it if it is meant as text", "syntax")
+
+
 class _Builder:
     """Turns composed YAML nodes into Python values, recording positions."""
 
-    def __init__(self, loader, locator: Locator):
+    def __init__(self, loader, locator: Locator, max_depth: int | None = None):
         self.loader = loader
         self.locator = locator
+        self.max_depth = max_depth  # checked here when the pre-pass was skipped (see _load_yaml)
+        self.depth = 0
         self.memo: dict[int, object] = {}  # anchors/aliases share one value
 
     def build(self, node):
@@ -140,6 +263,18 @@ class _Builder:
             return cached
         if isinstance(node, yaml.ScalarNode):
             return self.scalar(node)
+        if self.max_depth is None:
+            return self.container(node)
+        self.depth += 1
+        try:
+            if self.depth > self.max_depth:
+                mark = node.start_mark
+                raise _too_deep(Limits(max_depth=self.max_depth), mark.line + 1, mark.column + 1)
+            return self.container(node)
+        finally:
+            self.depth -= 1
+
+    def container(self, node):
         if isinstance(node, yaml.SequenceNode):
             out: list = []
             self.memo[id(node)] = out
@@ -166,8 +301,19 @@ class _Builder:
             return node.value
         if tag == _NULL:
             return None
-        if tag in (_BOOL, _INT, _FLOAT):
+        if tag == _BOOL:
             return self.loader.construct_object(node)
+        if tag in (_INT, _FLOAT):
+            mark = node.start_mark
+            if tag == _INT and len(node.value) > _MAX_INT_CHARS:
+                raise _huge_number(mark.line + 1, mark.column + 1)
+            try:
+                value = self.loader.construct_object(node)
+            except ValueError:  # e.g. Python's limit on digits in an int
+                raise _huge_number(mark.line + 1, mark.column + 1) from None
+            if tag == _INT and abs(value) > _MAX_INT:
+                raise _huge_number(mark.line + 1, mark.column + 1)
+            return value
         # Timestamps, binary and custom tags: keep the author's text. A date in a
         # description should stay the words the author typed.
         return node.value
@@ -203,13 +349,22 @@ class _Builder:
         return out
 
 
-def _load_yaml(text: str) -> Loaded:
+def _load_yaml(text: str, limits: Limits = DEFAULT_LIMITS) -> Loaded:
     locator = Locator()
     documents: list = []
     starts: list = []
+    # Without aliases every value takes at least one character, so text no longer than the
+    # node limit cannot pass it: skip the pre-pass (about half the load time) and check the
+    # depth while building instead.
+    fast = "*" not in text and len(text) <= limits.max_nodes
+    if not fast:
+        try:
+            _check_yaml_events(text, limits)
+        except yaml.YAMLError as exc:
+            raise _yaml_error(exc) from None
     loader = _YamlLoader(text)
     try:
-        builder = _Builder(loader, locator)
+        builder = _Builder(loader, locator, limits.max_depth if fast else None)
         while loader.check_node():
             node = loader.get_node()
             if node is None:
@@ -222,6 +377,8 @@ def _load_yaml(text: str) -> Loaded:
             starts.append((node.start_mark.line + 1, node.start_mark.column + 1))
     except yaml.YAMLError as exc:
         raise _yaml_error(exc) from None
+    except RecursionError:  # only when EVALSITE_MAX_DEPTH is set above what Python can recurse
+        raise _beyond_python() from None
     finally:
         loader.dispose()
     return Loaded(documents, starts, locator, "yaml")
@@ -234,11 +391,19 @@ _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?")
 
 
 class _JsonReader:
-    """A small recursive-descent reader for text already known to be valid JSON."""
+    """A small recursive-descent reader for text already known to be valid JSON.
 
-    def __init__(self, text: str, locator: Locator):
+    It counts values and depth as it goes (refusing past the limits before recursing
+    further) and refuses what Python's json accepts but JSON does not: NaN and Infinity,
+    and numbers out of float's range.
+    """
+
+    def __init__(self, text: str, locator: Locator, limits: Limits = DEFAULT_LIMITS):
         self.text = text
         self.locator = locator
+        self.limits = limits
+        self.nodes = 0
+        self.depth = 0
         self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
 
     def position(self, offset: int) -> tuple[int, int]:
@@ -251,10 +416,13 @@ class _JsonReader:
     def value(self, i: int):
         s = self.text
         c = s[i]
+        self.nodes += 1
+        if self.nodes > self.limits.max_nodes:
+            raise _too_many(self.limits, *self.position(i))
         if c == "{":
-            return self.obj(i)
+            return self.nested(self.obj, i)
         if c == "[":
-            return self.array(i)
+            return self.nested(self.array, i)
         if c == '"':
             return scanstring(s, i + 1, True)
         if s.startswith("true", i):
@@ -264,10 +432,31 @@ class _JsonReader:
         if s.startswith("null", i):
             return None, i + 4
         m = _NUMBER.match(s, i)
+        if m is None:  # NaN, Infinity, -Infinity: Python's json reads them, JSON does not have them
+            word = re.match(r"-?[A-Za-z]+", s[i:i + 12])
+            raise SourceError(f"Failed to parse JSON blueprint: `{word.group(0) if word else s[i]}` is not a JSON "
+                              "value", *self.position(i), "JSON has no NaN or Infinity; write a number or null",
+                              "syntax")
         number = m.group(0)
         if m.group(1) or m.group(2):
-            return float(number), m.end()
-        return int(number), m.end()
+            value = float(number)
+            if value in (_INF, -_INF):
+                raise _huge_number(*self.position(i))
+            return value, m.end()
+        if len(number) > _MAX_INT_CHARS:
+            raise _huge_number(*self.position(i))
+        value = int(number)
+        if abs(value) > _MAX_INT:
+            raise _huge_number(*self.position(i))
+        return value, m.end()
+
+    def nested(self, read, i: int):
+        self.depth += 1
+        if self.depth > self.limits.max_depth:
+            raise _too_deep(self.limits, *self.position(i))
+        result = read(i)
+        self.depth -= 1
+        return result
 
     def array(self, i: int):
         out: list = []
@@ -313,9 +502,29 @@ class _JsonReader:
             i += 1
 
 
-def _load_json(text: str) -> Loaded:
+_INF = float("inf")
+_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _deep_json(text: str, limits: Limits) -> SourceError:
+    """Where JSON too deep for Python's own reader passes the depth limit."""
+    depth = 0
+    for m in _BRACKETS.finditer(text):
+        c = m.group(0)
+        if c in "[{":
+            depth += 1
+            if depth > limits.max_depth:
+                return _too_deep(limits, *_position_of(text, m.start()))
+        elif c in "]}":
+            depth -= 1
+    return _too_deep(limits, 1, 1)
+
+
+def _load_json(text: str, limits: Limits = DEFAULT_LIMITS) -> Loaded:
     try:
-        json.loads(text)
+        # Numbers stay text here: the reader converts them with a size check (Python refuses to
+        # convert ints of more than 4,300 digits with a bare ValueError).
+        json.loads(text, parse_int=str, parse_float=str, parse_constant=str)
     except json.JSONDecodeError as exc:
         raise SourceError(
             f"Failed to parse JSON blueprint: {exc.msg}",
@@ -324,11 +533,14 @@ def _load_json(text: str) -> Loaded:
             _json_hint(exc),
         ) from None
     except RecursionError:
-        raise SourceError("Failed to parse JSON blueprint: nested too deeply", 1, 1) from None
+        raise _deep_json(text, limits) from None
     locator = Locator()
-    reader = _JsonReader(text, locator)
+    reader = _JsonReader(text, locator, limits)
     start = reader.skip(0)
-    value, _ = reader.value(start)
+    try:
+        value, _ = reader.value(start)
+    except RecursionError:  # only when EVALSITE_MAX_DEPTH is set above what Python can recurse
+        raise _beyond_python() from None
     if value is None:
         return Loaded([], [], locator, "json")
     return Loaded([value], [reader.position(start)], locator, "json")

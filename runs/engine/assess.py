@@ -22,6 +22,7 @@ from typing import Any, Callable, Literal, Mapping
 from blueprints.spec import functions as spec_functions
 from blueprints.spec.schema import Point, Prompt
 
+from .config import EngineConfig
 from .judge import Consensus, JudgePlan, JudgeTask, JudgeVerdict, band_scale, criteria_list, judge_point
 from .points import InvalidPoint, ResponseMetrics, display_text
 from .points import evaluate_point as real_evaluate_point
@@ -74,6 +75,8 @@ class PointAssessment:
     backup_used: bool = False
     original_score: float | None = None  # the judges' or function's score when a reviewer overrode it
     overridden: bool = False
+    override_reason: str | None = None  # the reviewer's reason, and who they are, when overridden
+    override_by: str | None = None
 
     @property
     def kind(self) -> Literal["function", "judged"]:
@@ -141,6 +144,12 @@ class JudgeUsage:
         return {"calls": self.calls, "failedVerdicts": self.failed_verdicts, "cachedVerdicts": self.cached_verdicts,
                 "inputTokens": self.input_tokens, "outputTokens": self.output_tokens, "costUsd": self.cost_usd}
 
+    @classmethod
+    def from_dict(cls, data: dict) -> JudgeUsage:
+        return cls(calls=data.get("calls") or 0, failed_verdicts=data.get("failedVerdicts") or 0,
+                   cached_verdicts=data.get("cachedVerdicts") or 0, input_tokens=data.get("inputTokens") or 0,
+                   output_tokens=data.get("outputTokens") or 0, cost_usd=data.get("costUsd", 0.0))
+
 
 @dataclass(frozen=True, slots=True)
 class ResponseAssessment:
@@ -164,10 +173,24 @@ class ResponseAssessment:
     checks_failed: tuple[str, ...] = ()
     check_results: tuple[CheckResult, ...] = ()
     verdict_reason: str | None = None
+    score_before_overrides: float | None = None  # the score as assessed, when reviewers overrode points
 
     @property
     def evaluated(self) -> bool:
         return self.score is not None
+
+    @property
+    def overridden(self) -> bool:
+        return any(pa.overridden for pa in self.point_assessments)
+
+    @property
+    def judges_all_failed(self) -> bool:
+        return judges_all_failed(self.point_assessments) is not None
+
+    @property
+    def violated_should_not(self) -> bool:
+        """Some ``should_not`` point was met (its final score below 0.5)."""
+        return any(pa.inverted and pa.score is not None and pa.score < 0.5 for pa in self.point_assessments)
 
     @property
     def passed(self) -> bool | None:
@@ -199,8 +222,11 @@ def response_metrics(response: GeneratedResponse) -> ResponseMetrics:
 async def _assess_function_point(point: Point, evaluate_point: PointEvaluator, subject: str,
                                  conversation: tuple[Turn, ...], response: GeneratedResponse,
                                  prompt: Prompt, external_services: Any,
-                                 files: Mapping[str, str] | None = None) -> PointAssessment:
+                                 files: Mapping[str, str] | None = None,
+                                 config: EngineConfig | None = None) -> PointAssessment:
     extra: dict[str, Any] = {}
+    if config is not None:
+        extra["config"] = config
     # Only the functions that need them get these, so that an evaluator a caller passes keeps its signature.
     if point.fn in spec_functions.METRIC_FUNCTIONS or point.fn in spec_functions.FILE_FUNCTIONS:
         extra["metrics"] = response_metrics(response)
@@ -241,6 +267,25 @@ def judged_point_assessment(point: Point, verdict: Consensus) -> PointAssessment
     reflection = (INVERTED_PREFIX if point.inverted else "") + (verdict.reflection or "")
     return PointAssessment(score=final, raw_score=verdict.score, reflection=reflection, warning=verdict.warning,
                            judge_model_id=verdict.judge_model_id, **common)
+
+
+def judges_all_failed(assessments: tuple[PointAssessment, ...]) -> str | None:
+    """Why a response is not evaluated when every judge call on its judged points failed, else None.
+
+    Such a response is failed (runs/models.py: "retry failed" asks the judges again) and not
+    evaluated, even when its function points scored: a judging outage must not show as a score
+    made of the function points alone (an errored point among answered ones is still left out,
+    deviation 1). A backup judge that answered, or a reviewer's score on a judged point, is an answer.
+    """
+    judged = [pa for pa in assessments if pa.kind == "judged"]
+    if not judged or any(pa.overridden for pa in judged):
+        return None
+    verdicts = [v for pa in judged for v in pa.verdicts]
+    if not verdicts or any(v.ok for v in verdicts):
+        return None
+    primary = [v for v in verdicts if v.role == "primary"] or verdicts
+    first = next((v.error for v in primary if v.error), "no answer")
+    return f"every judge call failed ({len(primary)} of {len(primary)}); the first: {first}"
 
 
 def _no_score_reason(assessments: tuple[PointAssessment, ...]) -> str:
@@ -287,6 +332,7 @@ async def assess_response(
     embed: EmbedFn | None = None,
     external_services: Any = None,
     files: Mapping[str, str] | None = None,
+    config: EngineConfig | None = None,
 ) -> ResponseAssessment:
     """Score one response to one prompt.
 
@@ -295,7 +341,9 @@ async def assess_response(
     text points by every judge of ``judges`` at once, through ``complete``.
     ``embed``, when given, measures similarity to the prompt's ideal; a
     prompt with an ideal and no points is scored by it (DESIGN.md deviation 18).
-    ``files`` are the suite's companion files (for ``$code_judge``). When the prompt has
+    ``files`` are the suite's companion files (for ``$code_judge``). ``config`` (what the
+    operator configured: limits, ``$call`` hosts, script graders) goes to ``evaluate_point``
+    (its defaults when None). When the prompt has
     verdicts, gates or per-check minimums, the pass/fail layer decides the verdict, and a
     failed gate sets the score to 0.
     """
@@ -317,7 +365,7 @@ async def assess_response(
         for point in points:
             if point.fn is not None:
                 functions.append(await _assess_function_point(point, evaluate_point, subject, conversation, response,
-                                                              prompt, external_services, files))
+                                                              prompt, external_services, files, config))
         verdicts = iter(await judging)
     finally:
         judging.cancel()  # only has an effect if a bug raised above
@@ -349,6 +397,9 @@ async def assess_response(
             reason = f"the prompt has no points, and similarity to its ideal failed: {similarity_error}"
     else:
         reason = "the prompt has no points and no ideal response to score against"
+    no_judge = judges_all_failed(assessments)
+    if no_judge:  # a judging outage never becomes a score made of the function points alone
+        score, basis, reason = None, None, no_judge
 
     all_verdicts = [v for a in assessments for v in a.verdicts]
     layer = verdict_layer(prompt, assessments, score)
@@ -381,26 +432,46 @@ def verdict_layer(prompt: Prompt, assessments: tuple[PointAssessment, ...], scor
             "check_results": outcome.checks, "verdict_reason": outcome.reason}
 
 
-def apply_overrides(assessment: ResponseAssessment, overrides: Mapping[int, float],
+@dataclass(frozen=True, slots=True)
+class Override:
+    """A reviewer's final score for one point, with why and who."""
+
+    score: float
+    reason: str = ""
+    who: str = ""
+
+
+def apply_overrides(assessment: ResponseAssessment, overrides: Mapping[int, float | Override],
                     prompt: Prompt | None = None) -> ResponseAssessment:
     """The assessment with reviewers' scores in place of the judges' (keyed by point index, final scores).
 
     The judges' verdicts stay; each overridden point keeps its original
     score in ``original_score``. The response's score is worked out again,
-    and with ``prompt`` its pass/fail verdict too.
+    and with ``prompt`` its pass/fail verdict too (also with no overrides: a
+    verdict read back from storage is then the one the scores give). This is the one place an
+    override changes a score: the review pages, the exports and the
+    conformance tests all come here.
     """
-    if not overrides or not assessment.point_assessments:
+    if not assessment.point_assessments or (not overrides and prompt is None):
         return assessment
-    points = tuple(
-        replace(pa, score=overrides[i], original_score=pa.score, overridden=True, error=None) if i in overrides else pa
-        for i, pa in enumerate(assessment.point_assessments)
-    )
+
+    def overridden(pa: PointAssessment, given: float | Override) -> PointAssessment:
+        o = given if isinstance(given, Override) else Override(score=given)
+        return replace(pa, score=o.score, original_score=pa.score, overridden=True, error=None,
+                       override_reason=o.reason or None, override_by=o.who or None)
+
+    points = tuple(overridden(pa, overrides[i]) if i in overrides else pa
+                   for i, pa in enumerate(assessment.point_assessments))
     calculation = calculate(points)
     score = round2(calculation.score) if calculation.score is not None else None
+    no_judge = judges_all_failed(points)
+    if no_judge:
+        score = None
     layer = verdict_layer(prompt, points, score) if prompt is not None else {"score": score}
     return replace(assessment, point_assessments=points, calculation=calculation, **layer,
+                   score_before_overrides=assessment.score if overrides else None,
                    score_basis="coverage" if score is not None else None,
-                   not_evaluated_reason=None if score is not None else _no_score_reason(points))
+                   not_evaluated_reason=None if score is not None else (no_judge or _no_score_reason(points)))
 
 
 def run_textbook_alpha(assessments: list[ResponseAssessment]) -> AlphaResult:

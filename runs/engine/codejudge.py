@@ -27,7 +27,6 @@ stderr's tail), not scored 0: a grader's failure is never a response's fail.
 from __future__ import annotations
 
 import json
-import os
 import posixpath
 import shutil
 import stat
@@ -47,9 +46,12 @@ OFF_REASON = ("script graders are off: they run code that came with the suite, s
               f"with {ENV_SWITCH}=1")
 
 
-def code_judges_allowed(environ: Mapping[str, str] | None = None) -> bool:
-    value = (environ if environ is not None else os.environ).get(ENV_SWITCH, "")
-    return value.strip().lower() in ("1", "true", "yes", "on")
+def child_env_from(environ: Mapping[str, str]) -> dict[str, str]:
+    """What a script grader inherits of ``environ`` (the server's): PATH, HOME and version managers' variables."""
+    out = {name: environ[name] for name in ("PATH", "HOME") if environ.get(name)}
+    # Version managers' shims (pyenv, asdf, nvm) need their own variables to find the interpreter.
+    out.update({k: v for k, v in environ.items() if k.startswith(KEPT_PREFIXES)})
+    return out
 
 
 def _safe_parts(relative: str) -> list[str] | None:
@@ -110,9 +112,13 @@ def _tail(text: str, limit: int = 2000) -> str:
 
 def run_code_judge(args: object, response: str, *, files: Mapping[str, str] | None = None,
                    messages: list | None = None, metrics: ResponseMetrics | None = None,
-                   environ: Mapping[str, str] | None = None) -> PointResult:
-    """Run one script grader on one response. Never raises for a script's failure."""
-    if not code_judges_allowed(environ):
+                   allowed: bool = False, child_env: Mapping[str, str] | None = None) -> PointResult:
+    """Run one script grader on one response. Never raises for a script's failure.
+
+    ``allowed`` is the operator's EVALSITE_ALLOW_CODE_JUDGES; ``child_env`` what the script inherits
+    (``child_env_from(os.environ)``, built by the caller; the engine reads no environment).
+    """
+    if not allowed:
         return not_evaluated(OFF_REASON)
     if not isinstance(args, dict) or not isinstance(args.get("command"), list) or not args["command"]:
         return not_evaluated("Invalid arguments for 'code_judge'. Expected {command: [program, arg, ...]}.")
@@ -131,10 +137,9 @@ def run_code_judge(args: object, response: str, *, files: Mapping[str, str] | No
         if "/" in command[0] and program.is_file():
             program.chmod(program.stat().st_mode | stat.S_IXUSR)
             command[0] = str(program)
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
-               "HOME": os.environ.get("HOME", str(root)), "TMPDIR": str(root), "EVALSITE_SUITE_DIR": str(suite_dir)}
-        # Version managers' shims (pyenv, asdf, nvm) need their own variables to find the interpreter.
-        env.update({k: v for k, v in os.environ.items() if k.startswith(KEPT_PREFIXES)})
+        inherited = dict(child_env or {})
+        env = {**inherited, "PATH": inherited.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
+               "HOME": inherited.get("HOME", str(root)), "TMPDIR": str(root), "EVALSITE_SUITE_DIR": str(suite_dir)}
         payload = json.dumps(_stdin_payload(args, response, messages, metrics), ensure_ascii=False, default=str)
         try:
             done = subprocess.run(command, input=payload, capture_output=True, text=True, timeout=timeout, cwd=cwd,

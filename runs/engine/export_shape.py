@@ -11,8 +11,6 @@ value would be undefined upstream are left out.
 from __future__ import annotations
 
 from .assess import PointAssessment, ResponseAssessment
-from .judge import JudgeVerdict
-from .scoring import round2
 
 
 def export_point(pa: PointAssessment) -> dict:
@@ -46,17 +44,17 @@ def export_point(pa: PointAssessment) -> dict:
 def export_response(ra: ResponseAssessment) -> dict:
     """``llmCoverageScores[promptId][modelId]``: ``avgCoverageExtent`` (2 places) and ``pointAssessments``.
 
-    A response that was not evaluated has ``avgCoverageExtent: null`` and
-    ``error`` with the reason. A prompt scored by similarity alone (no
-    points) has no coverage: ``avgCoverageExtent`` is null without an error,
-    and its score is the similarity, as the upstream's hybrid score reads it.
+    ``avgCoverageExtent`` is the response's score, reviewers' overrides and
+    gates applied. A response that was not evaluated has ``avgCoverageExtent:
+    null`` and ``error`` with the reason. A prompt scored by similarity alone
+    (no points) has no coverage: ``avgCoverageExtent`` is null without an
+    error, and its score is the similarity, as the upstream's hybrid score reads it.
     """
     if ra.generation_error:
         return {"avgCoverageExtent": None, "error": ra.generation_error}
-    coverage = ra.calculation.score if ra.calculation is not None else None
     out: dict = {
+        "avgCoverageExtent": ra.score if ra.score_basis == "coverage" else None,
         "keyPointsCount": ra.key_points_count,
-        "avgCoverageExtent": round2(coverage) if coverage is not None else None,
         "pointAssessments": [export_point(pa) for pa in ra.point_assessments],
     }
     if ra.judge_agreement is not None:
@@ -66,54 +64,40 @@ def export_response(ra: ResponseAssessment) -> dict:
     return out
 
 
-def _verdict_details(v: JudgeVerdict) -> dict:
+_JUDGE_KEYS = ("judgeId", "model", "score", "latencyMs", "inputTokens", "outputTokens", "costUsd", "cached",
+               "rawAnswers", "error")
+
+
+def _point_details(index: int, pa: PointAssessment) -> dict:
+    verdicts = [v.to_dict() for v in pa.verdicts]
     return {
-        "judgeId": v.judge_id,
-        "model": v.judge.model,
-        "approach": v.judge.approach,
-        "role": v.role,
-        "score": v.score,
-        "classification": v.label,
-        "reflection": v.reflection,
-        "rawAnswers": list(v.raw_answers),
-        "error": v.error,
-        "latencyMs": v.latency_ms,
-        "inputTokens": v.input_tokens,
-        "outputTokens": v.output_tokens,
-        "costUsd": v.cost_usd,
-        "calls": v.calls,
-        "cached": v.cached,
+        "index": index, "kind": pa.kind, "score": pa.score,
+        "judgesScore": pa.original_score if pa.overridden else pa.score,
+        "overridden": pa.overridden,
+        "override": ({"score": pa.score, "reason": pa.override_reason or "", "who": pa.override_by or ""}
+                     if pa.overridden else None),
+        "failedJudges": [v for v in verdicts if v.get("error")],
+        "judgeStdDev": pa.judge_std_dev, "disagreement": pa.disagreement, "backupUsed": pa.backup_used,
+        "judges": [{k: v.get(k) for k in _JUDGE_KEYS} for v in verdicts],
     }
 
 
 def evalsite_details(ra: ResponseAssessment) -> dict:
-    """What only evalsite keeps about one response, for the export's ``evalsite`` key."""
-    return {
-        "trial": ra.trial,
+    """What only evalsite keeps about one response's assessment, for the export's ``evalsite`` key.
+
+    The export adds what generation recorded (status, latency, tokens, cost) beside it.
+    """
+    out = {
         "score": ra.score,
+        "judgedScore": ra.score_before_overrides if ra.overridden else ra.score,
         "scoreBasis": ra.score_basis,
         "notEvaluatedReason": ra.not_evaluated_reason,
         "similarity": ra.similarity,
-        "similarityError": ra.similarity_error,
         "calculation": ra.calculation.to_dict() if ra.calculation is not None else None,
         "judgeUsage": ra.judge_usage.to_dict(),
-        "points": [
-            {
-                "index": i,
-                "kind": pa.kind,
-                "keyPointText": pa.key_point_text,
-                "score": pa.score,
-                "rawScore": pa.raw_score,
-                "error": pa.error,
-                "warning": pa.warning,
-                "judgeStdDev": pa.judge_std_dev,
-                "disagreement": pa.disagreement,
-                "backupUsed": pa.backup_used,
-                "overridden": pa.overridden,
-                "originalScore": pa.original_score,
-                "failedJudges": [v.judge_id for v in pa.failed_judges],
-                "verdicts": [_verdict_details(v) for v in pa.verdicts],
-            }
-            for i, pa in enumerate(ra.point_assessments)
-        ],
     }
+    if ra.verdict or ra.check_results or ra.verdict_reason:
+        out.update(verdict=ra.verdict, verdictReason=ra.verdict_reason, scoreBeforeGates=ra.score_before_gates,
+                   gatesFailed=list(ra.gates_failed), checks=[c.to_dict() for c in ra.check_results])
+    out["points"] = [_point_details(i, pa) for i, pa in enumerate(ra.point_assessments)]
+    return out

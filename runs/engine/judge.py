@@ -218,6 +218,39 @@ def plan_judges(
                      description=description)
 
 
+def plan_for_run(
+    coverage: CoverageConfig | None,
+    *,
+    default_judges: Sequence[str],
+    backup_judge: str | None = None,
+    description: str | None = None,
+    replace_with: Sequence[str] | None = None,
+    keep: Iterable[str] | None = None,
+) -> JudgePlan:
+    """The judges of one run, whichever door it starts from (browser, CLI, API).
+
+    The blueprint's plan (``plan_judges``: its judges with their approaches and
+    ids, else the site's defaults with the backup); ``replace_with`` judges named
+    only by ``provider:model`` instead (``--judges``, the API's ``judges``); then
+    only the judge ids in ``keep`` (the run form's ticked boxes; None keeps all).
+    Raises ValueError for an id in ``keep`` that the plan does not have.
+    """
+    if replace_with:
+        plan = JudgePlan(judges=judges_from_models(replace_with), scale=scale_for(coverage), configured=True,
+                         description=description)
+    else:
+        plan = plan_judges(coverage, default_judges=default_judges, backup_judge=backup_judge,
+                           description=description)
+    if keep is not None:
+        keep = set(keep)
+        unknown = keep - {j.judge_id for j in plan.judges}
+        if unknown:
+            raise ValueError(f"unknown judge{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))}: this "
+                             f"run's judges are {', '.join(j.judge_id for j in plan.judges) or 'none'}")
+        plan = replace(plan, judges=tuple(j for j in plan.judges if j.judge_id in keep))
+    return plan
+
+
 # --------------------------------------------------------------------------
 # What a judge is asked
 
@@ -534,6 +567,30 @@ class JudgeVerdict:
     def judge_id(self) -> str:
         return self.judge.judge_id
 
+    def to_dict(self) -> dict:
+        """The verdict as stored and exported (``evalsite`` key); ``from_dict`` reads it back."""
+        return {
+            "judgeId": self.judge_id, "model": self.judge.model, "approach": self.judge.approach, "role": self.role,
+            "score": self.score, "label": self.label, "reflection": self.reflection,
+            "rawAnswers": list(self.raw_answers), "error": self.error, "latencyMs": self.latency_ms,
+            "inputTokens": self.input_tokens, "outputTokens": self.output_tokens, "costUsd": self.cost_usd,
+            "calls": self.calls, "cached": self.cached,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> JudgeVerdict:
+        model, approach = data.get("model") or "", data.get("approach") or "holistic"
+        judge_id = data.get("judgeId") or ""
+        suffix = f"({model})"
+        label = judge_id[:-len(suffix)] if judge_id.endswith(suffix) else judge_id
+        judge = JudgeSpec(model=model, approach=approach, id=label if label and label != approach else None)
+        return cls(judge=judge, role=data.get("role") or "primary", score=data.get("score"),
+                   label=data.get("label"), reflection=data.get("reflection"),
+                   raw_answers=tuple(data.get("rawAnswers") or ()), error=data.get("error"),
+                   latency_ms=data.get("latencyMs"), input_tokens=data.get("inputTokens"),
+                   output_tokens=data.get("outputTokens"), cost_usd=data.get("costUsd"),
+                   calls=data.get("calls") or 0, cached=bool(data.get("cached")))
+
 
 def _sum_known(values: Iterable[float | int | None]) -> float | int | None:
     known = [v for v in values if v is not None]
@@ -567,9 +624,12 @@ async def ask_judge(judge: JudgeSpec, task: JudgeTask, plan: JudgePlan, complete
         plan = replace(plan, scale=task.scale)
     messages = build_judge_messages(task, judge, plan)
 
+    def readable(text: str) -> bool:
+        return parse_judge_answer(text, plan.scale).ok
+
     def request(msgs: tuple[dict, ...]) -> ChatRequest:
         return ChatRequest(model_id=judge.model, messages=msgs, temperature=JUDGE_TEMPERATURE,
-                           max_tokens=JUDGE_MAX_TOKENS, purpose="judge")
+                           max_tokens=JUDGE_MAX_TOKENS, purpose="judge", cacheable=readable)
 
     first = await complete(request(messages))
     if not first.ok:
@@ -678,5 +738,5 @@ __all__ = [
     "UPSTREAM_DEFAULT_JUDGES", "Consensus", "JudgeAnswer", "JudgePlan", "JudgeSpec", "JudgeTask", "JudgeVerdict",
     "Scale", "ScaleClass", "ask_judge", "band_scale", "build_judge_messages", "consensus", "criteria_list", "judge_point",
     "judges_from_models", "parse_judge_answer", "plan_judges", "population_std", "render_transcript",
-    "repair_messages", "round2", "scale_for",
+    "plan_for_run", "repair_messages", "round2", "scale_for",
 ]

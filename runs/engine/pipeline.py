@@ -22,10 +22,11 @@ from typing import Any, Awaitable, Callable, Iterable
 from blueprints.spec.schema import Prompt
 
 from .assess import ResponseAssessment, assess_response
+from .config import EngineConfig
 from .generate import ModelVariant, generate
 from .judge import JudgePlan
 from .points import evaluate_point as real_evaluate_point
-from .types import NOT_STARTED_CANCELLED, CompleteFn, GeneratedResponse
+from .types import NOT_SENT_CANCELLED, NOT_STARTED_CANCELLED, CompleteFn, GeneratedResponse
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,9 @@ class ItemResult:
     response: GeneratedResponse
     assessment: ResponseAssessment | None
     internal_error: str | None = None  # a bug in our code, recorded instead of a score
+    # The run was cancelled while the item was under way: it was not scored and goes back to
+    # pending; ``response`` is kept when its generation was complete (a resume judges it).
+    stopped: bool = False
 
 
 @dataclass
@@ -56,6 +60,7 @@ class PipelineOptions:
     external_services: Any = None
     evaluate_point: Callable[..., Any] = field(default=real_evaluate_point)
     files: dict | None = None  # the suite's companion files, for script graders
+    config: EngineConfig | None = None  # what the operator configured, for evaluate_point; None: its defaults
     item_budget_s: float | None = None  # wall-clock seconds per item (generation and judging); None: no limit
 
 
@@ -71,14 +76,33 @@ def failed_result(item: WorkItem, error: str) -> ItemResult:
     return ItemResult(item, response, None, internal_error=error)
 
 
+def _scoring_sends_requests(prompt: Prompt, options: PipelineOptions) -> bool:
+    """Judges, `$call` and similarity to the ideal send requests; other point functions score here and now."""
+    return (any(p.fn is None or p.fn == "call" for p in prompt.all_points())
+            or bool(prompt.ideal_response and options.embed is not None))
+
+
+def _cancelled(error: str | None) -> bool:
+    return bool(error) and (NOT_SENT_CANCELLED in error or NOT_STARTED_CANCELLED in error)
+
+
 async def process_item(item: WorkItem, *, complete: CompleteFn, judges: JudgePlan,
-                       options: PipelineOptions) -> ItemResult:
+                       options: PipelineOptions, should_stop: Callable[[], Awaitable[bool]] | None = None
+                       ) -> ItemResult:
     response = item.existing or await generate(item.prompt, item.variant, complete, max_tokens=options.max_tokens,
                                                use_cache=options.use_cache, trial=item.trial)
+    if _cancelled(response.error):  # a later turn was refused: the generation is incomplete
+        return ItemResult(item, response, None, stopped=True)
+    if (should_stop is not None and not response.error and _scoring_sends_requests(item.prompt, options)
+            and await should_stop()):
+        return ItemResult(item, response, None, stopped=True)  # generated, not judged: a resume judges it
     assessment = await assess_response(
         item.prompt, response, judges=judges, complete=complete, evaluate_point=options.evaluate_point,
         embed=options.embed, external_services=options.external_services, files=options.files,
+        config=options.config,
     )
+    if any(_cancelled(v.error) for pa in assessment.point_assessments for v in pa.verdicts):
+        return ItemResult(item, response, None, stopped=True)  # judges refused by the cancel: not a judge failure
     return ItemResult(item, response, assessment)
 
 
@@ -105,9 +129,14 @@ async def run_items(
             budget = asyncio.timeout(options.item_budget_s)
             try:
                 async with budget:
-                    result = await process_item(item, complete=complete, judges=judges, options=options)
+                    result = await process_item(item, complete=complete, judges=judges, options=options,
+                                                should_stop=should_stop)
                 if NOT_STARTED_CANCELLED in (result.response.error or ""):
                     skipped += 1  # cancelled while it waited for its first call: it never started
+                    return
+                if result.stopped:  # cancelled under way: stored as pending, with what it generated
+                    skipped += 1
+                    await on_result(result)
                     return
             except TimeoutError as exc:
                 if budget.expired():

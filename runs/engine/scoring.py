@@ -298,6 +298,15 @@ class JudgeAgreement:
             "judgeSetFingerprint": self.judge_set_fingerprint,
         }
 
+    @classmethod
+    def from_upstream(cls, data: dict) -> JudgeAgreement:
+        return cls(krippendorffs_alpha=data.get("krippendorffsAlpha"), interpretation=data.get("interpretation"),
+                   num_items=data.get("numItems"), num_judges=data.get("numJudges"),
+                   num_comparisons=data.get("numComparisons"),
+                   judges_used=tuple(JudgeUse(u.get("judgeId"), u.get("model"), u.get("approach"),
+                                              u.get("assessmentCount")) for u in data.get("judgesUsed") or ()),
+                   judge_set_fingerprint=data.get("judgeSetFingerprint"))
+
 
 def _sum_squared_pair_differences(values: Sequence[float]) -> float:
     """Σ (a - b)² over the unordered pairs of ``values``, in linear time: n · Σ (v - mean)²."""
@@ -491,6 +500,12 @@ class CheckResult:
     def to_dict(self) -> dict:
         return {"id": self.id, "label": self.label, "kind": self.kind, "score": self.score, "gate": self.gate,
                 "minScore": self.min_score, "passed": self.passed, "points": self.points}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> CheckResult:
+        return cls(id=data.get("id") or "", label=data.get("label") or "", kind=data.get("kind") or "",
+                   score=data.get("score"), gate=data.get("gate"), min_score=data.get("minScore"),
+                   points=data.get("points") or 0)
 
 
 def check_results(points: Iterable[tuple[str | None, Scorable]], checks: Sequence[CheckSpec]) -> tuple[CheckResult, ...]:

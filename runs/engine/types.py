@@ -19,6 +19,10 @@ Purpose = Literal["candidate", "judge"]
 # The error of a first candidate call refused because the run was cancelled while the
 # call waited for a free slot: the item never started, and goes back to pending.
 NOT_STARTED_CANCELLED = "not started: the run was cancelled"
+# The error of any later call (another turn, a judge, a retry) refused because the run was
+# cancelled: no request leaves the process after a cancel. The item goes back to pending,
+# keeping its generation when that was complete, so a resume judges it without asking again.
+NOT_SENT_CANCELLED = "not sent: the run was cancelled"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +52,10 @@ class ChatRequest:
     prompt_id: str | None = None
     turn: int = 0  # index of the generated turn within the prompt (0 for the first)
     trial: int = 0
+    # Which answers the cache may keep and give back: a judge's only when they can be read
+    # (an unreadable verdict is asked for again next time, never served from the cache).
+    # Empty answers are never cached, whatever this says.
+    cacheable: Callable[[str], bool] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

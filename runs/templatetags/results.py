@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from django import template
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
@@ -9,18 +11,35 @@ from django.utils.safestring import mark_safe
 register = template.Library()
 
 
+def number(value) -> float | None:
+    """A finite number, or None for anything else: None, "", a stored JSON null read back as text, NaN.
+
+    The filters below take what a page hands them (a missing cell, a value read from JSON) and
+    never fail on it: a page of a run always renders, whatever state the run ended in.
+    """
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
 @register.filter
 def score2(value) -> str:
     """A score with 2 places, or an en dash when there is none."""
-    return "–" if value is None else f"{float(value):.2f}"
+    value = number(value)
+    return "–" if value is None else f"{value:.2f}"
 
 
 @register.filter
 def heat(value) -> str:
     """The heatmap colour class: ``heat-0`` .. ``heat-10`` by floor(score x 10), ``heat-none`` without a score."""
+    value = number(value)
     if value is None:
         return "heat-none"
-    return f"heat-{min(10, max(0, int(float(value) * 10 + 1e-9)))}"
+    return f"heat-{min(10, max(0, int(value * 10 + 1e-9)))}"
 
 
 @register.filter
@@ -32,9 +51,9 @@ def thousands(value) -> str:
 
 @register.filter
 def usd(value) -> str:
+    value = number(value)
     if value is None:
         return "unknown"
-    value = float(value)
     if value == 0:
         return "$0"
     return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
@@ -42,9 +61,9 @@ def usd(value) -> str:
 
 @register.filter
 def duration_ms(value) -> str:
+    value = number(value)
     if value is None:
         return "–"
-    value = float(value)
     return f"{value:.0f} ms" if value < 1000 else f"{value / 1000:.1f} s"
 
 

@@ -105,11 +105,58 @@ def bench_js_context(total: int) -> float:
     return time.perf_counter() - start
 
 
+def bench_regex(total: int, rng: random.Random) -> dict[str, float]:
+    """Microseconds per regex search: Python's `re`, `regex` unbounded, the bounded `search_js`, and V8.
+
+    The same translated patterns over the same responses; V8 (mini-racer, `new RegExp(...).test`, with
+    its own timeout) is what the docs compare against when choosing the engine (docs/points.md)."""
+    import re
+
+    import regex
+    from py_mini_racer import MiniRacer
+
+    from blueprints.spec.jsregex import search_js, translate
+
+    sources = [(args, fn.startswith("$i")) for fn, args in CALLS if fn in ("$matches", "$imatches")]
+    texts = responses(200, rng)
+    work = [(rng.choice(sources), rng.choice(texts)) for _ in range(total)]
+    python = {key: re.compile(translate(key[0], ignore_case=key[1])) for key in sources}
+    unbounded = {key: regex.compile(translate(key[0], ignore_case=key[1]), regex.VERSION0) for key in sources}
+    for key, text in work[:50]:
+        search_js(key[0], text, ignore_case=key[1])  # compile outside the timing
+    timings = {}
+    start = time.perf_counter()
+    for key, text in work:
+        python[key].search(text)
+    timings["re"] = time.perf_counter() - start
+    start = time.perf_counter()
+    for key, text in work:
+        unbounded[key].search(text)
+    timings["regex"] = time.perf_counter() - start
+    start = time.perf_counter()
+    for (source, ignore_case), text in work:
+        search_js(source, text, ignore_case=ignore_case)
+    timings["search_js"] = time.perf_counter() - start
+    v8 = MiniRacer()
+    v8.eval("var cache = {}; function test(p, f, s) { var r = cache[f + p] || (cache[f + p] = new RegExp(p, f));"
+            " return r.test(s); }")
+    v8_work = work[: max(1, total // 20)]  # V8 is slow enough that a twentieth of the calls says enough
+    start = time.perf_counter()
+    for (source, ignore_case), text in v8_work:
+        v8.call("test", source, "i" if ignore_case else "", text, timeout=1000)
+    timings["v8"] = (time.perf_counter() - start) * len(work) / len(v8_work)
+    v8.close()
+    return {name: seconds / total * 1e6 for name, seconds in timings.items()}
+
+
 def main() -> None:
     rng = random.Random(3)
     functions_seconds = bench_functions(100_000, rng)
     print(f"100,000 non-$js evaluations: {functions_seconds:.2f} s  (target < 2 s)  "
           f"{100_000 / functions_seconds:,.0f}/s")
+    per_call = bench_regex(50_000, rng)
+    print("regex search, microseconds per call: " + ", ".join(f"{name} {us:.2f}" for name, us in per_call.items())
+          + f"  (bounded costs {per_call['search_js'] - per_call['re']:+.2f} us over plain re)")
     js_seconds = bench_js(10_000, rng)
     print(f"10,000 $js evaluations:      {js_seconds:.2f} s  (target < 10 s)  {10_000 / js_seconds:,.0f}/s  "
           f"{js_seconds / 10_000 * 1000:.2f} ms each")

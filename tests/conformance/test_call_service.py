@@ -2,7 +2,8 @@
 
 Deviations 10 and 11 (DESIGN.md): `$call` reaches only hosts listed in
 EVALSITE_CALL_HOSTS, and `${NAME}` in headers is filled only for names listed
-in EVALSITE_BLUEPRINT_ENV. Each record runs with both set to what it needs
+in EVALSITE_BLUEPRINT_ENV. Each record runs with an engine configuration (what
+those settings become, runs.engine.config) set to what it needs
 (the hosts it names, the variables its headers use), so every record keeps the
 upstream's expectation; tests/engine/test_call.py covers what happens otherwise.
 """
@@ -15,12 +16,13 @@ import re
 import httpx
 import pytest
 
+from runs.engine.config import EngineConfig
 from runs.engine.points import CallTransport, evaluate_point
+from runs.engine.providers import settings_from_env
 
 from .matchers import assert_matches, load_records, record_ids
 
 RECORDS = load_records("call_service.json")
-ENV_NAMES = sorted({name for record in RECORDS for name in record["env"]})
 
 
 def hosts_named_in(record: dict) -> set[str]:
@@ -57,13 +59,11 @@ def as_upstream_result(result) -> dict:
 
 
 @pytest.mark.parametrize("record", RECORDS, ids=record_ids(RECORDS))
-def test_call_service_record(record: dict, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ENV_NAMES:
-        monkeypatch.delenv(name, raising=False)
-    for name, value in record["env"].items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setenv("EVALSITE_CALL_HOSTS", ",".join(sorted(hosts_named_in(record))))
-    monkeypatch.setenv("EVALSITE_BLUEPRINT_ENV", ",".join(sorted(env_names_used_in(record))))
+def test_call_service_record(record: dict) -> None:
+    # The operator's configuration for this record: the hosts it names, the variables its headers use.
+    config = EngineConfig(call_hosts=frozenset(h.lower() for h in hosts_named_in(record)),
+                          providers=settings_from_env({**record["env"],
+                                                       "EVALSITE_BLUEPRINT_ENV": ",".join(env_names_used_in(record))}))
 
     requests: list[httpx.Request] = []
     waits: list[float] = []
@@ -77,6 +77,7 @@ def test_call_service_record(record: dict, monkeypatch: pytest.MonkeyPatch) -> N
         prompt_id=context.get("promptId"),
         external_services=context.get("externalServices"),
         call_transport=transport,
+        config=config,
     )
     actual = as_upstream_result(result)
 

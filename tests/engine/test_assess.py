@@ -138,15 +138,28 @@ def test_an_empty_response_is_not_evaluated():
     assert result.score is None and result.not_evaluated_reason == "Generation failed: the response is empty"
 
 
-def test_when_no_judge_can_be_reached_judged_points_say_why_and_functions_still_count():
+def test_when_no_judge_can_be_reached_judged_points_say_why_and_the_response_is_not_evaluated():
     prompt = prompt_from("- prompt: q\n  should:\n    - Names Paris\n    - $contains: Paris\n")
     evaluator = FakeEvaluator({"Paris": PointResult(score=1.0)})
     result = assess(prompt, response_to(prompt), evaluate_point=evaluator)  # no model has a key
     judged, function = result.point_assessments
-    assert judged.score is None
+    assert judged.score is None and function.score == 1.0
     assert judged.error.startswith("All judges failed in consensus mode. a(test:a): the call failed: no API key")
     assert judged.reflection == f"Error: {judged.error}"
-    assert result.score == 1.0  # the errored point is left out, not counted as 0
+    # A judging outage is not a score of the function points alone: not evaluated, with the reason.
+    assert result.score is None and result.judges_all_failed
+    assert result.not_evaluated_reason.startswith("every judge call failed (2 of 2)")
+    # A reviewer who scores the judged point gives the response its score back.
+    assert apply_overrides(result, {0: 0.5}).score == 0.75
+
+
+def test_a_judged_point_that_errored_among_answered_ones_is_left_out_not_counted_as_zero():
+    prompt = prompt_from("- prompt: q\n  should:\n    - Names Paris\n    - Is short\n")
+    models = ScriptedModels({"test:a": judges_by_criterion({"Names Paris": "CLASS_EXACTLY_MET", "Is short": "nonsense"})})
+    result = assess(prompt, response_to(prompt), models=models, judges=JudgePlan(judges=(JUDGE_A,)))
+    first, second = result.point_assessments
+    assert first.score == 1.0 and second.score is None and not result.judges_all_failed
+    assert result.score == 1.0  # deviation 1: the errored point is left out
 
 
 def test_a_response_whose_points_all_errored_is_not_evaluated_never_zero():
@@ -320,8 +333,9 @@ def test_export_shape_uses_the_upstream_keys():
     assert "judgeAgreement" not in exported  # no point has two judgements
 
     details = evalsite_details(result)
-    assert details["points"][0]["failedJudges"] == ["b(test:b)"]
-    failed = details["points"][0]["verdicts"][1]
+    (failed,) = details["points"][0]["failedJudges"]
+    assert failed["judgeId"] == "b(test:b)" and failed["calls"] == 1
+    assert details["points"][0]["judges"][1] == {**{k: failed[k] for k in details["points"][0]["judges"][1]}}
     assert failed["error"] == "the call failed: HTTP 503 from test" and failed["rawAnswers"] == []
     assert details["calculation"]["bestPath"] == "path_1"
     assert details["judgeUsage"]["calls"] == 4

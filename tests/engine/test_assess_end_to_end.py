@@ -187,5 +187,6 @@ def test_a_response_judged_by_four_judges_through_the_fake_server(fake_llm):
     assert first["error"].startswith("2 of 4 judges failed")
     assert exported["judgeAgreement"]["numItems"] == 4
     details = evalsite_details(result)
-    assert details["points"][0]["failedJudges"] == ["nonsense(openai:judge-nonsense)", "down(openai:judge-always-503)"]
-    assert details["points"][0]["verdicts"][2]["rawAnswers"] == [NONSENSE, NONSENSE]
+    assert [v["judgeId"] for v in details["points"][0]["failedJudges"]] == [
+        "nonsense(openai:judge-nonsense)", "down(openai:judge-always-503)"]
+    assert details["points"][0]["judges"][2]["rawAnswers"] == [NONSENSE, NONSENSE]

@@ -7,7 +7,9 @@ import json
 import httpx
 import pytest
 
+from runs.engine.config import EngineConfig
 from runs.engine.points import CallTransport, ResultCache, evaluate_point
+from runs.engine.providers import settings_from_env
 
 SERVICES = {
     "checker": {"url": "https://scores.example.org/check", "headers": {"Authorization": "Bearer ${SCORE_KEY}"}},
@@ -37,7 +39,18 @@ class Service:
         return json.loads(self.requests[index].content)
 
 
+def call_config(hosts: str = "", allowed: str = "", **environ: str) -> EngineConfig:
+    """What the operator configured: EVALSITE_CALL_HOSTS, EVALSITE_BLUEPRINT_ENV and the environment's values."""
+    return EngineConfig(call_hosts=frozenset(h.strip().lower() for h in hosts.split(",") if h.strip()),
+                        providers=settings_from_env({"EVALSITE_BLUEPRINT_ENV": allowed, **environ}))
+
+
+# SCORE_KEY may be used in headers; HOME_SECRET is in the environment but not allowed.
+CONFIG = call_config("scores.example.org, 127.0.0.1:8123", "SCORE_KEY", SCORE_KEY="k-123", HOME_SECRET="do-not-send")
+
+
 def call(service: Service, args: dict, response: str = "The answer is 4.", **extra):
+    extra.setdefault("config", CONFIG)
     return evaluate_point(
         "call",
         args,
@@ -48,14 +61,6 @@ def call(service: Service, args: dict, response: str = "The answer is 4.", **ext
         call_transport=service.transport,
         **extra,
     )
-
-
-@pytest.fixture(autouse=True)
-def allowed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EVALSITE_CALL_HOSTS", "scores.example.org, 127.0.0.1:8123")
-    monkeypatch.setenv("EVALSITE_BLUEPRINT_ENV", "SCORE_KEY")
-    monkeypatch.setenv("SCORE_KEY", "k-123")
-    monkeypatch.setenv("HOME_SECRET", "do-not-send")
 
 
 def ok(score: float, explain: str | None = None) -> httpx.Response:
@@ -70,10 +75,9 @@ def test_a_host_not_listed_is_not_evaluated_and_no_request_is_made() -> None:
     assert service.requests == []
 
 
-def test_with_no_hosts_configured_nothing_is_reached(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("EVALSITE_CALL_HOSTS")
+def test_with_no_hosts_configured_nothing_is_reached() -> None:
     service = Service(ok(1))
-    result = call(service, {"service": "checker"})
+    result = call(service, {"service": "checker"}, config=call_config("", "SCORE_KEY", SCORE_KEY="k-123"))
     assert "Set EVALSITE_CALL_HOSTS" in result.error and service.requests == []
 
 
@@ -221,10 +225,10 @@ def test_a_real_server_on_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         port = server.server_address[1]
-        monkeypatch.setenv("EVALSITE_CALL_HOSTS", f"127.0.0.1:{port}")
         transport = CallTransport(client=httpx.Client())
         result = evaluate_point(
-            "$call", {"url": f"http://127.0.0.1:{port}/score"}, "It is 4.", call_transport=transport
+            "$call", {"url": f"http://127.0.0.1:{port}/score"}, "It is 4.", call_transport=transport,
+            config=call_config(f"127.0.0.1:{port}"),
         )
         assert (result.score, result.explain) == (1.0, "checked")
     finally:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
 
-from runs.engine.codejudge import OFF_REASON, code_judges_allowed, run_code_judge
+from runs.engine.codejudge import OFF_REASON, child_env_from, run_code_judge
+from runs.engine.config import EngineConfig
 from runs.engine.points import ResponseMetrics, evaluate_point
-
-ALLOW = {"EVALSITE_ALLOW_CODE_JUDGES": "1"}
 
 GRADER = """\
 import json, os, sys
@@ -24,17 +24,36 @@ print(json.dumps({
 
 def grade(files, command, response="DENIED.", **kwargs):
     args = {"command": command, "config": {"strict": True}, **kwargs}
-    return run_code_judge(args, response, files=files, environ=ALLOW,
+    return run_code_judge(args, response, files=files, allowed=True, child_env=child_env_from(os.environ),
                           messages=[{"role": "user", "content": "Screen Huawei"}],
                           metrics=ResponseMetrics(latency_ms=12.0))
 
 
-@pytest.mark.parametrize("value", ["", "0", "no", "false"])
-def test_off_unless_the_operator_says_so(value, monkeypatch):
-    monkeypatch.setenv("EVALSITE_ALLOW_CODE_JUDGES", value)
-    result = evaluate_point("code_judge", {"command": [sys.executable, "-c", "print(1)"]}, "x")
+def test_off_unless_the_operator_says_so():
+    command = {"command": [sys.executable, "-c", "print('{\"score\": 1}')"]}
+    result = evaluate_point("code_judge", command, "x")  # the engine's default: off
     assert result.score is None and result.error == OFF_REASON
-    assert not code_judges_allowed()
+    allowed = evaluate_point("code_judge", command, "x", config=EngineConfig(code_judges=True,
+                                                                           child_env=child_env_from(os.environ)))
+    assert allowed.score == 1.0, allowed.error
+
+
+@pytest.mark.parametrize(("value", "on"), [("", False), ("0", False), ("no", False), ("false", False), ("1", True),
+                                           ("yes", True)])
+def test_the_setting_reads_the_environment_and_reaches_the_engine(value, on, monkeypatch):
+    from evalsite.env import env_bool
+
+    monkeypatch.setenv("EVALSITE_ALLOW_CODE_JUDGES", value)
+    assert env_bool("EVALSITE_ALLOW_CODE_JUDGES", False) is on
+
+
+def test_the_engine_config_carries_the_settings_flag(settings):
+    from evalsite.engine import engine_config
+
+    settings.EVALSITE_ALLOW_CODE_JUDGES = True
+    assert engine_config().code_judges is True
+    settings.EVALSITE_ALLOW_CODE_JUDGES = False
+    assert engine_config().code_judges is False
 
 
 def test_a_script_from_the_suite_gets_json_and_scores(monkeypatch):

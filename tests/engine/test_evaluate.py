@@ -13,7 +13,6 @@ ODD_RESPONSES = ["", "TOOL_CALL {", "TOOL_CALL []\nTOOL_CALL {\"name\": 1}", Non
 
 @pytest.mark.parametrize("name", sorted(NAMES - {"js", "call"}))
 def test_no_input_makes_a_function_raise(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EVALSITE_CALL_HOSTS", "")
     for args in ODD_ARGUMENTS:
         for response in ODD_RESPONSES:
             result = evaluate_point(name, args, response)  # type: ignore[arg-type]
@@ -24,7 +23,6 @@ def test_no_input_makes_a_function_raise(name: str, monkeypatch: pytest.MonkeyPa
 
 
 def test_js_and_call_with_odd_arguments_are_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EVALSITE_CALL_HOSTS", "")
     for args in ODD_ARGUMENTS:
         if not isinstance(args, str):
             assert evaluate_point("js", args, "x").error

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from runs.engine.providers import MemoryCache, Router, SqliteCache, cache_key, settings_from_env
-from runs.engine.types import ChatRequest
+from runs.engine.types import ChatRequest, Turn
 
 REPO = Path(__file__).resolve().parents[2]
 IDENTITY = {"provider": "openai", "model": "gpt-4o-mini", "url": "https://api.openai.com/v1/chat/completions"}
@@ -209,3 +209,59 @@ def test_writes_are_stored_together_once_enough_are_kept(tmp_path):
     assert stored() == 0
     cache.set("last", {"text": "x"})
     assert stored() == SqliteCache.WRITE_BATCH
+
+
+class Replying:
+    """Answers each call with the next of ``texts`` (the last one again when they run out)."""
+
+    def __init__(self, *texts: str):
+        self.texts, self.calls = list(texts), 0
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        text = self.texts[min(self.calls, len(self.texts) - 1)]
+        self.calls += 1
+        return httpx.Response(200, json={"choices": [{"message": {"content": text}, "finish_reason": "stop"}],
+                                         "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
+
+
+def test_an_answer_the_caller_cannot_use_is_never_cached_nor_served_from_the_cache():
+    readable = lambda text: text.startswith("OK")  # noqa: E731
+    handler, cache = Replying("I think it's fine!!", "OK now"), MemoryCache()
+    bad, good, again = run_calls([ask(cacheable=readable)] * 3, cache, handler)
+    assert (bad.text, bad.cached, good.text, good.cached) == ("I think it's fine!!", False, "OK now", False)
+    assert (again.text, again.cached) == ("OK now", True) and handler.calls == 2
+    # An unusable answer stored by an older version is asked for again, not served.
+    (key,) = cache._data
+    stale = MemoryCache()
+    stale.set(key, {"text": "I think it's fine!!"})
+    (fresh,) = run_calls([ask(cacheable=readable)], stale, Replying("OK at last"))
+    assert (fresh.text, fresh.cached) == ("OK at last", False)
+
+
+def test_an_empty_answer_is_never_cached():
+    handler, cache = Replying("", "Paris."), MemoryCache()
+    empty, full = run_calls([ask(), ask()], cache, handler)
+    assert not empty.text and (full.text, full.cached, handler.calls) == ("Paris.", False, 2)
+
+
+def test_a_judge_whose_answer_was_unreadable_is_asked_again_on_retry():
+    from runs.engine.judge import JudgePlan, JudgeSpec, JudgeTask, ask_judge
+
+    task = JudgeTask(criterion="Names Paris", conversation=(Turn("user", "Capital?"), Turn("assistant", "Paris.", True)),
+                     subject_text="Paris.", all_criteria=("[should] Names Paris",))
+    plan, judge = JudgePlan(judges=(JudgeSpec("openai:gpt-4o-mini"),)), JudgeSpec("openai:gpt-4o-mini")
+    cache = MemoryCache()
+
+    async def verdict(handler):
+        settings = settings_from_env({"OPENAI_API_KEY": "k"}, max_attempts=1)
+        async with Router(settings, cache=cache, transport=httpx.MockTransport(handler)) as router:
+            return await ask_judge(judge, task, plan, router.complete)
+
+    broken = Replying("I think it's fine!!")
+    first = asyncio.run(verdict(broken))
+    assert not first.ok and broken.calls == 2  # the answer and the repair were both unreadable
+    fixed = Replying("<reflection>Says Paris.</reflection><classification>CLASS_EXACTLY_MET</classification>")
+    second = asyncio.run(verdict(fixed))
+    assert second.ok and second.score == 1.0 and fixed.calls == 1 and not second.cached
+    third = asyncio.run(verdict(Replying("never asked")))
+    assert third.ok and third.cached  # a readable verdict is cached as before

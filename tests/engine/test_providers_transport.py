@@ -8,6 +8,7 @@ import gzip
 import httpx
 import pytest
 
+from runs.engine.providers.settings import settings_from_env
 from runs.engine.providers import ProviderSettings, Router
 from runs.engine.providers.transport import PooledTransport, proxy_configured
 
@@ -173,14 +174,14 @@ def test_a_cancelled_call_never_leaves_its_answer_for_the_next_one():
 def test_a_proxy_in_the_environment_hands_requests_to_httpx_itself(monkeypatch):
     assert proxy_configured({"HTTPS_PROXY": "http://proxy:3128"})
     assert not proxy_configured({"NO_PROXY": "*"})
-    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:3128")
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:3128")  # httpx's own transport reads it
 
-    async def kind():
-        async with Router(ProviderSettings()) as router:
+    async def kind(settings=settings_from_env({"HTTPS_PROXY": "http://127.0.0.1:3128"})):
+        async with Router(settings) as router:
             return type(router._client._transport).__name__
 
     assert run(kind()) != "PooledTransport"
     monkeypatch.delenv("HTTPS_PROXY")
     for name in ("HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
-    assert run(kind()) == "PooledTransport"
+    assert run(kind(ProviderSettings())) == "PooledTransport"

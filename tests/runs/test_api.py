@@ -58,11 +58,34 @@ def test_a_blueprint_with_errors_is_refused_with_its_lines_and_nothing_is_kept(c
     ({}, 400, "send `blueprint`"),
     ({"blueprintId": "missing"}, 404, "no blueprint"),
     ({"blueprint": OFFLINE, "models": 3}, 400, "list of model ids"),
+    # Hostile bodies (issue 12): each a 400 with a clear message, never a 500, and nothing kept.
+    ({"blueprint": OFFLINE, "trials": "x"}, 400, "`trials` must be a whole number from 1 to 100"),
+    ('{"blueprint": "x", "trials": 1e400}', 400, "`trials` must be a whole number"),
+    ({"blueprint": OFFLINE, "trials": [1]}, 400, "`trials` must be a whole number"),
+    ({"blueprint": OFFLINE, "trials": True}, 400, "`trials` must be a whole number"),
+    ('{"blueprint": "x", "trials": NaN}', 400, "`NaN` is not a JSON value"),
+    ('{"trials": ' + "1" * 5000 + "}", 400, "not usable JSON"),
+    ("[" * 100_000 + "]" * 100_000, 400, "nested too deeply"),
+    (b"\xff\xfe{}", 400, "the body is not"),
 ])
 def test_bad_requests_get_a_clear_message(client, body, status, words):
-    data = body if isinstance(body, str) else json.dumps(body)
+    data = body if isinstance(body, (str, bytes)) else json.dumps(body)
     response = client.post("/api/runs", data=data, content_type="application/json")
     assert response.status_code == status and words in response.json()["error"]
+    assert not Run.objects.exists()
+
+
+def test_a_trials_count_that_is_a_whole_float_is_accepted(client):
+    response = post(client, "/api/runs", {"blueprint": OFFLINE, "trials": 2.0})
+    assert response.status_code == 201 and response.json()["items"]["total"] == 2
+
+
+def test_an_alias_bomb_sent_as_the_blueprint_is_refused_with_the_limit(client):
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(7))
+    response = post(client, "/api/runs", {"blueprint": bomb})
+    assert response.status_code == 422
+    assert any("100,000 values" in p and "EVALSITE_MAX_NODES" in p for p in response.json()["problems"])
 
 
 def test_a_form_post_is_refused_so_other_sites_cannot_start_runs(client):
@@ -88,3 +111,14 @@ def test_controls_answer_with_the_status(client):
     response = post(client, f"/api/runs/{run_id}/retry-failed", {})
     assert response.status_code == 200 and response.json()["status"] == "done"
     assert post(client, f"/api/runs/{run_id}/explode", {}).status_code == 404
+
+
+def test_a_run_past_the_variant_limit_is_refused_before_it_expands(client):
+    from blueprints.spec.limits import Limits
+
+    with override_settings(EVALSITE_LIMITS=Limits(max_variants=2)):
+        response = post(client, "/api/runs", {"blueprint": OFFLINE, "models": ["fixtures:a", "fixtures:b",
+                                                                               "fixtures:c"]})
+    assert response.status_code == 422
+    assert "3 model variants, more than the limit of 2" in response.json()["error"]
+    assert not Run.objects.exists()

@@ -33,8 +33,8 @@ def imported(folder: Path) -> dict[str, Blueprint]:
     return {item.slug: item.blueprint for item in outcome.items if item.blueprint is not None}
 
 
-def test_the_complete_agentv_example_runs_with_gates_trials_and_metric_checks(fake_provider, monkeypatch):
-    monkeypatch.delenv("EVALSITE_ALLOW_CODE_JUDGES", raising=False)
+def test_the_complete_agentv_example_runs_with_gates_trials_and_metric_checks(fake_provider, monkeypatch, settings):
+    settings.EVALSITE_ALLOW_CODE_JUDGES = False
     fake_provider.script([
         # One trial of the sanctioned entity makes the expected tool calls; the others do not.
         {"model": "cand", "match": "Huawei", "times": 1,
@@ -44,7 +44,7 @@ def test_the_complete_agentv_example_runs_with_gates_trials_and_metric_checks(fa
         {"model": "cand", "match": "Beijing", "reply": "REVIEW REQUIRED: possible military end-use."},
         *judge_rules(),
     ])
-    blueprint = imported(SEEDS / "002" / "complete")["EVAL"]
+    blueprint = imported(SEEDS / "002" / "complete")["export-screening"]
     revision = blueprint.current_revision
     assert revision.dialect == "agentv" and revision.is_valid
     assert set(revision.files) == {"judges/safety.md", "judges/regulatory-accuracy.md",
@@ -84,14 +84,14 @@ def test_the_complete_agentv_example_runs_with_gates_trials_and_metric_checks(fa
     assert run.aggregates["variants"]["openai:cand[temp:0]"]["verdicts"] == {"pass": 3, "borderline": 0, "fail": 0}
 
 
-def test_a_script_grader_runs_in_a_run_when_the_operator_allows_it(fake_provider, monkeypatch):
-    monkeypatch.setenv("EVALSITE_ALLOW_CODE_JUDGES", "1")
+def test_a_script_grader_runs_in_a_run_when_the_operator_allows_it(fake_provider, settings):
+    settings.EVALSITE_ALLOW_CODE_JUDGES = True
     fake_provider.script([
         {"model": "cand", "match": "Review this code",
          "reply": "This is SQL injection. Use parameterized queries; an attacker could read every user."},
         BAND_JUDGE, *judge_rules(),
     ])
-    blueprint = imported(SEEDS / "004" / "complex")["EVAL"]
+    blueprint = imported(SEEDS / "004" / "complex")["complex"]
     assert set(blueprint.current_revision.files) == {"prompts/security-reviewer.md", "fixtures/vulnerable.py",
                                                      "judges/security_check.py"}
     run = services.start_run(blueprint, models=["openai:cand"], judges=["openai:judge"])
@@ -111,7 +111,7 @@ def test_an_external_jsonl_dataset_comes_along_and_runs(fake_provider):
         {"model": "cand", "match": "Siemens", "reply": "Needs review."},
         *judge_rules(),
     ])
-    blueprint = imported(SEEDS / "002" / "external-jsonl")["EVAL"]
+    blueprint = imported(SEEDS / "002" / "external-jsonl")["screening"]
     run = services.start_run(blueprint, models=["openai:cand"], judges=["openai:judge"])
     run.refresh_from_db()
     scores = {r.prompt_id: (r.score, r.verdict) for r in Response.objects.filter(run=run)}
@@ -170,7 +170,7 @@ def test_trials_from_a_blueprint_and_a_run_override(fake_provider):
 
 
 def test_the_editor_and_a_browser_save_keep_the_companion_files():
-    blueprint = imported(SEEDS / "002" / "composite")["EVAL"]
+    blueprint = imported(SEEDS / "002" / "composite")["composite"]
     revision = blueprint.current_revision
     edited = revision.text.replace("weight: 3.0", "weight: 2.0")
     assert check_text(edited, slug=blueprint.slug).result.ok  # the judge prompts come from the saved revision
@@ -199,7 +199,7 @@ def test_result_pages_show_verdicts_gates_trials_and_metric_checks(fake_provider
         {"model": "cand", "match": ".", "reply": "APPROVED. REVIEW REQUIRED."},
         *judge_rules(),
     ])
-    blueprint = imported(SEEDS / "002" / "complete")["EVAL"]
+    blueprint = imported(SEEDS / "002" / "complete")["export-screening"]
     run = services.start_run(blueprint, models=["openai:cand"], judges=["openai:judge"])
     gated = Response.objects.filter(run=run, prompt_id="sanctioned-entity", score=0.0).first()
 
@@ -220,13 +220,26 @@ def test_result_pages_show_verdicts_gates_trials_and_metric_checks(fake_provider
     apply_override(gate_point, 1.0, reason="the calls were made, in another format")
     gated.refresh_from_db()
     assert gated.score > 0.9 and gated.verdict == "pass" and gated.gates_failed == []
+    # The export reads the same score, through the same engine functions, with the reviewer's reason beside it.
+    from runs.exports import run_to_csv, run_to_json
+
+    exported = run_to_json(run)
+    if gated.trial == 0:
+        assert exported["evaluationResults"]["llmCoverageScores"]["sanctioned-entity"][gated.variant_id][
+            "avgCoverageExtent"] == gated.score
+    trial = next(t for t in exported["evalsite"]["responses"]["sanctioned-entity"][gated.variant_id]["trials"]
+                 if t["trial"] == gated.trial)
+    assert (trial["score"], trial["verdict"], trial["judgedScore"]) == (gated.score, "pass", 0.0)
+    point = trial["points"][gate_point.position]
+    assert point["override"]["reason"] == "the calls were made, in another format" and point["judgesScore"] == 0.0
+    assert f",{gated.trial},{gated.score}," in run_to_csv(run)
     apply_override(gate_point, None)
     gated.refresh_from_db()
     assert (gated.score, gated.verdict) == (0.0, "fail")
 
 
 def test_the_blueprint_page_shows_the_import_report_per_test(client):
-    blueprint = imported(SEEDS / "002" / "complete")["EVAL"]
+    blueprint = imported(SEEDS / "002" / "complete")["export-screening"]
     page = client.get(f"/blueprints/{blueprint.slug}/").content.decode()
     assert "Imported from AgentV suite" in page
     assert "<code>sanctioned-entity</code>" in page and "<code>ambiguous-entity</code>" in page
@@ -272,3 +285,24 @@ def test_every_self_contained_seed_example_runs_end_to_end(relative, fake_provid
         assert row.score is not None or row.not_evaluated_reason, (row.prompt_id, row.not_evaluated_reason)
         if row.checks:
             assert row.verdict or row.verdict_reason
+
+
+def test_each_agentv_suite_gets_its_own_id_and_another_file_never_overwrites_one(tmp_path):
+    suite = "description: {team}\ntests:\n  - id: t1\n    input: Hello\n    criteria: Greets back\n"
+    for team in ("team-a", "team-b"):
+        (tmp_path / "evals" / team).mkdir(parents=True)
+        (tmp_path / "evals" / team / "EVAL.yaml").write_text(suite.format(team=team))
+    (tmp_path / "named").mkdir()
+    (tmp_path / "named" / "EVAL.yaml").write_text("name: greeter\n" + suite.format(team="named"))
+    outcome = import_folder(tmp_path)
+    assert sorted(item.slug for item in outcome.items) == ["evals__team-a", "evals__team-b", "greeter"]
+
+    # A different file that would take an existing id is refused, with the fix; the first suite is untouched.
+    again = import_files([("elsewhere/greeter/EVAL.yaml", "name: greeter\n" + suite.format(team="other"), {})],
+                         via="test")
+    (item,) = again.items
+    assert item.status == "refused" and "belongs to the suite imported from 'named/EVAL.yaml'" in item.message
+    assert Blueprint.objects.get(slug="greeter").revisions.count() == 1
+    # The same file imported again is a new revision of its own suite, as before.
+    same = import_files([("named/EVAL.yaml", "name: greeter\n" + suite.format(team="changed"), {})], via="test")
+    assert same.items[0].status == "updated"

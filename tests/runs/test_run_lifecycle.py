@@ -247,3 +247,28 @@ def test_without_an_embeddings_model_an_ideal_only_prompt_is_not_evaluated_and_s
     run = services.start_run(blueprint)
     response = Response.objects.get(run=run)
     assert response.score is None and "EVALSITE_EMBEDDINGS_MODEL" in response.not_evaluated_reason
+
+
+def test_each_item_stores_its_temperature_and_system_and_runs_with_them(fake_provider):
+    fake_provider.script([{"model": "cand-a", "match": ".", "reply": "Paris."}, *judge_rules()])
+    source = ("title: Variants\nmodels: [openai:cand-a]\ntemperatures: [0.2, 0.7]\nsystems: [Be brief., null]\n---\n"
+              "- id: plain\n  prompt: Capital of France?\n  should: [$contains: Paris]\n"
+              "- id: own-temp\n  prompt: Capital of Spain?\n  temperature: 0.5\n  should: [$contains: Madrid]\n")
+    blueprint = import_files([("variants.yml", source, {})], via="test").items[0].blueprint
+    run = services.start_run(blueprint, judges=["openai:judge-a"])
+    run.refresh_from_db()
+    assert run.status == "done", run.error
+    rows = {(r.prompt_id, r.variant_id): r for r in Response.objects.filter(run=run)}
+    assert len(rows) == 8  # 2 prompts x 2 temperatures x 2 systems (the list wins over a prompt's temperature)
+    brief = rows[("plain", "openai:cand-a[temp:0.7][sp_idx:0]")]
+    assert (brief.temperature, brief.system_index) == (0.7, 0)
+    assert brief.conversation[0] == {"role": "system", "content": "Be brief.", "generated": False}
+    own = rows[("own-temp", "openai:cand-a[temp:0.2][sp_idx:1]")]
+    assert (own.temperature, own.system_index) == (0.2, 1) and own.conversation[0]["role"] == "user"
+    sent = sorted(r["body"].get("temperature") for r in fake_provider.requests("cand-a"))
+    assert sent == [0.2] * 4 + [0.7] * 4  # each item was sent at the temperature its row says
+    variants = run.variants()
+    assert all(r.variant_in(variants, run.prompt(r.prompt_index)).id_for(run.prompt(r.prompt_index)) == r.variant_id
+               for r in rows.values())
+    assert {r.temperature for r in rows.values()} == {0.2, 0.7}
+    assert all(r.variant_index is not None for r in rows.values())

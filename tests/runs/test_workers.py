@@ -183,6 +183,31 @@ def test_cancel_stops_new_items_and_keeps_finished_ones(site, fake_llm):
     assert statuses["done"] + statuses["pending"] == items
 
 
+def test_after_a_cancel_no_request_reaches_the_provider(site, fake_llm):
+    """Candidates in flight when the cancel lands finish, but nothing more is sent: not their judges, not the
+    items waiting for a slot. Their generations are kept, pending, for a resume to judge."""
+    body = "".join(f"- id: item-{i}\n  prompt: Say item {i}\n  should: [Says item {i}]\n" for i in range(9))
+    text = ("title: Judged\nmodels: [openai:slow-latency-4000ms]\nevaluationConfig:\n  llm-coverage:\n"
+            "    judges:\n      - {id: j, model: 'openai:judge-latency-10ms', approach: standard}\n---\n" + body)
+    run_id = site.start_run(text)
+    site.start_worker()
+    site.wait_for("three calls in flight", lambda: len(fake_llm.requests()) >= 3)
+    site.manage("shell", "--no-imports", "-c",
+                f"from runs.models import Run; from runs.services import cancel_run; cancel_run(Run.objects.get(pk={run_id}))")
+    landed = time.monotonic()
+    site.wait_for("the run to be cancelled", lambda: site.run_status(run_id) == "cancelled")
+    # The run ends at once; the calls in flight come back later, and nothing may follow them.
+    site.wait_for("the calls in flight to come back", lambda: site.statuses(run_id)["running"] == 0)
+    time.sleep(0.5)
+    late = [(r["model"], round(r["time"] - landed, 2)) for r in fake_llm.requests() if r["time"] > landed]
+    everything = [(r["model"], round(r["time"] - landed, 2)) for r in fake_llm.requests()]
+    assert late == [], f"requests reached the provider after the cancel: {everything}\n{site.logs()}"
+    assert not [r for r in fake_llm.requests() if "judge" in r["model"]]
+    kept = site.query("SELECT COUNT(*) FROM runs_response WHERE run_id = ? AND status = 'pending' AND text IS NOT NULL",
+                      run_id)[0][0]
+    assert kept == 3 and site.statuses(run_id) == Counter({"pending": 9})
+
+
 def test_retry_failed_reruns_only_the_failed_generation(site, fake_llm):
     text = blueprint_text(["openai:steady-latency-20ms", "openai:flaky-fail-401-then-ok"], prompts=4)
     run_id = site.start_run(text)

@@ -35,16 +35,20 @@ def test_html_in_a_description_is_never_rendered(client, make_blueprint):
     assert "href" not in description
 
 
-def test_the_run_form_offers_the_blueprints_models_and_the_site_judges(client, make_blueprint, settings):
+def test_the_run_form_offers_the_blueprints_models_and_the_site_judges(client, make_blueprint, settings, monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENROUTER_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
     settings.EVALSITE_DEFAULT_JUDGES = ["openrouter:judge/one"]
     make_blueprint()
 
     response = client.get("/blueprints/capitals/")
 
-    form = response.text.split('<section id="run-form"')[1].split("</section>")[0]
+    form = response.text.split('<section id="run-form"')[1].split("</form>")[0]
     assert 'name="models" value="openai:gpt-4.1-mini"' in form and "checked" in form
-    assert 'name="judges" value="openrouter:judge/one"' in form
+    assert 'name="judges" value="holistic-one(openrouter:judge/one)"' in form
     assert "the site's defaults" in form
+    # Before starting, it says what will fail: no key for the model nor for the judge here.
+    assert "Before you start" in form and "OPENAI_API_KEY" in form and "OPENROUTER_API_KEY" in form
     assert 'action="/runs/start"' in form and "Start run" in form and "disabled" not in form
 
 

@@ -19,7 +19,8 @@ class Command(BaseCommand):
 
     def handle(self, *paths, **options):
         call_hosts = getattr(settings, "EVALSITE_CALL_HOSTS", ())
-        reports = [validate_file(path, call_hosts=call_hosts) for path in iter_blueprint_files(options["paths"])]
+        reports = [validate_file(path, call_hosts=call_hosts, limits=settings.EVALSITE_LIMITS)
+                   for path in iter_blueprint_files(options["paths"])]
         if options["json"]:
             self.stdout.write(json.dumps([_as_json(r) for r in reports], ensure_ascii=False, indent=2))
         else:

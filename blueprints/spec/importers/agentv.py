@@ -28,6 +28,7 @@ from typing import Any, Mapping
 from ..bands import read_score_ranges, uncovered
 from ..diagnostics import format_path
 from ..ids import normalize_tags
+from ..limits import DEFAULT_LIMITS, Limits
 from ..model_ids import is_collection_name
 from ..parse import ParseResult
 from ..schema import Blueprint, Message, Point, Prompt, Verdicts
@@ -76,8 +77,9 @@ NOT_AN_AGENT = "evalsite runs language models, not agent targets, and has no wor
 
 
 def import_agentv(loaded: Loaded, *, files: Mapping[str, str] | None, blueprint_id: str | None, collections,
-                  call_hosts) -> ParseResult:
-    reader = _AgentV(loaded, derived_id=blueprint_id, collections=collections, call_hosts=call_hosts, files=files)
+                  call_hosts, limits: Limits = DEFAULT_LIMITS) -> ParseResult:
+    reader = _AgentV(loaded, derived_id=blueprint_id, collections=collections, call_hosts=call_hosts, files=files,
+                     limits=limits)
     blueprint, report = reader.read_suite()
     return reader.result(blueprint, report, loaded.fmt)
 
@@ -287,7 +289,7 @@ class _AgentV(ImportReader):
             return out
         out["trials"] = count
         mapping = {"pass_at_k": "best", "mean": "mean", "confidence_interval": "mean"}
-        if strategy not in mapping:
+        if not isinstance(strategy, str) or strategy not in mapping:
             self.error(f"`trials.strategy` must be pass_at_k, mean or confidence_interval, not {strategy!r}",
                        value, "strategy", (*path, "trials", "strategy"), code="trials")
             return out
@@ -1112,7 +1114,7 @@ class _AgentV(ImportReader):
                        path, 'e.g. `command: ["python", "judges/check.py"]`', "code-judge")
             return []
         value = item[key]
-        if isinstance(value, str):
+        if isinstance(value, str) and value.strip():
             try:
                 argv = shlex.split(value)
             except ValueError as exc:
@@ -1124,6 +1126,10 @@ class _AgentV(ImportReader):
         elif isinstance(value, list) and value and all(isinstance(t, str) and t for t in value):
             argv = list(value)
         else:
+            self.error("the command must be a non-empty list of text: [program, arg, ...]", item, key, (*path, key),
+                       code="code-judge")
+            return []
+        if not argv or not all(argv):
             self.error("the command must be a non-empty list of text: [program, arg, ...]", item, key, (*path, key),
                        code="code-judge")
             return []

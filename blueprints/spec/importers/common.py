@@ -19,7 +19,8 @@ from typing import Any, Mapping
 
 from ..diagnostics import Diagnostic, format_path
 from ..functions import is_number  # noqa: F401  (the importers take it from here)
-from ..parse import ParseResult, _Reader
+from ..parse import MAX_MESSAGE_CHARS, ParseResult, _Reader
+from ..limits import DEFAULT_LIMITS, Limits
 from ..schema import Blueprint, Check, Origin, Point
 from ..source import Loaded, Locator, SourceError, load
 
@@ -93,8 +94,9 @@ class ImportReader(_Reader):
 
     dialect = "unknown"
 
-    def __init__(self, loaded: Loaded, *, derived_id, collections, call_hosts, files: Mapping[str, str] | None):
-        super().__init__(loaded, derived_id, collections, call_hosts)
+    def __init__(self, loaded: Loaded, *, derived_id, collections, call_hosts, files: Mapping[str, str] | None,
+                 limits: Limits = DEFAULT_LIMITS):
+        super().__init__(loaded, derived_id, collections, call_hosts, limits)
         self.files = {normalize_relative(k): v for k, v in (files or {}).items() if normalize_relative(k)}
         self.external: _External | None = None
         self.extras: dict[str, Any] = {}
@@ -111,6 +113,8 @@ class ImportReader(_Reader):
         finally:
             self.locator = own
         message = f"in {self.external.name}, line {line}, column {column}: {message}"
+        if len(message) > MAX_MESSAGE_CHARS:
+            message = message[:MAX_MESSAGE_CHARS - 1] + "…"
         self.diagnostics.append(Diagnostic(severity, message, *self.external.at, format_path(path), hint, code))
 
     def position_of(self, container, key=None) -> tuple[int, int]:
@@ -146,7 +150,7 @@ class ImportReader(_Reader):
         else:
             fmt = "yaml"
         try:
-            return load(text, fmt), text
+            return load(text, fmt, self.limits), text
         except SourceError as exc:
             line, column = self._position(holder, key)
             self.diagnostics.append(Diagnostic(

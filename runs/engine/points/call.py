@@ -15,7 +15,6 @@ The request, retries, response checks and error texts follow the upstream
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 import time
@@ -110,7 +109,13 @@ def call(
     messages: list | None,
     external_services: Mapping | None,
     transport: CallTransport | None = None,
+    hosts: frozenset[str] = frozenset(),
+    blueprint_env: Mapping[str, str] | None = None,
+    blueprint_env_names: frozenset[str] = frozenset(),
 ) -> PointResult:
+    """`$call`: POST (or GET) to a service and read its score. Only ``hosts`` may be reached
+    (EVALSITE_CALL_HOSTS); ``${NAME}`` in headers is filled from ``blueprint_env`` for the
+    ``blueprint_env_names`` the operator allowed (EVALSITE_BLUEPRINT_ENV)."""
     if not isinstance(args, (dict, list)):
         return not_evaluated("Argument for 'call' must be an object")
     spec = args if isinstance(args, dict) else {}
@@ -120,7 +125,7 @@ def call(
         return not_evaluated(f"External service call failed: {failure}")
 
     url = config.get("url")
-    refusal = _host_refusal(url)
+    refusal = _host_refusal(url, hosts)
     if refusal:
         return not_evaluated(refusal)
 
@@ -136,7 +141,8 @@ def call(
             return PointResult(score=float(cached["score"]), explain=f"{explain} (cached)" if explain else None)
 
     try:
-        result = _request_with_retries(config, body, transport)
+        headers = _headers(config, blueprint_env or {}, blueprint_env_names)
+        result = _request_with_retries(config, body, transport, headers)
     except _CallFailed as failure:
         return not_evaluated(f"External service call failed: {failure}")
     if result.get("error"):
@@ -161,12 +167,7 @@ def _resolve_service(spec: dict, services: Mapping | None) -> tuple[dict, str]:
     raise _CallFailed("Must provide either 'service' (named service) or 'url' (inline service)")
 
 
-def allowed_hosts() -> set[str]:
-    raw = os.environ.get("EVALSITE_CALL_HOSTS", "")
-    return {entry.strip().lower() for entry in raw.split(",") if entry.strip()}
-
-
-def _host_refusal(url: object) -> str | None:
+def _host_refusal(url: object, hosts: frozenset[str]) -> str | None:
     if not isinstance(url, str) or not url:
         return "External service call failed: the service has no `url`"
     try:
@@ -176,7 +177,6 @@ def _host_refusal(url: object) -> str | None:
     if parsed.scheme not in ("http", "https") or not parsed.host:
         return f"External service call failed: `{url}` is not an http or https URL"
     host = parsed.host.lower()
-    hosts = allowed_hosts()
     if host in hosts or (parsed.port is not None and f"{host}:{parsed.port}" in hosts):
         return None
     if not hosts:
@@ -237,23 +237,20 @@ def _substitute(value: object, values: dict) -> object:
     return value
 
 
-def _headers(config: dict) -> dict[str, str]:
+def _headers(config: dict, values: Mapping[str, str], permitted: frozenset[str]) -> dict[str, str]:
     headers = {"Content-Type": "application/json"}
     configured = config.get("headers")
     if not isinstance(configured, Mapping):
         return headers
     for key, value in configured.items():
         try:
-            headers[str(key)] = _fill_env(str(value))
+            headers[str(key)] = _fill_env(str(value), values, permitted)
         except _CallFailed as failure:
             raise _CallFailed(f"Failed to substitute env var in header '{key}': {failure}") from None
     return headers
 
 
-def _fill_env(text: str) -> str:
-    permitted = {
-        name.strip() for name in os.environ.get("EVALSITE_BLUEPRINT_ENV", "").split(",") if name.strip()
-    }
+def _fill_env(text: str, values: Mapping[str, str], permitted: frozenset[str]) -> str:
 
     def fill(match: re.Match[str]) -> str:
         name = match.group(1)
@@ -262,7 +259,7 @@ def _fill_env(text: str) -> str:
                 f"Environment variable {name} is not available to blueprints: "
                 "list it in EVALSITE_BLUEPRINT_ENV to allow it"
             )
-        value = os.environ.get(name)
+        value = values.get(name)
         if value is None:
             raise _CallFailed(f"Environment variable {name} is not defined")
         return value
@@ -277,7 +274,7 @@ def _number_setting(config: dict, key: str, default: float) -> float:
     return default
 
 
-def _request_with_retries(config: dict, body: dict, transport: CallTransport) -> dict:
+def _request_with_retries(config: dict, body: dict, transport: CallTransport, headers: dict[str, str]) -> dict:
     max_retries = config.get("max_retries")
     if not (isinstance(max_retries, int) and not isinstance(max_retries, bool) and max_retries >= 0):
         max_retries = DEFAULT_MAX_RETRIES
@@ -285,7 +282,7 @@ def _request_with_retries(config: dict, body: dict, transport: CallTransport) ->
     attempt = 0
     while True:
         try:
-            return _request_once(config, body, transport)
+            return _request_once(config, body, transport, headers)
         except _CallFailed as failure:
             if attempt < max_retries and failure.retryable:
                 transport.sleep(backoff_ms * (attempt + 1) / 1000)
@@ -294,8 +291,7 @@ def _request_with_retries(config: dict, body: dict, transport: CallTransport) ->
             raise
 
 
-def _request_once(config: dict, body: dict, transport: CallTransport) -> dict:
-    headers = _headers(config)
+def _request_once(config: dict, body: dict, transport: CallTransport, headers: dict[str, str]) -> dict:
     timeout_ms = _number_setting(config, "timeout_ms", DEFAULT_TIMEOUT_MS)
     method = str(config.get("method") or "POST").upper()
     try:

@@ -6,13 +6,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from blueprints.spec import functions
+from blueprints.spec.jsregex import RegexTimeout
+from blueprints.spec.limits import Limits
+
+from ..config import DEFAULT_CONFIG, EngineConfig
 
 from . import call as call_module
 from . import structured, tool_functions
 from .js_sandbox import JsSandbox, shared_sandbox
 from .metrics import METRIC_IMPLEMENTATIONS, ResponseMetrics
 from .result import PointResult, not_evaluated, scored
-from .text_functions import TEXT_FUNCTIONS
+from .text_functions import REGEX_FUNCTIONS, TEXT_FUNCTIONS
 from .tool_trace import parse_tool_trace
 
 Outcome = bool | float | PointResult
@@ -33,7 +37,12 @@ class _Call:
     sandbox: JsSandbox | None
     metrics: ResponseMetrics | None = None
     files: Mapping | None = None
+    config: EngineConfig = DEFAULT_CONFIG
     malformed_tool_lines: tuple[str, ...] = ()
+
+    @property
+    def limits(self) -> Limits:
+        return self.config.limits
 
     def tool_calls(self) -> list[dict]:
         if self.given_tool_calls is not None:
@@ -48,6 +57,8 @@ class _Call:
 
 def _text(name: str) -> Callable[[_Call], Outcome]:
     function = TEXT_FUNCTIONS[name]
+    if name in REGEX_FUNCTIONS:
+        return lambda c: function(c.response, c.args, c.limits)
     return lambda c: function(c.response, c.args)
 
 
@@ -70,13 +81,17 @@ def _call(c: _Call) -> Outcome:
         messages=c.messages,
         external_services=c.external_services,
         transport=c.call_transport,
+        hosts=c.config.call_hosts,
+        blueprint_env=c.config.providers.blueprint_env,
+        blueprint_env_names=c.config.providers.blueprint_env_names,
     )
 
 
 def _code_judge(c: _Call) -> Outcome:
     from runs.engine.codejudge import run_code_judge  # late: the grader module imports this package
 
-    return run_code_judge(c.args, c.response, files=c.files, messages=c.messages, metrics=c.metrics)
+    return run_code_judge(c.args, c.response, files=c.files, messages=c.messages, metrics=c.metrics,
+                          allowed=c.config.code_judges, child_env=c.config.child_env)
 
 
 def _metric(name: str) -> Callable[[_Call], Outcome]:
@@ -97,10 +112,10 @@ _IMPLEMENTATIONS: dict[str, Callable[[_Call], Outcome]] = {
     "prohibited_tools": _tools(tool_functions.prohibited_tools),
     "max_calls": _tools(tool_functions.max_calls),
     "equals": lambda c: structured.equals(c.response, c.args),
-    "json_matches_schema": lambda c: structured.json_matches_schema(c.response, c.args),
+    "json_matches_schema": lambda c: structured.json_matches_schema(c.response, c.args, c.limits),
     "field_accuracy": lambda c: structured.field_accuracy(c.response, c.args),
     "tool_trajectory": _tools(structured.tool_trajectory),
-    "tool_calls_match": _tools(structured.tool_calls_match),
+    "tool_calls_match": lambda c: structured.tool_calls_match(c.tool_calls(), c.args, c.limits),
     **{name: _metric(name) for name in METRIC_IMPLEMENTATIONS},
     "code_judge": _code_judge,
 }
@@ -142,6 +157,7 @@ def evaluate_point(
     js_sandbox: JsSandbox | None = None,
     metrics: ResponseMetrics | None = None,
     files: Mapping | None = None,
+    config: EngineConfig = DEFAULT_CONFIG,
 ) -> PointResult:
     """Score `response` with the point function `fn` (any accepted spelling, a leading `$` allowed).
 
@@ -150,6 +166,10 @@ def evaluate_point(
     process-wide HTTP client and V8 context (tests, or a caller with its own).
     `metrics` is what generation recorded (latency, cost, tokens, model calls), for
     the metric checks; `files` are the suite's companion files, for `$code_judge`.
+    `config` is what the operator configured (runs.engine.config): its limits bound the work
+    (a regex match past `limits.regex_timeout_s` leaves the point not evaluated with the
+    reason), its `$call` hosts and blueprint environment, whether script graders may run;
+    production passes the settings' value (evalsite.engine.engine_config()).
     """
     written = fn[1:] if isinstance(fn, str) and fn.startswith("$") else fn
     name = functions.resolve(fn) if isinstance(fn, str) else None
@@ -171,9 +191,12 @@ def evaluate_point(
         sandbox=js_sandbox,
         metrics=metrics,
         files=files,
+        config=config,
     )
     try:
         outcome = _IMPLEMENTATIONS[name](context)
+    except RegexTimeout as error:  # a regex deep inside a structured check: the reason, never a score
+        return not_evaluated(error.message)
     except Exception as error:  # a bug, or a case the upstream also fails on; never a crash of the run
         return not_evaluated(f"Error executing point function '{written}': {error}")
     result = outcome if isinstance(outcome, PointResult) else scored(outcome)

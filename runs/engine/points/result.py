@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 
@@ -36,3 +37,27 @@ def scored(value: bool | float, explain: str | None = None) -> PointResult:
     if math.isnan(number):
         return not_evaluated("The function produced NaN instead of a score.")
     return PointResult(score=min(1.0, max(0.0, number)), explain=explain)
+
+
+class InvalidPoint(ValueError):
+    """A point object that cannot be scored at all (the upstream aborts the evaluation)."""
+
+
+def js_json(value: object) -> str:
+    """JSON.stringify's text for a JSON value: compact, and 1.0 written as 1."""
+
+    def plain(item: object) -> object:
+        if isinstance(item, float) and math.isfinite(item) and item.is_integer():
+            return int(item)
+        if isinstance(item, list):
+            return [plain(element) for element in item]
+        if isinstance(item, dict):
+            return {key: plain(element) for key, element in item.items()}
+        return item
+
+    return json.dumps(plain(value), ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def display_text(fn: str, args: object) -> str:
+    """`Function: contains("x")`, as the upstream labels a function point; no argument shows `(undefined)`."""
+    return f"Function: {fn}({'undefined' if args is None else js_json(args)})"

@@ -13,6 +13,9 @@ import math
 import re
 from datetime import date, datetime
 
+from blueprints.spec.jsregex import RegexError, search_js
+from blueprints.spec.limits import DEFAULT_LIMITS, Limits
+
 from .result import PointResult, not_evaluated, scored
 
 _FENCE = re.compile(r"^\s*```[\w-]*\s*\n(.*?)\n?\s*```\s*$", re.S)
@@ -39,8 +42,30 @@ def equals(response: str, args: object) -> PointResult:
 # --- $json_matches_schema ------------------------------------------------------------------
 
 
-def json_matches_schema(response: str, args: object) -> PointResult:
-    """The whole response (no fences, no prose) must be one JSON value valid against the schema."""
+def _bounded_validator(validator_class, limits: Limits):
+    """`validator_class` with `pattern` and `patternProperties` run as JavaScript regexes through
+    `search_js` (JSON Schema patterns are ECMA-262), so each match is time-limited."""
+    import jsonschema
+
+    def pattern(validator, source, instance, schema):
+        if validator.is_type(instance, "string") and search_js(source, instance, limits=limits) is None:
+            yield jsonschema.ValidationError(f"{instance!r} does not match {source!r}")
+
+    def pattern_properties(validator, patterns, instance, schema):
+        if not validator.is_type(instance, "object"):
+            return
+        for source, subschema in patterns.items():
+            for key, value in instance.items():
+                if search_js(source, key, limits=limits) is not None:
+                    yield from validator.descend(value, subschema, path=key, schema_path=source)
+
+    return jsonschema.validators.extend(validator_class, {"pattern": pattern, "patternProperties": pattern_properties})
+
+
+def json_matches_schema(response: str, args: object, limits: Limits = DEFAULT_LIMITS) -> PointResult:
+    """The whole response (no fences, no prose) must be one JSON value valid against the schema.
+
+    Raises RegexTimeout when a schema pattern runs past the limit (evaluate_point reports it)."""
     import jsonschema
 
     if not isinstance(args, dict):
@@ -52,9 +77,12 @@ def json_matches_schema(response: str, args: object) -> PointResult:
     try:
         validator_class = jsonschema.validators.validator_for(args, default=jsonschema.Draft202012Validator)
         validator_class.check_schema(args)
-        errors = sorted(validator_class(args).iter_errors(value), key=lambda e: list(e.absolute_path))
+        validator = _bounded_validator(validator_class, limits)(args)
+        errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
     except jsonschema.SchemaError as exc:
         return not_evaluated(f"The JSON Schema is invalid: {exc.message}")
+    except RegexError as exc:
+        return not_evaluated(f"The JSON Schema has a pattern that cannot run: {exc.message}")
     if not errors:
         return scored(True, "The response is JSON that matches the schema.")
     shown = "; ".join(f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in errors[:3])
@@ -321,34 +349,33 @@ def tool_trajectory(calls: list[dict], args: object) -> PointResult:
 # --- $tool_calls_match (AI Eval's expected.tool_calls) ---------------------------------------------
 
 
-def _ai_eval_value_matches(actual: object, expected: object) -> bool:
-    from blueprints.spec.jsregex import RegexError, compile_js
-
+def _ai_eval_value_matches(actual: object, expected: object, limits: Limits) -> bool:
+    """Raises RegexTimeout when a `regex:` value runs past the limit (evaluate_point reports it)."""
     if isinstance(expected, str) and expected.startswith("regex:"):
         if not isinstance(actual, str):
             return False
         try:
-            return compile_js(expected[len("regex:"):]).search(actual) is not None
+            return search_js(expected[len("regex:"):], actual, limits=limits) is not None
         except RegexError:
             return False
     if isinstance(expected, dict):
-        return isinstance(actual, dict) and all(k in actual and _ai_eval_value_matches(actual[k], v)
+        return isinstance(actual, dict) and all(k in actual and _ai_eval_value_matches(actual[k], v, limits)
                                                 for k, v in expected.items())
     if isinstance(expected, list):
         return (isinstance(actual, list) and len(actual) == len(expected)
-                and all(_ai_eval_value_matches(a, e) for a, e in zip(actual, expected)))
+                and all(_ai_eval_value_matches(a, e, limits) for a, e in zip(actual, expected)))
     return deep_equal(actual, expected)
 
 
-def _expectation_matches(call: dict, expectation: dict) -> bool:
+def _expectation_matches(call: dict, expectation: dict, limits: Limits) -> bool:
     if call.get("name") != expectation.get("name"):
         return False
     wanted = expectation.get("args_match") or {}
     arguments = call.get("arguments")
-    return _ai_eval_value_matches(arguments if isinstance(arguments, dict) else {}, wanted)
+    return _ai_eval_value_matches(arguments if isinstance(arguments, dict) else {}, wanted, limits)
 
 
-def tool_calls_match(calls: list[dict], args: object) -> PointResult:
+def tool_calls_match(calls: list[dict], args: object, limits: Limits = DEFAULT_LIMITS) -> PointResult:
     """Expectations with ``order: k`` must match exactly the k-th call; the others take the first unused
     call of that name whose arguments match (subset, numbers compared as numbers, ``regex:`` strings).
     Score: matched / total; with ``only_required: true``, 1 when every required expectation matched."""
@@ -359,13 +386,14 @@ def tool_calls_match(calls: list[dict], args: object) -> PointResult:
     matched: list[bool] = [False] * len(expected)
     for i, exp in enumerate(expected):
         order = exp.get("order") or 0
-        if order > 0 and order <= len(calls) and _expectation_matches(calls[order - 1], exp):
+        if order > 0 and order <= len(calls) and _expectation_matches(calls[order - 1], exp, limits):
             matched[i] = True
             used.add(order - 1)
     for i, exp in enumerate(expected):
         if (exp.get("order") or 0) > 0:
             continue
-        hit = next((j for j, call in enumerate(calls) if j not in used and _expectation_matches(call, exp)), None)
+        hit = next((j for j, call in enumerate(calls) if j not in used and _expectation_matches(call, exp, limits)),
+                   None)
         if hit is not None:
             matched[i] = True
             used.add(hit)

@@ -13,7 +13,8 @@ import re
 from collections.abc import Callable
 
 from blueprints.spec.functions import is_number
-from blueprints.spec.jsregex import RegexError, compile_js
+from blueprints.spec.jsregex import RegexError, RegexTimeout, compile_js, search_js
+from blueprints.spec.limits import DEFAULT_LIMITS, Limits
 
 from .result import PointResult, not_evaluated
 
@@ -102,41 +103,49 @@ def _at_least_n_of(name: str, ignore_case: bool) -> Callable[[str, object], Outc
     return check
 
 
-# -- regexes (JavaScript syntax, run by Python through jsregex)
+# -- regexes (JavaScript syntax, run by Python through jsregex, each match time-limited)
+#
+# These take `limits` (evaluate_point passes its own); a match that runs past
+# `limits.regex_timeout_s` leaves the point not evaluated with the reason.
 
 
-def _regex(name: str, ignore_case: bool) -> Callable[[str, object], Outcome]:
-    def check(response: str, args: object) -> Outcome:
+def _regex(name: str, ignore_case: bool) -> Callable[..., Outcome]:
+    def check(response: str, args: object, limits: Limits = DEFAULT_LIMITS) -> Outcome:
         if not isinstance(args, str):
             return not_evaluated(f"Invalid arguments for '{name}'. Expected a regex string.")
         try:
-            pattern = compile_js(args, ignore_case=ignore_case)
+            return search_js(args, response, ignore_case=ignore_case, limits=limits) is not None
         except RegexError as error:
             return not_evaluated(f"Invalid regex pattern for '{name}': {error.message}")
-        return pattern.search(response) is not None
+        except RegexTimeout as error:
+            return not_evaluated(error.message)
 
     return check
 
 
-def _count_regex_matches(name: str, patterns: list[str], response: str, ignore_case: bool) -> int | PointResult:
+def _count_regex_matches(name: str, patterns: list[str], response: str, ignore_case: bool,
+                         limits: Limits) -> int | PointResult:
+    for source in patterns:  # every pattern is checked before any is run, as upstream compiles them all
+        try:
+            compile_js(source, ignore_case=ignore_case)
+        except RegexError as error:
+            return not_evaluated(f"Invalid regex pattern in '{name}': {error.message}")
     found = 0
     for source in patterns:
         try:
-            pattern = compile_js(source, ignore_case=ignore_case)
-        except RegexError as error:
-            return not_evaluated(f"Invalid regex pattern in '{name}': {error.message}")
-        if pattern.search(response) is not None:
-            found += 1
+            found += search_js(source, response, ignore_case=ignore_case, limits=limits) is not None
+        except RegexTimeout as error:
+            return not_evaluated(error.message)
     return found
 
 
-def _regex_all_of(name: str, ignore_case: bool) -> Callable[[str, object], Outcome]:
-    def check(response: str, args: object) -> Outcome:
+def _regex_all_of(name: str, ignore_case: bool) -> Callable[..., Outcome]:
+    def check(response: str, args: object, limits: Limits = DEFAULT_LIMITS) -> Outcome:
         if not _is_string_list(args):
             return not_evaluated(f"Invalid arguments for '{name}'. Expected an array of regex strings.")
         if not args:
             return 1.0
-        found = _count_regex_matches(name, args, response, ignore_case)
+        found = _count_regex_matches(name, args, response, ignore_case, limits)
         if isinstance(found, PointResult):
             return found
         return found / len(args)
@@ -144,8 +153,8 @@ def _regex_all_of(name: str, ignore_case: bool) -> Callable[[str, object], Outco
     return check
 
 
-def _regex_at_least_n_of(name: str, ignore_case: bool) -> Callable[[str, object], Outcome]:
-    def check(response: str, args: object) -> Outcome:
+def _regex_at_least_n_of(name: str, ignore_case: bool) -> Callable[..., Outcome]:
+    def check(response: str, args: object, limits: Limits = DEFAULT_LIMITS) -> Outcome:
         parsed = _n_of_args(args)
         if parsed is None:
             return _n_of_shape_error(name, "pattern")
@@ -154,7 +163,7 @@ def _regex_at_least_n_of(name: str, ignore_case: bool) -> Callable[[str, object]
             return 1.0
         if not patterns:
             return 0.0
-        found = _count_regex_matches(name, patterns, response, ignore_case)
+        found = _count_regex_matches(name, patterns, response, ignore_case, limits)
         if isinstance(found, PointResult):
             return found
         return min(1.0, found / n)
@@ -220,7 +229,12 @@ def is_json(response: str, args: object) -> Outcome:
     return isinstance(parsed, (dict, list))
 
 
-TEXT_FUNCTIONS: dict[str, Callable[[str, object], Outcome]] = {
+# The functions above that run user-written regexes: they take `limits` too.
+REGEX_FUNCTIONS = frozenset({
+    "matches", "imatches", "matches_all_of", "imatch_all_of", "matches_at_least_n_of", "imatch_at_least_n_of",
+})
+
+TEXT_FUNCTIONS: dict[str, Callable[..., Outcome]] = {
     "contains": _substring("contains", False),
     "icontains": _substring("icontains", True),
     "starts_with": _edge("starts_with", True, False),

@@ -20,7 +20,7 @@ circuit breaker, cache use), ``cache`` (protocol, memory and SQLite stores),
 """
 
 from .cache import MemoryCache, ResponseCache, SqliteCache, cache_key
-from .checks import check_models
+from .checks import check_models, run_problems
 from .endpoints import Endpoint, Problem, resolve_endpoint
 from .fixtures import Fixtures, fixtures_from_blueprint, load_fixtures, parse_fixtures
 from .prices import cost_usd, price_of
@@ -39,6 +39,7 @@ __all__ = [
     "SqliteCache",
     "cache_key",
     "check_models",
+    "run_problems",
     "cost_usd",
     "describe_wait",
     "fixtures_from_blueprint",

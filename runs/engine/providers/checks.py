@@ -53,3 +53,26 @@ def check_models(
         if isinstance(result, Problem):
             problems.append(result)
     return problems
+
+
+def run_problems(
+    models: Iterable[str | CustomModel],
+    env: Mapping[str, str] | ProviderSettings,
+    *,
+    judge_models: Iterable[str] = (),
+    embedding_model: str | None = None,
+    custom_models: Mapping[str, CustomModel] | None = None,
+    fixtures: Fixtures | None = None,
+) -> list[str]:
+    """What will fail in a run, said before it starts: candidates, judges, the embeddings model.
+
+    The run form shows these under its Start button and a started run keeps them,
+    so the same words appear before and after.
+    """
+    settings = env if isinstance(env, ProviderSettings) else settings_from_env(env)
+    problems = [p.message for p in check_models(models, settings, custom_models=custom_models, fixtures=fixtures)]
+    problems += [f"judge {p.message}" for p in check_models(list(judge_models), settings, custom_models=custom_models)]
+    if embedding_model:
+        problems += [f"embeddings {p.message}"
+                     for p in check_models([embedding_model], settings, custom_models=custom_models)]
+    return problems

@@ -43,7 +43,7 @@ import httpx
 
 from blueprints.spec.model_ids import parse_for_api_call, provider_of
 from blueprints.spec.schema import CustomModel
-from runs.engine.types import NOT_STARTED_CANCELLED, ChatRequest, ChatResult, Usage
+from runs.engine.types import NOT_SENT_CANCELLED, NOT_STARTED_CANCELLED, ChatRequest, ChatResult, Usage
 
 from .cache import ResponseCache, cache_key
 from .endpoints import FIXTURES_PREFIX, Endpoint, Problem, Quirks, build_request, resolve_endpoint
@@ -52,7 +52,7 @@ from .formats import BadAnswer, error_message, error_param, parse_answer
 from .prices import cost_usd
 from .settings import ProviderSettings, key_variable_names
 from .embeddings import embeddings_request, read_embeddings
-from .transport import PooledTransport, proxy_configured
+from .transport import PooledTransport
 
 logger = logging.getLogger(__name__)
 
@@ -115,6 +115,17 @@ class _Breaker:
     open_retryable: bool = False
 
 
+def _cacheable(request: ChatRequest, text: str | None) -> bool:
+    """An answer the cache may keep or give back: never an empty one, and only what the caller can use."""
+    if not isinstance(text, str) or not text.strip():
+        return False
+    try:
+        return request.cacheable is None or bool(request.cacheable(text))
+    except Exception:  # a check that breaks costs a call, never an item
+        logger.warning("cacheable check failed; the answer is not cached", exc_info=True)
+        return False
+
+
 class Router:
     """Answers ``ChatRequest``s for one run. Use one per run (or per process) and ``aclose`` it.
 
@@ -159,7 +170,7 @@ class Router:
         self._limits: dict[str, asyncio.Semaphore] = {}
         self._breakers: dict[str, _Breaker] = {}
         self._quirks: dict[str, Quirks] = {}
-        if transport is None and not proxy_configured():
+        if transport is None and not settings.proxy:
             transport = PooledTransport()
         # With a proxy in the environment, httpx's own transport (which honours it) is used.
         self._client = httpx.AsyncClient(
@@ -214,7 +225,7 @@ class Router:
                             else endpoint.default_max_tokens, trial=request.trial)
             if not self.fresh:
                 hit = await self._cache_get(key)
-                if hit is not None:
+                if hit is not None and _cacheable(request, hit.get("text")):
                     usage = Usage(hit.get("input_tokens"), hit.get("output_tokens"))
                     # A cache hit spent nothing now; its usage says what the answer took.
                     return ChatResult(text=hit["text"], usage=usage, latency_ms=_ms(started), attempts=0,
@@ -226,7 +237,7 @@ class Router:
                               retryable=outcome.retryable, attempts=attempts, latency_ms=_ms(started),
                               usage=outcome.usage)
         cost = None if endpoint.custom is not None else cost_usd(endpoint.model_id, outcome.usage)
-        if key is not None:
+        if key is not None and _cacheable(request, outcome.text):
             await self._cache_set(key, {
                 "text": outcome.text, "input_tokens": outcome.usage.input_tokens,
                 "output_tokens": outcome.usage.output_tokens, "finish_reason": outcome.finish_reason,
@@ -328,9 +339,11 @@ class Router:
                 # The breaker may have opened while this call waited for a slot.
                 if breaker.open_reason:
                     return _Outcome(reason=breaker.open_reason, retryable=breaker.open_retryable), attempts
-                if (attempts == 0 and request.purpose == "candidate" and request.turn == 0
-                        and self.should_stop is not None and await self.should_stop()):
-                    return _Outcome(reason=NOT_STARTED_CANCELLED, retryable=False), attempts
+                # After a cancel no request leaves: not a first call, not another turn, not a judge, not a retry.
+                if self.should_stop is not None and await self.should_stop():
+                    first = attempts == 0 and request.purpose == "candidate" and request.turn == 0
+                    return _Outcome(reason=NOT_STARTED_CANCELLED if first else NOT_SENT_CANCELLED,
+                                    retryable=False), attempts
                 attempts += 1
                 outcome = await self._send_once(endpoint, request)
             if outcome.ok:

@@ -16,6 +16,8 @@ from typing import Mapping
 
 from blueprints.spec.model_ids import concurrency_env_name
 
+from .transport import proxy_configured
+
 
 @dataclass(frozen=True, slots=True)
 class ProviderInfo:
@@ -81,6 +83,7 @@ class ProviderSettings:
     blueprint_env: Mapping[str, str] = field(default_factory=dict, repr=False)
     api_keys: Mapping[str, str] = field(default_factory=dict, repr=False)
     base_urls: Mapping[str, str] = field(default_factory=dict)
+    proxy: bool = False  # HTTPS_PROXY and friends are set: calls go through httpx's proxy support
 
     def __post_init__(self) -> None:
         for name in ("concurrency", "max_attempts", "breaker_threshold"):
@@ -162,6 +165,7 @@ def settings_from_env(environ: Mapping[str, str], **overrides) -> ProviderSettin
         blueprint_env={name: environ[name] for name in allowed if name in environ},
         api_keys=keys,
         base_urls=bases,
+        proxy=proxy_configured(environ),
     )
     values.update(overrides)
     return ProviderSettings(**values)

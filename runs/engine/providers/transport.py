@@ -23,7 +23,6 @@ the next call.
 from __future__ import annotations
 
 import asyncio
-import os
 import ssl
 import time
 from typing import Mapping
@@ -35,8 +34,8 @@ _MAX_IDLE_PER_ORIGIN = 512
 _PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
 
 
-def proxy_configured(environ: Mapping[str, str] | None = None) -> bool:
-    environ = os.environ if environ is None else environ
+def proxy_configured(environ: Mapping[str, str]) -> bool:
+    """Whether ``environ`` (the caller's environment) names a proxy."""
     return any(environ.get(name) for name in _PROXY_VARIABLES)
 
 

@@ -1,0 +1,33 @@
+"""The engine's configuration, built from the settings (which read the environment).
+
+``engine_config()`` is what every door passes to the engine: runs (workers and
+``run_blueprint``), "try a response" and the run form. It is built on each call:
+a few dozen variables, microseconds, and tests that change the environment or
+the settings see their change.
+"""
+
+from __future__ import annotations
+
+import os
+
+from django.conf import settings
+
+from runs.engine.codejudge import child_env_from
+from runs.engine.config import EngineConfig
+from runs.engine.providers import settings_from_env
+
+
+def engine_config() -> EngineConfig:
+    allowed = frozenset(name.strip() for name in settings.EVALSITE_BLUEPRINT_ENV if name.strip())
+    providers = settings_from_env(os.environ, blueprint_env_names=allowed,
+                                  blueprint_env={name: os.environ[name] for name in allowed if name in os.environ})
+    return EngineConfig(
+        limits=settings.EVALSITE_LIMITS,
+        call_hosts=frozenset(h.strip().lower() for h in settings.EVALSITE_CALL_HOSTS if h.strip()),
+        providers=providers,
+        code_judges=settings.EVALSITE_ALLOW_CODE_JUDGES,
+        child_env=child_env_from(os.environ),
+        default_judges=tuple(settings.EVALSITE_DEFAULT_JUDGES),
+        backup_judge=settings.EVALSITE_BACKUP_JUDGE or None,
+        items_in_flight=settings.EVALSITE_ITEMS_IN_FLIGHT,
+    )

@@ -1,0 +1,187 @@
+"""The one mapping between the engine's values and the database's rows, both ways.
+
+Saving: ``result_fields`` gives a finished item's ``Response`` columns and what it
+adds to the run's counters, ``point_rows`` its ``PointAssessment`` rows.
+Reading: ``assessment_of`` gives a stored response back as the engine's
+``ResponseAssessment``, reviewers' overrides applied by the engine's
+``apply_overrides``. Pages, exports and overrides read results through it, so
+the functions the conformance tests check (``export_response``,
+``apply_overrides``, ``calculate``) are the ones that make what a user sees.
+"""
+
+from __future__ import annotations
+
+from django.utils import timezone
+
+from blueprints.spec.schema import Point, Prompt
+from runs.engine.assess import JudgeUsage, Override, PointAssessment as EnginePoint, ResponseAssessment, \
+    apply_overrides, key_point_text
+from runs.engine.judge import JudgeVerdict
+from runs.engine.pipeline import ItemResult
+from runs.engine.scoring import CheckResult, JudgeAgreement, calculate
+
+from .models import PointAssessment, Response, ResponseStatus
+
+# --- engine -> rows -----------------------------------------------------------------------
+
+
+def point_rows(row: Response, assessment: ResponseAssessment) -> list[PointAssessment]:
+    out = []
+    for position, pa in enumerate(assessment.point_assessments):
+        point = pa.point
+        out.append(PointAssessment(
+            response=row, position=position, kind=pa.kind, text=point.text or "", fn=point.fn or "",
+            fn_args=point.fn_args if point.has_args else None, citation=point.citation,
+            multiplier=point.multiplier, path_id=point.path_id or "", inverted=point.inverted,
+            key_point_text=key_point_text(point), source_line=point.origin.line,
+            score=pa.score, raw_score=pa.raw_score, reflection=pa.reflection or "", error=pa.error or "",
+            warning=pa.warning or "", judge_model_id=pa.judge_model_id or "",
+            verdicts=[v.to_dict() for v in pa.verdicts], judge_std_dev=pa.judge_std_dev,
+            disagreement=pa.disagreement, backup_used=pa.backup_used,
+        ))
+    return out
+
+
+def assessment_fields(assessment: ResponseAssessment) -> dict:
+    """The Response columns that follow from an assessment (after a run, or after an override)."""
+    return dict(
+        score=assessment.score, score_basis=assessment.score_basis or "",
+        not_evaluated_reason=assessment.not_evaluated_reason or "",
+        violated_should_not=assessment.violated_should_not,
+        verdict=assessment.verdict or "", verdict_reason=assessment.verdict_reason or "",
+        score_before_gates=assessment.score_before_gates, gates_failed=list(assessment.gates_failed),
+        checks=[c.to_dict() for c in assessment.check_results],
+    )
+
+
+def _stopped_fields(result: ItemResult) -> tuple[dict, dict]:
+    """An item the cancel stopped under way: back to pending, keeping a complete generation (and counting its cost)."""
+    response = result.response
+    fields = dict(status=ResponseStatus.PENDING, claimed_by="", claimed_at=None)
+    complete = not response.error and bool(response.text)
+    if complete and result.item.existing is None:
+        fields.update(
+            conversation=[{"role": t.role, "content": t.content, "generated": t.generated}
+                          for t in response.conversation],
+            text=response.text, final_text=response.final_text, tool_calls=list(response.tool_calls),
+            latency_ms=response.latency_ms, input_tokens=response.usage.input_tokens,
+            output_tokens=response.usage.output_tokens, cost_usd=response.cost_usd, cached=response.cached, error="")
+    spent = result.item.existing is None  # what generation cost was spent now, kept or not
+    counters = dict(
+        candidate_input_tokens=(response.usage.input_tokens or 0) if spent else 0,
+        candidate_output_tokens=(response.usage.output_tokens or 0) if spent else 0,
+        candidate_cost_usd=(response.cost_usd or 0) if spent else 0,
+    )
+    return fields, counters
+
+
+def result_fields(result: ItemResult) -> tuple[dict, dict]:
+    """The Response columns for a finished item, and what it adds to the run's counters."""
+    if result.stopped:
+        return _stopped_fields(result)
+    response, assessment = result.response, result.assessment
+    failed = bool(response.error) or assessment is None
+    verdicts = [v for pa in (assessment.point_assessments if assessment else ()) for v in pa.verdicts
+                if v.role == "primary"]
+    judge_ok = sum(1 for v in verdicts if v.ok)
+    judge_failed = len(verdicts) - judge_ok
+    # Every judge call failed: the engine left it not evaluated (judges_all_failed); it is failed too.
+    failed = failed or assessment.judges_all_failed
+    usage = assessment.judge_usage if assessment else None
+    fields = dict(
+        status=ResponseStatus.FAILED if failed else ResponseStatus.DONE,
+        conversation=[{"role": t.role, "content": t.content, "generated": t.generated} for t in response.conversation],
+        text=response.text, final_text=response.final_text, tool_calls=list(response.tool_calls),
+        latency_ms=response.latency_ms, input_tokens=response.usage.input_tokens,
+        output_tokens=response.usage.output_tokens, cost_usd=response.cost_usd, cached=response.cached,
+        error=response.error or "", finished_at=timezone.now(), claimed_by="", claimed_at=None,
+    )
+    if assessment is not None:
+        fields.update(
+            assessment_fields(assessment),
+            judged_score=assessment.score, similarity=assessment.similarity,
+            calculation=assessment.calculation.to_dict() if assessment.calculation else {},
+            agreement=assessment.judge_agreement.to_upstream() if assessment.judge_agreement else {},
+            judge_usage=usage.to_dict(), judge_errors=judge_failed,
+            disagreement=any(pa.disagreement for pa in assessment.point_assessments),
+        )
+    else:
+        fields.update(score=None, judged_score=None, not_evaluated_reason=response.error or "", verdict="",
+                      verdict_reason="", score_before_gates=None, gates_failed=[], checks=[])
+    rejudged = result.item.existing is not None  # the generation was counted when it was made
+    counters = dict(
+        items_done=1, items_failed=1 if failed else 0,
+        judge_calls_done=judge_ok, judge_calls_failed=judge_failed,
+        candidate_input_tokens=0 if rejudged else (response.usage.input_tokens or 0),
+        candidate_output_tokens=0 if rejudged else (response.usage.output_tokens or 0),
+        candidate_cost_usd=0 if rejudged else (response.cost_usd or 0),
+        candidate_cost_unknown=0 if rejudged or response.cost_usd is not None or response.cached else 1,
+        judge_input_tokens=usage.input_tokens if usage else 0,
+        judge_output_tokens=usage.output_tokens if usage else 0,
+        judge_cost_usd=(usage.cost_usd or 0) if usage else 0,
+        judge_cost_unknown=1 if usage and usage.calls and usage.cost_usd is None else 0,
+    )
+    return fields, counters
+
+
+# --- rows -> engine -----------------------------------------------------------------------
+
+
+def _point_of(row: PointAssessment, authored: list[Point]) -> Point:
+    """The authored point (it knows its check, minimum and label) when the revision still matches the row."""
+    if row.position < len(authored):
+        point = authored[row.position]
+        if point.kind == row.kind and (point.path_id or "") == row.path_id and point.inverted == row.inverted:
+            return point
+    return Point(text=row.text or None, fn=row.fn or None, fn_args=row.fn_args,
+                 has_args=row.fn_args is not None, multiplier=row.multiplier, citation=row.citation,
+                 path_id=row.path_id or None, inverted=row.inverted)
+
+
+def point_of(row: PointAssessment, authored: list[Point] = ()) -> EnginePoint:
+    """One stored point assessment as the engine's value (without the reviewer's override)."""
+    return EnginePoint(
+        point=_point_of(row, list(authored)), score=row.score, raw_score=row.raw_score,
+        reflection=row.reflection or None, error=row.error or None, warning=row.warning or None,
+        judge_model_id=row.judge_model_id or None,
+        verdicts=tuple(JudgeVerdict.from_dict(v) for v in row.verdicts or ()),
+        judge_std_dev=row.judge_std_dev, disagreement=row.disagreement, backup_used=row.backup_used,
+    )
+
+
+def overrides_of(rows: list[PointAssessment]) -> dict[int, Override]:
+    """The reviewers' overrides of a response's points, keyed by point index (rows need ``override`` loaded)."""
+    out = {}
+    for i, row in enumerate(rows):
+        override = getattr(row, "override", None)
+        if override is not None:
+            out[i] = Override(score=override.score, reason=override.reason, who=override.who)
+    return out
+
+
+def assessment_of(response: Response, rows: list[PointAssessment], prompt: Prompt | None = None
+                  ) -> ResponseAssessment:
+    """A stored response as the engine's assessment, with its reviewers' overrides applied.
+
+    ``rows`` are its point assessments in rubric order, with ``override`` loaded
+    (``select_related("override")``); ``prompt``, the prompt as authored, lets an
+    override work out the pass/fail verdict again.
+    """
+    authored = prompt.all_points() if prompt is not None else []
+    points = tuple(point_of(row, authored) for row in rows)
+    generation_error = None
+    if not points and (response.error or response.not_evaluated_reason.startswith("Generation failed")):
+        generation_error = response.not_evaluated_reason or f"Generation failed: {response.error}"
+    assessed = ResponseAssessment(
+        prompt_id=response.prompt_id, model_variant_id=response.variant_id, trial=response.trial,
+        point_assessments=points, score=response.judged_score if points else response.score,
+        score_basis=response.score_basis or None, not_evaluated_reason=response.not_evaluated_reason or None,
+        calculation=calculate(points) if points else None, similarity=response.similarity,
+        judge_agreement=JudgeAgreement.from_upstream(response.agreement) if response.agreement else None,
+        judge_usage=JudgeUsage.from_dict(response.judge_usage or {}),
+        generation_error=generation_error,
+        verdict=response.verdict or None, verdict_reason=response.verdict_reason or None,
+        score_before_gates=response.score_before_gates, gates_failed=tuple(response.gates_failed or ()),
+        check_results=tuple(CheckResult.from_dict(c) for c in response.checks or ()),
+    )
+    return apply_overrides(assessed, overrides_of(rows), prompt)

@@ -1,0 +1,249 @@
+"""The parser never raises on input (issue 12), checked three ways on hostile and fuzzed blueprints.
+
+Every input goes through the paths production runs: ``parse_any`` (what the web, the API and
+imports call), ``validate_blueprint --json`` (call_command) and ``/validate/`` (the test client).
+Each must answer with diagnostics, never an exception, a 500, or the last-resort ``internal``
+error (that one exists so a bug cannot take a page down; finding it here means a bug to fix).
+
+The fuzzing is Hypothesis at a size that runs in seconds, derandomized so ``make test`` is
+repeatable; tests/bench/bench_fuzz.py runs 10,000 inputs.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from pathlib import Path
+
+import pytest
+import yaml
+from django.core.management import call_command
+from django.utils.html import escape
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from blueprints.spec import parse_any
+from tests.spec.hostile_cases import CASES, Case
+
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "weval-configs"
+SEEDS = Path(__file__).resolve().parents[1] / "fixtures" / "seeds"
+
+FUZZ = settings(max_examples=120, deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+FUZZ_WEB = settings(FUZZ, max_examples=25)
+
+# Values that broke the parser before (issue 12) or sit on an edge: huge and non-finite numbers,
+# wrong shapes, unhashable values where a name is expected, empty text.
+HOSTILE_VALUES = [10**300, -(10**300), 1e308, float("inf"), float("-inf"), float("nan"), {"url": 17}, [1], {}, [],
+                  None, True, False, -1, 0, "", "x", "$match: (", "javascript:alert(1)", [["a"]], {"a": {"b": [1]}},
+                  "{{x}}", {"$ref": "x"}, 2**63, "CORE", ["CORE", 1]]
+KEYS = ["models", "temperature", "temperatures", "system", "systems", "author", "references", "citation", "weight",
+        "should", "should_not", "points", "prompt", "messages", "ideal", "id", "fn", "fnArgs", "point_defs",
+        "evaluationConfig", "render_as", "tools", "trials", "verdicts", "threshold", "tests", "input", "criteria",
+        "assert", "type", "suite", "cases", "expected", "evaluators", "score_threshold", "max_tokens", "command",
+        "strategy", "parameters", "$contains", "$word_count_between", "$ref", "$match", "text"]
+
+
+def _documents(folder: Path, patterns=("*.yml", "*.yaml", "*.json")) -> list[tuple[str, list]]:
+    out = []
+    for pattern in patterns:
+        for path in sorted(folder.rglob(pattern)):
+            if "models" in path.parts:
+                continue
+            try:
+                out.append((path.suffix, list(yaml.safe_load_all(path.read_text(encoding="utf-8")))))
+            except (yaml.YAMLError, UnicodeDecodeError):
+                continue
+    return out
+
+
+DOCUMENTS = _documents(CORPUS) + _documents(SEEDS)
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+# Keep huge ints as plain digits (PyYAML would write them as-is anyway; this makes it explicit).
+_Dumper.add_representer(int, lambda dumper, value: dumper.represent_scalar("tag:yaml.org,2002:int", str(value)))
+
+
+def mutate(value, rng: random.Random):
+    """A copy of a loaded document with values swapped for hostile ones, keys dropped and keys added."""
+    if rng.random() < 0.06:
+        return rng.choice(HOSTILE_VALUES)
+    if isinstance(value, dict):
+        out = {k: mutate(v, rng) for k, v in value.items() if rng.random() > 0.03}
+        if rng.random() < 0.05:
+            out[rng.choice(KEYS)] = rng.choice(HOSTILE_VALUES)
+        return out
+    if isinstance(value, list):
+        return [mutate(v, rng) for v in value]
+    return value
+
+
+def text_mutations(text: str, rng: random.Random, count: int) -> str:
+    chars = list(text)
+    for _ in range(count):
+        if not chars:
+            break
+        chars[rng.randrange(len(chars))] = rng.choice(":-[]{}&*!|>\"'\n #0\t\\,?%@`")
+    return "".join(chars)
+
+
+@st.composite
+def mutated_corpus_file(draw) -> str:
+    suffix, docs = draw(st.sampled_from(DOCUMENTS))
+    rng = random.Random(draw(st.integers(0, 2**32)))
+    mutated = [mutate(d, rng) for d in docs]
+    if suffix == ".json" and len(mutated) == 1 and draw(st.booleans()):
+        text = json.dumps(mutated[0], allow_nan=True)
+    else:
+        text = yaml.dump_all(mutated, Dumper=_Dumper, allow_unicode=True, sort_keys=False)
+    edits = draw(st.integers(0, 6))
+    return text_mutations(text, rng, edits) if edits else text
+
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-(10**320), 10**320), st.floats(allow_nan=True),
+                    st.text(max_size=20), st.sampled_from(HOSTILE_VALUES[:6] + ["CORE", "openai:gpt-4o", "$contains"]))
+structures = st.recursive(scalars, lambda children: st.one_of(
+    st.lists(children, max_size=5), st.dictionaries(st.sampled_from(KEYS), children, max_size=6)), max_leaves=40)
+
+
+@st.composite
+def generated_blueprint(draw) -> str:
+    header = draw(st.dictionaries(st.sampled_from(KEYS), structures, max_size=8))
+    prompts = draw(st.lists(st.dictionaries(st.sampled_from(KEYS), structures, max_size=6), max_size=4))
+    form = draw(st.sampled_from(["yaml-stream", "yaml-one", "json"]))
+    if form == "json":
+        return json.dumps({**header, "prompts": prompts}, allow_nan=True)
+    if form == "yaml-one":
+        return yaml.dump({**header, "prompts": prompts}, Dumper=_Dumper, allow_unicode=True)
+    return yaml.dump_all([header, prompts], Dumper=_Dumper, allow_unicode=True)
+
+
+def assert_answered(result) -> None:
+    """Diagnostics, not a crash: no internal error, and every error located."""
+    internal = [d for d in result.errors if d.code == "internal"]
+    assert not internal, "parse_any hit an unexpected exception (see the log); fix its cause"
+    for d in result.errors:
+        assert d.line and d.column and d.message
+
+
+# --- the hostile table -----------------------------------------------------------------------
+
+
+def _matches(case: Case, error: dict) -> bool:
+    text = error["message"] + " " + (error.get("hint") or "")
+    return (error["code"], error["line"], error["column"]) == (case.code, case.line, case.column) and all(
+        w in text for w in case.words)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_a_hostile_blueprint_gets_one_located_error(case):
+    result = parse_any(case.text)
+    assert not result.ok and result.blueprint is None
+    assert _matches(case, result.errors[0].as_dict()), result.errors[0]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_validate_blueprint_json_reports_a_hostile_file_and_exits_1(case, tmp_path):
+    path = tmp_path / ("case.json" if case.text.lstrip().startswith("{") else "case.yml")
+    path.write_text(case.text, encoding="utf-8")
+    out = io.StringIO()
+    with pytest.raises(SystemExit) as exit_:
+        call_command("validate_blueprint", str(path), "--json", stdout=out, stderr=io.StringIO())
+    assert exit_.value.code == 1
+    [report] = json.loads(out.getvalue())
+    assert not report["ok"] and _matches(case, report["errors"][0])
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_the_live_validation_shows_a_hostile_blueprint_s_error(client, case):
+    response = client.post("/validate/", {"text": case.text}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    assert escape(case.words[0]) in response.text
+    assert len(response.content) < 200_000  # a refused bomb is never rendered
+
+
+# --- fuzzing ---------------------------------------------------------------------------------
+
+
+@FUZZ
+@given(mutated_corpus_file())
+def test_mutated_corpus_files_never_raise(text):
+    assert_answered(parse_any(text))
+
+
+@FUZZ
+@given(generated_blueprint())
+def test_generated_structures_never_raise(text):
+    assert_answered(parse_any(text))
+
+
+@FUZZ_WEB
+@given(st.one_of(mutated_corpus_file(), generated_blueprint()))
+def test_validate_blueprint_json_never_raises_on_fuzzed_files(tmp_path, text):
+    path = tmp_path / "fuzzed.yml"
+    path.write_text(text, encoding="utf-8")
+    out = io.StringIO()
+    try:
+        call_command("validate_blueprint", str(path), "--json", stdout=out, stderr=io.StringIO())
+    except SystemExit as exit_:
+        assert exit_.code == 1
+    [report] = json.loads(out.getvalue())
+    assert all(e["code"] != "internal" for e in report["errors"])
+
+
+@pytest.mark.django_db
+@FUZZ_WEB
+@given(st.one_of(mutated_corpus_file(), generated_blueprint()))
+def test_live_validation_never_answers_500_on_fuzzed_text(client, text):
+    response = client.post("/validate/", {"text": text}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    assert "internal error" not in response.text
+
+
+# --- the last resort and the preview's cap ---------------------------------------------------
+
+
+def test_an_unexpected_exception_becomes_one_logged_internal_error(monkeypatch, caplog):
+    from blueprints.spec import dialects
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(dialects, "parse_loaded", broken)
+    result = parse_any("models: [openai:x]\n---\n- prompt: hi\n  should: [says hi]\n", path="bp.yml")
+    [error] = result.errors
+    assert error.code == "internal" and (error.line, error.column) == (1, 1) and result.blueprint is None
+    assert "parsing bp.yml raised" in caplog.text and "RuntimeError: a bug" in caplog.text
+
+
+def test_the_preview_lists_at_most_the_variant_limit_and_says_how_many_there_are():
+    from blueprints.services import build_preview
+    from blueprints.spec.limits import Limits
+
+    text = "models: [openai:a, openai:b]\ntemperatures: [0, 0.5]\n---\n- prompt: hi\n  should: [says hi]\n"
+    preview = build_preview(parse_any(text).blueprint, None, Limits(max_variants=3))
+    assert len(preview.variants) == 3 and preview.variant_count == 4 and preview.variants_truncated
+    assert not build_preview(parse_any(text).blueprint, None).variants_truncated
+    from django.template.loader import render_to_string
+
+    html = render_to_string("blueprints/_preview.html", {"preview": preview})
+    assert "3 of 4 listed" in html and "EVALSITE_MAX_VARIANTS" in html
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("case", [c for c in CASES if len(c.text) < 1_000_000], ids=lambda c: c.name)
+def test_a_hostile_blueprint_saved_as_a_draft_keeps_its_pages_answering(client, case):
+    from blueprints.models import Blueprint
+
+    blueprint = Blueprint.objects.create(slug="hostile", title="Hostile")
+    revision, _ = blueprint.save_revision(case.text)
+    assert revision.error_count >= 1
+    for url in ("/blueprints/hostile/", "/blueprints/hostile/edit/"):
+        response = client.get(url)
+        assert response.status_code == 200, url
+        assert len(response.content) < 2_000_000
