@@ -242,3 +242,16 @@ def test_the_shared_sandbox_is_used_by_default() -> None:
     assert evaluate_point("expr", "r === 'x'", "x").score == 1.0
     assert evaluate_point("$js", "while(true){}", "x").error.endswith("(time limit)")
     assert evaluate_point("js", "r === 'x'", "x").score == 1.0
+
+
+def test_the_limits_from_the_engine_configuration_apply() -> None:
+    from dataclasses import replace
+
+    from blueprints.spec.limits import DEFAULT_LIMITS
+    from runs.engine.config import DEFAULT_CONFIG
+
+    config = replace(DEFAULT_CONFIG, limits=replace(DEFAULT_LIMITS, js_timeout_ms=20, js_memory_bytes=16 << 20))
+    assert "stopped after 20 ms (time limit)" in evaluate_point("$js", "while (true) {}", "x", config=config).error
+    assert evaluate_point("$js", "new Uint8Array(20e6); true", "x", config=config).error.endswith(
+        "past the memory limit of 16 MB")
+    assert evaluate_point("$js", "new Uint8Array(20e6); true", "x").score == 1.0  # the defaults: 64 MB

@@ -52,7 +52,7 @@ class _Call:
         return trace.calls
 
     def js(self) -> JsSandbox:
-        return self.sandbox or shared_sandbox()
+        return self.sandbox or shared_sandbox(self.limits)
 
 
 def _text(name: str) -> Callable[[_Call], Outcome]:

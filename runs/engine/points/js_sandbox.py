@@ -17,7 +17,6 @@ breaks a limit is stopped and its point records why.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import json
 import threading
 from dataclasses import dataclass
@@ -287,15 +286,15 @@ def _to_js(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-_shared: JsSandbox | None = None
+_shared: dict[tuple[int, int], JsSandbox] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_sandbox() -> JsSandbox:
-    """The process's sandbox, created on first use."""
-    global _shared
+def shared_sandbox(limits=None) -> JsSandbox:
+    """The process's sandbox for these limits (a `Limits`; None: the defaults), created on first use."""
+    key = (DEFAULT_TIMEOUT_MS, DEFAULT_MEMORY_BYTES) if limits is None else (
+        int(limits.js_timeout_ms), int(limits.js_memory_bytes))
     with _shared_lock:
-        if _shared is None:
-            _shared = JsSandbox()
-            atexit.register(_shared.close)
-        return _shared
+        if key not in _shared:
+            _shared[key] = JsSandbox(timeout_ms=key[0], memory_bytes=key[1])
+        return _shared[key]
