@@ -64,6 +64,9 @@ class Run(models.Model):
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Time spent working: a resume or a retry adds its own stretch, the idle time between does not count.
+    worked_s = models.FloatField(default=0.0)
+    resumed_at = models.DateTimeField(null=True, blank=True)  # when the current stretch began (None: the start)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -71,6 +74,17 @@ class Run(models.Model):
 
     def __str__(self):
         return f"run {self.pk} of {self.blueprint_id} ({self.status})"
+
+    def elapsed_s(self, now=None) -> float | None:
+        """Seconds the run has spent working: finished stretches, and the current one while it goes."""
+        begun = self.resumed_at or self.started_at
+        if begun is None:
+            return None if not self.worked_s else self.worked_s
+        if self.finished_at is not None and self.finished_at >= begun:
+            return self.worked_s + (self.finished_at - begun).total_seconds()
+        if self.is_finished:
+            return self.worked_s
+        return self.worked_s + ((now or timezone.now()) - begun).total_seconds()
 
     @property
     def display_name(self) -> str:

@@ -80,6 +80,21 @@ def _stopped_fields(result: ItemResult) -> tuple[dict, dict]:
     return fields, counters
 
 
+def judge_counts(verdict_lists) -> dict:
+    """Primary judge verdicts that answered and that failed, over stored ``PointAssessment.verdicts`` lists
+    (what ``result_fields`` added to the run's judge counters)."""
+    ok = failed = 0
+    for verdicts in verdict_lists:
+        for v in verdicts or ():
+            if (v.get("role") or "primary") != "primary":
+                continue
+            if v.get("error") is None and v.get("score") is not None:
+                ok += 1
+            else:
+                failed += 1
+    return {"ok": ok, "failed": failed}
+
+
 def result_fields(result: ItemResult) -> tuple[dict, dict]:
     """The Response columns for a finished item, and what it adds to the run's counters."""
     if result.stopped:

@@ -34,7 +34,7 @@ from evalsite.engine import engine_config
 
 from .cache import response_cache
 from .models import FINISHED, PointAssessment, Response, ResponseStatus, Run, RunStatus
-from .records import compute_aggregates, maybe_finish, plan_from_json, save_results
+from .records import compute_aggregates, judge_counts, maybe_finish, plan_from_json, save_results
 from .spec import custom_models, parsed_blueprint
 
 log = logging.getLogger(__name__)
@@ -359,7 +359,7 @@ def cancel_run(run: Run) -> None:
 def resume_run(run: Run) -> int:
     """Hand back to the workers every item that is not finished (stale claims included)."""
     if run.status == RunStatus.CANCELLED:
-        Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, cancel_requested=False, finished_at=None)
+        Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, cancel_requested=False, **_new_stretch(run))
     stale = Response.objects.filter(run=run, status=ResponseStatus.RUNNING)
     released = [pk for pk, by, at in stale.values_list("pk", "claimed_by", "claimed_at")
                 if _claim_is_dead(by) or at is None or at < timezone.now() - claim_lease()]
@@ -381,15 +381,26 @@ def retry_failed(run: Run) -> int:
     with transaction.atomic():
         ids = list(failed.values_list("pk", flat=True))
         undo = failed.aggregate(done=Count("pk"), failed=Count("pk", filter=Q(status=ResponseStatus.FAILED)))
+        # Each retried item counts once: what it added to the judge counters goes too, and comes back
+        # when it is judged again.
+        judged = judge_counts(PointAssessment.objects.filter(response_id__in=ids).values_list("verdicts", flat=True))
         Response.objects.filter(pk__in=ids).update(status=ResponseStatus.PENDING, claimed_by="", claimed_at=None,
                                                    attempts=0)
         # Generation failures start from scratch; judge failures keep their generated text.
         Response.objects.filter(pk__in=ids).exclude(error="").update(text=None, final_text=None, conversation=[])
         Run.objects.filter(pk=run.pk).update(
-            status=RunStatus.RUNNING, finished_at=None, cancel_requested=False,
-            items_done=F("items_done") - undo["done"], items_failed=F("items_failed") - undo["failed"])
+            status=RunStatus.RUNNING, cancel_requested=False, **_new_stretch(run),
+            items_done=F("items_done") - undo["done"], items_failed=F("items_failed") - undo["failed"],
+            judge_calls_done=F("judge_calls_done") - judged["ok"],
+            judge_calls_failed=F("judge_calls_failed") - judged["failed"])
         transaction.on_commit(lambda: enqueue_pending(run.pk))
     return count
+
+
+def _new_stretch(run: Run) -> dict:
+    """A resume or a retry starts a new stretch of work; the one before is added to ``worked_s``."""
+    run.refresh_from_db(fields=["worked_s", "resumed_at", "started_at", "finished_at", "status"])
+    return {"worked_s": run.elapsed_s() or 0.0, "resumed_at": timezone.now(), "finished_at": None}
 
 
 def recover_stale_items() -> int:

@@ -99,9 +99,11 @@ def took(run) -> str:
     """How long a run took (or has been going)."""
     from django.utils import timezone
 
-    if not run.started_at:
+    seconds = run.elapsed_s(timezone.now())
+    if seconds is None:
         return "–"
-    seconds = ((run.finished_at or timezone.now()) - run.started_at).total_seconds()
+    if seconds < 1:
+        return "under 1 s"
     if seconds < 60:
         return f"{seconds:.0f} s"
     if seconds < 3600:

@@ -130,3 +130,24 @@ def test_text_function(fn: str, args: object, response: str, expected: object) -
 def test_error_messages(fn: str, args: object, message: str) -> None:
     result = evaluate_point(fn, args, "some text")
     assert (result.score, result.error) == (None, message)
+
+
+@pytest.mark.parametrize(("fn", "args", "response", "explain"), [
+    ("contains", "Paris", "It is Paris.", "Found “Paris”."),
+    ("contains", "Rome", "It is Paris.", "“Rome” is not in the response."),
+    ("icontains", "paris", "It is Paris.", "Found “paris” (ignoring case)."),
+    ("starts_with", "Hello", "Hi there", "The response does not start with “Hello”; it starts with “Hi th”."),
+    ("contains_any_of", ["a1", "b2"], "xx b2", "Found “b2”."),
+    ("icontains_all_of", ["paris", "rome"], "It is Paris.", "Found 1 of 2; missing “rome”."),
+    ("contains_at_least_n_of", [2, ["a", "b", "c"]], "a only", "Found 1 of the 2 needed: “a”."),
+    ("imatches", "^paris", "It is Paris.", "The pattern “^paris” does not match the response."),
+    ("matches", r"\d+ km", "It is 340 km away.", "The pattern “\\d+ km” matches “340 km”."),
+    ("matches_all_of", ["a", "z"], "abc", "1 of 2 patterns match; not “z”."),
+    ("contains_word", "cat", "concatenate", "The word “cat” is not in the response."),
+    ("word_count_between", [1, 2], "It is Paris.", "3 words; the range is 1 to 2: too long."),
+    ("is_json", None, "[1, 2]", "A JSON array."),
+    ("is_json", None, "42", "JSON, but a single value, not an object or an array."),
+])
+def test_a_function_point_says_what_it_found(fn, args, response, explain):
+    result = evaluate_point(fn, args, response)
+    assert result.explain == explain and result.error is None

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.db.models import F
 
 from blueprints.models import Blueprint
 from blueprints.services import import_files
@@ -274,3 +275,38 @@ def test_each_item_stores_its_temperature_and_system_and_runs_with_them(fake_pro
                for r in rows.values())
     assert {r.temperature for r in rows.values()} == {0.2, 0.7}
     assert all(r.variant_index is not None for r in rows.values())
+
+
+def test_retry_after_fixing_a_judge_asks_it_again_counts_each_item_once_and_keeps_time_true(fake_provider):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    # The judge answers nonsense for one criterion, twice (the answer and the repair): that verdict fails.
+    fake_provider.script([{"model": "cand-a", "match": ".", "reply": "Paris, and it is short."},
+                          {"model": "judge-a", "match": "(?s)<CRITERION>\nIs short", "reply": "I think it's fine!!"},
+                          *judge_rules()])
+    text = "title: Retry\nmodels: [openai:cand-a]\n---\n- id: fr\n  prompt: Capital of France?\n  should:\n" \
+           "    - Names Paris\n    - Is short\n"
+    blueprint = import_files([("retry.yml", text, {})], via="test").items[0].blueprint
+    run = run_start.start_run(blueprint, judges=["openai:judge-a"])
+    run.refresh_from_db()
+    assert (run.items_done, run.items_failed, run.judge_calls_done, run.judge_calls_failed) == (1, 0, 1, 1)
+    # An hour passes before anyone looks; the run took seconds, and still does after the retry.
+    Run.objects.filter(pk=run.pk).update(started_at=F("started_at") - timedelta(hours=1),
+                                         finished_at=F("started_at") - timedelta(hours=1) + timedelta(seconds=3))
+    run.refresh_from_db()
+    assert 2.5 < run.elapsed_s() < 3.5
+
+    fake_provider.script([{"model": "cand-a", "match": ".", "reply": "Paris, and it is short."}, *judge_rules()],
+                         replace=True)  # the judge is fixed
+    asked = len(fake_provider.requests("judge-a"))
+    assert run_work.retry_failed(run) == 1
+    run.refresh_from_db()
+    assert len(fake_provider.requests("judge-a")) > asked  # asked again: nothing unreadable came from the cache
+    assert not [r for r in fake_provider.requests()[-4:] if r["model"] == "cand-a"]  # the answer was kept
+    assert (run.items_total, run.items_done, run.items_failed) == (1, 1, 0)
+    assert (run.judge_calls_done, run.judge_calls_failed) == (2, 0)
+    assert Response.objects.get(run=run).score == 1.0
+    assert run.elapsed_s() < 60  # 3 s, plus the retry's own seconds; never the hour in between
+    assert (timezone.now() - run.started_at).total_seconds() > 3600

@@ -27,6 +27,22 @@ def _is_string_list(value: object) -> bool:
     return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 
+def _q(text: str, limit: int = 60) -> str:
+    """A quoted piece of text for an explanation, cut to ``limit`` characters."""
+    text = " ".join(text.split())
+    return f"“{text if len(text) <= limit else text[:limit - 1] + '…'}”"
+
+
+def _list(items: list[str]) -> str:
+    shown = ", ".join(_q(item, 40) for item in items[:5])
+    return shown + (f" and {len(items) - 5} more" if len(items) > 5 else "")
+
+
+def _said(score: float | bool, explain: str) -> PointResult:
+    """A score with what the function found, shown as the point's reflection."""
+    return PointResult(score=float(score), explain=explain)
+
+
 # -- substrings
 
 
@@ -34,9 +50,9 @@ def _substring(name: str, ignore_case: bool) -> Callable[[str, object], Outcome]
     def check(response: str, args: object) -> Outcome:
         if not isinstance(args, str):
             return not_evaluated(f"Invalid arguments for '{name}'. Expected a string.")
-        if ignore_case:
-            return args.lower() in response.lower()
-        return args in response
+        found = args.lower() in response.lower() if ignore_case else args in response
+        case = " (ignoring case)" if ignore_case else ""
+        return _said(found, f"Found {_q(args)}{case}." if found else f"{_q(args)} is not in the response{case}.")
 
     return check
 
@@ -46,7 +62,11 @@ def _edge(name: str, at_start: bool, ignore_case: bool) -> Callable[[str, object
         if not isinstance(args, str):
             return not_evaluated(f"Invalid arguments for '{name}'. Expected a string.")
         text, needle = (response.lower(), args.lower()) if ignore_case else (response, args)
-        return text.startswith(needle) if at_start else text.endswith(needle)
+        ok = text.startswith(needle) if at_start else text.endswith(needle)
+        where = "starts" if at_start else "ends"
+        edge = response[:len(args)] if at_start else response[-len(args):] if args else ""
+        return _said(ok, f"The response {where} with {_q(args)}." if ok else
+                     f"The response does not {where[:-1]} with {_q(args)}; it {where} with {_q(edge)}.")
 
     return check
 
@@ -56,7 +76,8 @@ def _any_of(name: str, ignore_case: bool) -> Callable[[str, object], Outcome]:
         if not _is_string_list(args):
             return not_evaluated(f"Invalid arguments for '{name}'. Expected an array of strings.")
         text = response.lower() if ignore_case else response
-        return any((item.lower() if ignore_case else item) in text for item in args)
+        hits = [item for item in args if (item.lower() if ignore_case else item) in text]
+        return _said(bool(hits), f"Found {_list(hits)}." if hits else f"None of {_list(args)} is in the response.")
 
     return check
 
@@ -68,8 +89,10 @@ def _all_of(name: str, ignore_case: bool) -> Callable[[str, object], Outcome]:
         if not args:
             return 1.0  # vacuously all present
         text = response.lower() if ignore_case else response
-        found = sum((item.lower() if ignore_case else item) in text for item in args)
-        return found / len(args)
+        missing = [item for item in args if (item.lower() if ignore_case else item) not in text]
+        found = len(args) - len(missing)
+        return _said(found / len(args), f"Found all {len(args)}." if not missing else
+                     f"Found {found} of {len(args)}; missing {_list(missing)}.")
 
     return check
 
@@ -97,8 +120,9 @@ def _at_least_n_of(name: str, ignore_case: bool) -> Callable[[str, object], Outc
         if not items:
             return 0.0
         text = response.lower() if ignore_case else response
-        found = sum((item.lower() if ignore_case else item) in text for item in items)
-        return min(1.0, found / n)
+        hits = [item for item in items if (item.lower() if ignore_case else item) in text]
+        return _said(min(1.0, len(hits) / n), f"Found {len(hits)} of the {n:g} needed"
+                     + (f": {_list(hits)}." if hits else "."))
 
     return check
 
@@ -114,7 +138,10 @@ def _regex(name: str, ignore_case: bool) -> Callable[..., Outcome]:
         if not isinstance(args, str):
             return not_evaluated(f"Invalid arguments for '{name}'. Expected a regex string.")
         try:
-            return search_js(args, response, ignore_case=ignore_case, limits=limits) is not None
+            match = search_js(args, response, ignore_case=ignore_case, limits=limits)
+            if match is None:
+                return _said(False, f"The pattern {_q(args)} does not match the response.")
+            return _said(True, f"The pattern {_q(args)} matches {_q(match.group(0))}.")
         except RegexError as error:
             return not_evaluated(f"Invalid regex pattern for '{name}': {error.message}")
         except RegexTimeout as error:
@@ -124,16 +151,18 @@ def _regex(name: str, ignore_case: bool) -> Callable[..., Outcome]:
 
 
 def _count_regex_matches(name: str, patterns: list[str], response: str, ignore_case: bool,
-                         limits: Limits) -> int | PointResult:
+                         limits: Limits) -> list[str] | PointResult:
+    """The patterns that match, or why none could be run."""
     for source in patterns:  # every pattern is checked before any is run, as upstream compiles them all
         try:
             compile_js(source, ignore_case=ignore_case)
         except RegexError as error:
             return not_evaluated(f"Invalid regex pattern in '{name}': {error.message}")
-    found = 0
+    found = []
     for source in patterns:
         try:
-            found += search_js(source, response, ignore_case=ignore_case, limits=limits) is not None
+            if search_js(source, response, ignore_case=ignore_case, limits=limits) is not None:
+                found.append(source)
         except RegexTimeout as error:
             return not_evaluated(error.message)
     return found
@@ -148,7 +177,9 @@ def _regex_all_of(name: str, ignore_case: bool) -> Callable[..., Outcome]:
         found = _count_regex_matches(name, args, response, ignore_case, limits)
         if isinstance(found, PointResult):
             return found
-        return found / len(args)
+        missing = [p for p in args if p not in found]
+        return _said(len(found) / len(args), f"All {len(args)} patterns match." if not missing else
+                     f"{len(found)} of {len(args)} patterns match; not {_list(missing)}.")
 
     return check
 
@@ -166,7 +197,8 @@ def _regex_at_least_n_of(name: str, ignore_case: bool) -> Callable[..., Outcome]
         found = _count_regex_matches(name, patterns, response, ignore_case, limits)
         if isinstance(found, PointResult):
             return found
-        return min(1.0, found / n)
+        return _said(min(1.0, len(found) / n), f"{len(found)} of the {n:g} patterns needed match"
+                     + (f": {_list(found)}." if found else "."))
 
     return check
 
@@ -187,7 +219,8 @@ def _word(name: str, ignore_case: bool) -> Callable[[str, object], Outcome]:
             return not_evaluated(f"Invalid arguments for '{name}'. Expected a string.")
         if not args:
             return True  # the empty word is vacuously present
-        return _word_pattern(args, ignore_case).search(response) is not None
+        found = _word_pattern(args, ignore_case).search(response) is not None
+        return _said(found, f"Found the word {_q(args)}." if found else f"The word {_q(args)} is not in the response.")
 
     return check
 
@@ -209,11 +242,12 @@ def word_count_between(response: str, args: object) -> Outcome:
         )
     low, high = args
     count = len(_JS_NON_SPACE_RUN.findall(response))
+    said = f"{count} word{'s' if count != 1 else ''}; the range is {low:g} to {high:g}"
     if count < low:
-        return 1.0 if low == 0 else count / low
+        return _said(1.0 if low == 0 else count / low, said + ": too short.")
     if count > high:
-        return 0.0 if high == 0 else high / count
-    return 1.0
+        return _said(0.0 if high == 0 else high / count, said + ": too long.")
+    return _said(1.0, said + ".")
 
 
 def _reject_constant(name: str) -> object:
@@ -224,9 +258,12 @@ def is_json(response: str, args: object) -> Outcome:
     # The whole text must be a JSON object or array; code fences are not stripped.
     try:
         parsed = json.loads(response, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
-        return False
-    return isinstance(parsed, (dict, list))
+    except (ValueError, RecursionError) as error:
+        return _said(False, f"Not JSON: {str(error)[:120]}." if isinstance(error, ValueError) else
+                     "Not JSON: nested too deeply to read.")
+    if isinstance(parsed, (dict, list)):
+        return _said(True, f"A JSON {'object' if isinstance(parsed, dict) else 'array'}.")
+    return _said(False, "JSON, but a single value, not an object or an array.")
 
 
 # The functions above that run user-written regexes: they take `limits` too.
