@@ -1,3 +1,4 @@
+# Over 500 lines: the blueprint pages' services; the split into editing and importing is open (issue 13, item 3).
 """What the blueprint pages compute, kept out of the views so each view stays a few lines.
 
 Sections: markdown, the editor's check (diagnostics -> editor annotations), the

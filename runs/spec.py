@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+import threading
+from collections import OrderedDict
 
 from blueprints.models import BlueprintRevision
 from blueprints.spec.schema import Blueprint as SpecBlueprint
@@ -21,17 +22,32 @@ class RunRefused(Exception):
         return "\n".join([self.message, *self.problems])
 
 
-@lru_cache(maxsize=32)
-def _parsed(revision_id: int, sha256: str) -> SpecBlueprint:
-    revision = BlueprintRevision.objects.select_related("blueprint").get(pk=revision_id)
-    result = revision.parse(collections=lambda name: None)
-    if result.blueprint is None:
-        raise RunRefused("the revision has errors", [e.format(revision.blueprint.slug) for e in result.errors])
-    return result.blueprint
+_PARSED: OrderedDict[tuple[int, str], SpecBlueprint] = OrderedDict()
+_KEEP = 32  # revisions kept parsed per process
+_LOCK = threading.Lock()
+
+
+def remember(revision: BlueprintRevision, blueprint: SpecBlueprint) -> None:
+    """Keep a revision's parse (start_run has just made it) so the run's work does not parse it again."""
+    key = (revision.pk, revision.sha256)
+    with _LOCK:
+        _PARSED[key] = blueprint
+        _PARSED.move_to_end(key)
+        while len(_PARSED) > _KEEP:
+            _PARSED.popitem(last=False)
 
 
 def parsed_blueprint(revision: BlueprintRevision) -> SpecBlueprint:
-    return _parsed(revision.pk, revision.sha256)
+    """The revision's blueprint, parsed once per process (a revision never changes: its sha256 is its key)."""
+    hit = _PARSED.get((revision.pk, revision.sha256))
+    if hit is not None:
+        return hit
+    result = revision.parse(collections=lambda name: None)
+    if result.blueprint is None:
+        slug = BlueprintRevision.objects.select_related("blueprint").get(pk=revision.pk).blueprint.slug
+        raise RunRefused("the revision has errors", [e.format(slug) for e in result.errors])
+    remember(revision, result.blueprint)
+    return result.blueprint
 
 
 def custom_models(bp: SpecBlueprint) -> dict[str, CustomModel]:

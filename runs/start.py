@@ -23,7 +23,7 @@ from evalsite.engine import engine_config
 from .models import Response, Run
 
 from .records import finish_run, plan_to_json
-from .spec import RunRefused, custom_models
+from .spec import RunRefused, custom_models, remember
 from .work import enqueue_pending
 
 
@@ -86,6 +86,7 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
         raise RunRefused(f"'{blueprint.slug}' has errors; fix them before running",
                          [e.format(blueprint.slug) for e in result.errors])
     bp = result.blueprint
+    remember(revision, bp)  # the workers read it from here (in this process) rather than parse it again
     resolved = resolve_run_models(bp, models, lookup)
     plan = judge_plan_for(bp, judges, keep_judges)
     judged = any(p.fn is None for prompt in bp.prompts for p in prompt.all_points())

@@ -1,3 +1,4 @@
+# Over 500 lines: every run page, each view a few lines; splitting by page would only scatter them.
 """Run pages: start a run, watch it, read its results, review a response, compare, download.
 
 Every page is a plain GET a person (or a crawler) can reach by links from the

@@ -1,3 +1,4 @@
+# Over 500 lines: one grammar, JavaScript regex syntax, translated and bounded in one place.
 """JavaScript regular expressions, read the way the upstream reads them, run by Python's `regex`.
 
 Blueprints write regexes for JavaScript: the upstream scores `$matches` with

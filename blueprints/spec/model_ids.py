@@ -1,3 +1,4 @@
+# Over 500 lines: every upstream rule about model ids in one place.
 """Model identifiers: parsing, display normalisation, effective ids, blueprint entries.
 
 A model id in a blueprint is ``provider:model`` (``openai:gpt-4o-mini``,

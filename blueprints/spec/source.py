@@ -1,3 +1,4 @@
+# Over 500 lines: the one YAML/JSON reader, with its limits pre-pass and the locator.
 """Load YAML or JSON text into plain Python values plus a map of where each value stood.
 
 The parser works on ordinary dicts and lists (fast, easy to reason about) and

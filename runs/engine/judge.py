@@ -1,3 +1,4 @@
+# Over 500 lines: one subject read top to bottom: the judge prompt, reading answers, consensus, the run's judge plan.
 """LLM judges for text points: who judges, what they are asked, how their answers are read, and their consensus.
 
 One text point is sent to each judge in one call, with the whole conversation

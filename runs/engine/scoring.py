@@ -1,3 +1,4 @@
+# Over 500 lines: every score rule in one place by design, one pure function per rule (docs/scoring.md).
 """Scores from point assessments: groups and paths, per-model statistics, similarity, judge agreement.
 
 Pure functions over plain values; docs/scoring.md explains each with a worked

@@ -1,3 +1,4 @@
+# Over 500 lines: one builder per AgentV assertion type; a builder table with one context object is open (issue 13, item 5).
 """AgentV suites (``EVAL.yaml``) -> a normalised Blueprint, with an import report per test.
 
 Reads the eval spec v2 form of the seeds (``tests`` / ``criteria`` / ``rubrics`` /

@@ -1,3 +1,4 @@
+# Over 500 lines: the whole AI Eval format (suites, cases, every evaluator) in one importer.
 """AI Eval suites (``tests/*.yaml``) -> a normalised Blueprint, with an import report per case.
 
 Written from reference section 3 only (AI Eval is AGPL; none of its code is used).

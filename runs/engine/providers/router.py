@@ -1,3 +1,4 @@
+# Over 500 lines: the one place a call leaves the process: limits, retries, breaker, cache, cancel.
 """The router: one ``complete(ChatRequest) -> ChatResult`` for every model a run uses.
 
 For each request it resolves the model (built-in provider, the blueprint's
