@@ -42,7 +42,8 @@ from blueprints.spec.limits import Limits
 from blueprints.spec.model_ids import effective_id, format_js_number, is_collection_name, provider_of
 from evalsite.engine import engine_config
 from evalsite.security import defer_outside_images
-from runs.engine.judge import plan_for_run
+from runs.engine.judge import JUDGE_MAX_TOKENS, plan_for_run
+from runs.engine.providers.prices import DEFAULT_MAX_TOKENS, estimate_usd, price_table
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
 
@@ -120,8 +121,6 @@ def check_text(text: str, *, slug: str | None = None, collections=None, files: d
 
 # Reference section 5.8: candidates get the client's default (1500) unless a custom
 # model sets max_tokens; judges are called with 500 tokens at temperature 0.
-DEFAULT_MAX_TOKENS = 1500
-JUDGE_MAX_TOKENS = 500
 # The judge's instructions and scale around each criterion, in characters (approximate).
 JUDGE_PROMPT_OVERHEAD_CHARS = 2400
 CHARS_PER_TOKEN = 4
@@ -279,7 +278,7 @@ class ModelLine:
     id: str
     source: str = ""  # the collection it came from, if any
     canned: bool = False
-    price: "Price | None" = None
+    priced: bool = False  # the engine's price table knows this model
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -288,16 +287,7 @@ class ModelLine:
     def cost(self) -> float | None:
         if self.canned:
             return 0.0
-        return self.price.cost(self.input_tokens, self.output_tokens) if self.price else None
-
-
-@dataclass
-class Price:
-    input_per_mtok: float
-    output_per_mtok: float
-
-    def cost(self, input_tokens: int, output_tokens: int) -> float:
-        return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1_000_000
+        return estimate_usd(self.id, self.input_tokens, self.output_tokens)
 
 
 @dataclass
@@ -397,15 +387,15 @@ def build_preview(bp: SpecBlueprint, collections: Callable[[str], list[str] | No
                                              system_index=index if system_count > 1 else None,
                                              system_count=system_count))
     per_model = len(temperatures) * system_count
-    prices = load_prices()
+    prices = price_table()
     lines = []
     judges_ids, judges_default = _judges(bp)
-    judge_lines = [ModelLine(j, price=prices.get(j)) for j in judges_ids]
+    judge_lines = [ModelLine(j, priced=j in prices) for j in judges_ids]
     judge_calls = 0
     for model in models:
         model_id = _model_id(model)
         line = ModelLine(model_id, source=origins.get(model_id, ""), canned=provider_of(model_id) in CANNED_PROVIDERS,
-                         price=prices.get(model_id))
+                         priced=model_id in prices)
         max_out = _max_tokens(model)
         for view in prompts:
             conversation_chars = _conversation_chars(view, bp)
@@ -473,51 +463,12 @@ def run_problems(preview: "Preview", revision) -> list[str]:
 
 def known_models() -> list[str]:
     """Model ids with a known price, and the stored collections: what the run form suggests."""
-    return sorted(load_prices()) + sorted(ModelCollection.objects.values_list("name", flat=True))
+    return sorted(price_table()) + sorted(ModelCollection.objects.values_list("name", flat=True))
 
 
 def _judges(bp: SpecBlueprint) -> tuple[list[str], bool]:
     plan = run_judges(bp)
     return [j.model for j in plan.judges], not plan.configured
-
-
-PRICES_PATH = Path(settings.BASE_DIR) / "runs" / "engine" / "providers" / "prices.json"
-
-
-def load_prices(path: Path | None = None) -> dict[str, Price]:
-    """Prices in USD per million tokens from the engine's price table, if it exists.
-
-    Read tolerantly: ``{"provider:model": {"input": x, "output": y}}``, optionally under
-    a top-level ``"models"`` key, with ``input_per_mtok``/``output_per_mtok`` or
-    ``prompt``/``completion`` also understood. Anything unreadable means "unknown".
-    """
-    path = path or PRICES_PATH
-    try:
-        stamp = path.stat().st_mtime_ns
-    except OSError:
-        return {}
-    return _read_prices(str(path), stamp)
-
-
-@lru_cache(maxsize=4)
-def _read_prices(path: str, _stamp: int) -> dict[str, Price]:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if isinstance(data, dict) and isinstance(data.get("models"), dict):
-        data = data["models"]
-    if not isinstance(data, dict):
-        return {}
-    prices = {}
-    for model_id, entry in data.items():
-        if not isinstance(entry, dict):
-            continue
-        given_in = next((entry[k] for k in ("input", "input_per_mtok", "prompt") if k in entry), None)
-        given_out = next((entry[k] for k in ("output", "output_per_mtok", "completion") if k in entry), None)
-        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (given_in, given_out)):
-            prices[model_id] = Price(float(given_in), float(given_out))
-    return prices
 
 
 # --------------------------------------------------------------------------------------

@@ -2,6 +2,8 @@ import json
 
 import pytest
 
+from runs.engine.providers import prices as engine_prices
+
 from blueprints import services
 from blueprints.spec import parse_blueprint
 from tests.web.conftest import VALID
@@ -102,7 +104,7 @@ def test_the_plan_counts_variants_generations_and_judge_calls(tmp_path):
 def test_prices_give_a_cost_and_a_missing_price_makes_it_unknown(tmp_path, monkeypatch):
     prices = tmp_path / "prices.json"
     prices.write_text(json.dumps({"models": {"openai:gpt-4o-mini": {"input": 1.0, "output": 2.0}}}))
-    monkeypatch.setattr(services, "PRICES_PATH", prices)
+    monkeypatch.setattr(engine_prices, "PRICES_FILE", prices)
     text = MULTI.replace("  - local:thing\n", "")
 
     preview = services.build_preview(parse_blueprint(text).blueprint, None)
@@ -122,7 +124,7 @@ def test_prices_give_a_cost_and_a_missing_price_makes_it_unknown(tmp_path, monke
 
 
 def test_without_a_price_table_every_cost_is_unknown(tmp_path, monkeypatch):
-    monkeypatch.setattr(services, "PRICES_PATH", tmp_path / "absent.json")
+    monkeypatch.setattr(engine_prices, "PRICES_FILE", tmp_path / "absent.json")
 
     preview = services.build_preview(parse_blueprint(VALID).blueprint, None)
 

@@ -21,6 +21,7 @@ from typing import Any, Iterable, Mapping
 from blueprints.spec.model_ids import provider_of
 from blueprints.spec.schema import CustomModel
 
+from .prices import DEFAULT_MAX_TOKENS
 from .formats import (
     anthropic_body,
     completions_prompt,
@@ -64,7 +65,7 @@ class Endpoint:
     model_name: str
     limit_key: str  # requests sharing a key share one concurrency limit
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
-    default_max_tokens: int | None = 1500
+    default_max_tokens: int | None = DEFAULT_MAX_TOKENS
     custom: CustomModel | None = None
     secrets: tuple[str, ...] = field(default=(), repr=False)  # values to hide in messages
 
@@ -147,7 +148,7 @@ def _custom_endpoint(model: CustomModel, settings: ProviderSettings) -> Endpoint
         api_format = {"anthropic": "anthropic", "google": "gemini"}.get(model.inherit, "openai_chat")
     return Endpoint(
         model_id=model.id, provider="custom", api_format=api_format, url=model.url, model_name=model.model_name,
-        limit_key=f"custom:{model.id}", headers=headers, default_max_tokens=1500, custom=model,
+        limit_key=f"custom:{model.id}", headers=headers, default_max_tokens=DEFAULT_MAX_TOKENS, custom=model,
         secrets=tuple(v for v in used_values if v),
     )
 
@@ -206,7 +207,7 @@ def build_request(endpoint: Endpoint, messages: Iterable[dict], *, temperature: 
                                 max_tokens_key=quirks.max_tokens_key)
     elif fmt == "anthropic":
         body = anthropic_body(endpoint.model_name, messages, temperature=temperature,
-                              max_tokens=limit if limit is not None else 1500)
+                              max_tokens=limit if limit is not None else DEFAULT_MAX_TOKENS)
     elif fmt == "gemini":
         body = gemini_body(messages, temperature=temperature, max_tokens=limit)
     else:

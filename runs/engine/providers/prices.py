@@ -24,13 +24,34 @@ class Price:
     source: str | None = None
 
 
-@lru_cache(maxsize=1)
+# What a call may answer when the caller sets no limit: the upstream's clients send 1500 (reference 5.8).
+DEFAULT_MAX_TOKENS = 1500
+
+
 def price_table() -> dict[str, Price]:
-    data = json.loads(PRICES_FILE.read_text(encoding="utf-8"))
-    return {
-        model_id: Price(float(row["input"]), float(row["output"]), row["as_of"], row.get("source"))
-        for model_id, row in data["models"].items()
-    }
+    """The price table (reread when the file changes); a missing or unreadable file means every price is unknown."""
+    try:
+        stamp = PRICES_FILE.stat().st_mtime_ns
+    except OSError:
+        return {}
+    return _read(str(PRICES_FILE), stamp)
+
+
+@lru_cache(maxsize=4)
+def _read(path: str, _stamp: int) -> dict[str, Price]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        rows = data["models"] if isinstance(data, dict) and isinstance(data.get("models"), dict) else data
+        return {model_id: Price(float(row["input"]), float(row["output"]), str(row.get("as_of", "")),
+                                row.get("source"))
+                for model_id, row in rows.items() if isinstance(row, dict)}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def estimate_usd(model_id: str, input_tokens: int, output_tokens: int) -> float | None:
+    """What so many tokens would cost with ``model_id``; None when its price is unknown (never 0)."""
+    return cost_usd(model_id, Usage(input_tokens, output_tokens))
 
 
 def price_of(model_id: str) -> Price | None:

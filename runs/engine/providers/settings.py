@@ -16,6 +16,7 @@ from typing import Mapping
 
 from blueprints.spec.model_ids import concurrency_env_name
 
+from .prices import DEFAULT_MAX_TOKENS
 from .transport import proxy_configured
 
 
@@ -30,7 +31,7 @@ class ProviderInfo:
     default_base_url: str
     # Reference 5.8: the upstream's clients send 1500 when the caller gives no
     # limit, except OpenRouter, which sends none.
-    default_max_tokens: int | None = 1500
+    default_max_tokens: int | None = DEFAULT_MAX_TOKENS
 
 
 PROVIDERS: dict[str, ProviderInfo] = {
