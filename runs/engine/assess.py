@@ -262,8 +262,8 @@ def judged_point_assessment(point: Point, verdict: Consensus) -> PointAssessment
                   disagreement=verdict.disagreement, backup_used=verdict.backup_used)
     if verdict.score is None:
         return PointAssessment(score=None, reflection=f"Error: {verdict.error}", error=verdict.error, **common)
-    # The consensus is already on the 0.01 grid; rounding again keeps 1 - 0.13 from printing as 0.8699999.
-    final = round2(1 - verdict.score) if point.inverted else verdict.score
+    # The upstream inverts without rounding (1 - 0.33 stays 0.6699999999999999); so do we.
+    final = 1 - verdict.score if point.inverted else verdict.score
     reflection = (INVERTED_PREFIX if point.inverted else "") + (verdict.reflection or "")
     return PointAssessment(score=final, raw_score=verdict.score, reflection=reflection, warning=verdict.warning,
                            judge_model_id=verdict.judge_model_id, **common)

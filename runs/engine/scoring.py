@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from decimal import ROUND_HALF_UP, Decimal
 from dataclasses import dataclass
 from typing import Awaitable, Callable, Iterable, Literal, NamedTuple, Protocol, Sequence
 
@@ -31,8 +32,21 @@ def round_half_up(value: float, places: int = 2) -> float:
     return math.floor(value * factor + 0.5) / factor
 
 
+def round_to_fixed(value: float, places: int = 2) -> float:
+    """``parseFloat(x.toFixed(places))``, as the upstream rounds scores: the float's exact binary value, halves up.
+
+    0.585 is stored as 0.58499999999999996447... and so becomes 0.58 (``Math.round(x * 100) / 100``
+    would give 0.59); 0.595 becomes 0.59.
+    """
+    if not math.isfinite(value):
+        return value
+    exact = Decimal(value).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+    return float(exact) + 0.0  # -0.0 prints as 0
+
+
 def round2(value: float) -> float:
-    return round_half_up(value, 2)
+    """A score to 2 places, as the upstream's consensus and final scores are (``toFixed(2)``)."""
+    return round_to_fixed(value, 2)
 
 
 def population_std(values: Sequence[float]) -> float | None:

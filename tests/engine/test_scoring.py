@@ -72,10 +72,20 @@ def test_the_calculation_shows_each_step():
     assert shown["leftOut"] == ["path_0"] and shown["required"]["scored"] == 2
 
 
+# parseFloat(x.toFixed(2)) in Node for each value (the float's exact binary value, halves up).
 @pytest.mark.parametrize("value, expected", [(0.125, 0.13), (0.001, 0.0), (0.005, 0.01), (0.834, 0.83),
-                                             (0.6666, 0.67), (1.0, 1.0), (0.0, 0.0), (0.425, 0.43)])
-def test_round2_rounds_halves_up_like_javascript(value, expected):
+                                             (0.6666, 0.67), (1.0, 1.0), (0.0, 0.0), (0.425, 0.42),
+                                             (0.585, 0.58), (0.595, 0.59), (1.005, 1.0), (0.015, 0.01)])
+def test_round2_rounds_as_javascripts_to_fixed(value, expected):
     assert round2(value) == expected
+
+
+@pytest.mark.parametrize(("scores", "expected"), [([0.58, 0.59], 0.58), ([0.6, 0.59], 0.59)])
+def test_the_final_score_rounds_as_the_upstream(scores, expected):
+    # The vectors: two required points; upstream gives 0.58 and 0.59 (Math.round would give 0.59, 0.6).
+    from runs.engine.scoring import ScoredPoint
+
+    assert round2(calculate([ScoredPoint(score=s, multiplier=1.0, path_id=None) for s in scores]).score) == expected
 
 
 def test_model_stats_weight_the_mean_by_prompt_and_count_what_was_left_out():
