@@ -69,9 +69,9 @@ def stable_stringify(value) -> str:
 
 
 def _keeps_null(key) -> bool:
-    # A JSON null that the author wrote (an assistant turn to be generated) is a value,
-    # not a missing key: the upstream keeps `content: null` in the hash.
-    return key == "content"
+    # A JSON null that the author wrote is a value, not a missing key: the upstream keeps
+    # `content: null` (an assistant turn to be generated) and `fnArgs: null` (`$is_json: null`) in the hash.
+    return key in ("content", "fnArgs")
 
 
 def prompt_hash_id(normalised_prompt_without_id: dict) -> str:

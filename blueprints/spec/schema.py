@@ -197,7 +197,8 @@ class Prompt(_Model):
             out["maxCalls"] = self.max_calls
         if self.tags is not None:
             out["tags"] = self.tags
-        out["points"] = block_to_upstream(self.points)
+        if self.points:  # the upstream has no `points` key for a prompt without them (its id hash depends on it)
+            out["points"] = block_to_upstream(self.points)
         if self.should_not is not None:
             out["should_not"] = block_to_upstream(self.should_not)
         return out

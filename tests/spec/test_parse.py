@@ -402,6 +402,19 @@ def test_prompts_without_an_id_get_a_stable_hash_id():
     assert first == "hash-" + hashlib.sha256(expected.encode()).hexdigest()[:12]
 
 
+def test_hash_ids_match_the_upstreams_own_unit_test():
+    # Upstream's test: a prompt with an ideal and no points hashes without a `points` key.
+    assert ok('- prompt: "This prompt needs an ID."\n  ideal: "An ideal response."\n').prompts[0].id == \
+        "hash-d35001ad5740"
+
+
+def test_an_explicit_null_argument_is_part_of_the_hash():
+    with_null = ok("- prompt: q\n  should:\n    - $is_json: null\n").prompts[0]
+    bare = ok("- prompt: q\n  should:\n    - $is_json\n").prompts[0]
+    assert '"fnArgs":null' in stable_stringify(with_null.to_upstream(include_id=False))
+    assert with_null.id != bare.id
+
+
 def test_duplicate_prompt_ids_warn():
     result = parse_blueprint("- id: a\n  prompt: x\n- id: a\n  prompt: y\n", fmt="yaml")
     assert result.ok and "duplicate-id" in codes(result)
