@@ -964,6 +964,13 @@ class _Reader(ExtensionReader):
         if len(messages) == len(items):
             for index, problem in check_conversation(label, messages):
                 container, key, ipath = positions[index]
+                if "messages in a row" in problem:
+                    # Every provider we call accepts consecutive turns of one role, and a real blueprint in
+                    # Weval's own repository has five user turns in a row: a warning, and the run goes on.
+                    self.warn(problem.replace("Invalid sequence. ", "") + " They are sent as written, one after "
+                              "the other (the upstream refuses this).", container, key, ipath,
+                              _conversation_hint(problem), "conversation")
+                    continue
                 self.error(problem, container, key, ipath, _conversation_hint(problem), "conversation")
         return messages
 

@@ -89,6 +89,9 @@ DEVIATIONS = {
     # response that gets scored; the upstream's run checks reject it.
     "prompts-last-not-user": "deviation 14",
 }
+# Consecutive turns of one role are a warning, not an error: every provider we call accepts them and a
+# real blueprint in Weval's repository sends five user turns in a row (issue 14; to be listed in DESIGN.md).
+CONSECUTIVE_ROLES_WARN = {"roles-two-user", "roles-two-assistant"}
 
 
 def _as_blueprint(record) -> dict:
@@ -106,6 +109,12 @@ def test_prompt_validation_record(record):
         assert result.ok, [e.message for e in result.errors]
         prompt = result.blueprint.prompts[0]
         assert prompt.messages[-1].role == "assistant" and prompt.messages[-1].content == "Hi there"
+        return
+    if record["id"] in CONSECUTIVE_ROLES_WARN:
+        assert result.ok, [e.message for e in result.errors]
+        upstream_words = expect["$throws"].replace("Invalid sequence. ", "")
+        assert any(upstream_words in w.message and "sent as written" in w.message for w in result.warnings), \
+            [w.message for w in result.warnings]
         return
     if "$throws" in expect:
         assert any(expect["$throws"] in e.message for e in result.errors), [e.message for e in result.errors]

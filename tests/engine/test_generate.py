@@ -299,7 +299,10 @@ GENERATION_CALLS = {
     "prompts-messages-ok": 1,
     "prompts-last-not-user": 0,  # deviation 14: the authored "Hi there" is the response
     "prompts-assistant-null-placeholder": 2,
+    "roles-two-user": 1,  # consecutive turns are a warning: both user turns go out in one call
+    "roles-two-assistant": 0,  # ends with an authored assistant turn: that is the response (deviation 14)
 }
+ENDS_WITH_ASSISTANT = {"prompts-last-not-user": "Hi there", "roles-two-assistant": "How are you?"}
 
 
 def _validation_records():
@@ -312,7 +315,7 @@ def test_prompt_validation_records_as_generation_sees_them(record):
     source = {"prompts": [{"id": data["promptId"], "messages": data["messages"]}]} \
         if record["fn"] == "validate_role_alternation" else {"prompts": data["prompts"]}
     parsed = parse_blueprint(json.dumps(source), fmt="json")
-    if "$throws" in record["expect"] and record["id"] != "prompts-last-not-user":
+    if "$throws" in record["expect"] and record["id"] not in GENERATION_CALLS:
         assert not parsed.ok
         assert record["id"] not in GENERATION_CALLS
         return
@@ -322,8 +325,8 @@ def test_prompt_validation_records_as_generation_sees_them(record):
     assert len(recorder.requests) == GENERATION_CALLS[record["id"]]
     assert response.error is None
     authored = [m for m in parsed.blueprint.prompts[0].messages]
-    if record["id"] == "prompts-last-not-user":
-        assert response.text == "Hi there"
+    if record["id"] in ENDS_WITH_ASSISTANT:
+        assert response.text == ENDS_WITH_ASSISTANT[record["id"]]
     else:
         # The last call saw every authored message, in order, with generated turns in place.
         last = [m["content"] for m in recorder.requests[-1].messages]

@@ -187,7 +187,6 @@ def test_a_conversation_may_end_with_an_authored_assistant_turn():
 @pytest.mark.parametrize(
     "messages, message",
     [
-        ("[{user: a}, {user: b}]", "Two 'user' messages in a row."),
         ("[{assistant: a}, {user: b}]", "First message role cannot be 'assistant'."),
         ("[{user: a, assistant: b}]", "Each message in the shorthand format must have exactly one key"),
         ("[{human: a}]", "Invalid role 'human' in message at index 0"),
@@ -198,6 +197,15 @@ def test_a_conversation_may_end_with_an_authored_assistant_turn():
 def test_conversation_errors(messages, message):
     result = parse_blueprint(f"- id: p\n  messages: {messages}\n", fmt="yaml")
     assert any(message in e.message for e in result.errors), [e.message for e in result.errors]
+
+
+def test_consecutive_turns_of_one_role_are_a_warning_that_says_how_they_are_sent():
+    result = parse_blueprint("- id: p\n  messages: [{user: a}, {user: b}]\n", fmt="yaml")
+    assert result.ok
+    (warning,) = [w for w in result.warnings if w.code == "conversation"]
+    assert "Two 'user' messages in a row." in warning.message and "sent as written" in warning.message
+    assert (warning.line, warning.hint) == (2, "join the two turns, or put `- assistant: null` between them to have "
+                                                "the model answer")
 
 
 def test_a_prompt_weight_out_of_range_is_an_error_with_the_upstream_words():
