@@ -290,3 +290,34 @@ def test_located_errors(text, line, column, words):
     error = result.errors[0]
     assert (error.line, error.column) == (line, column), error.format()
     assert all(w in error.message for w in words), error.message
+
+
+def _suite(tests: str):
+    from blueprints.spec import parse_any
+
+    return parse_any("name: t\ntests:\n" + tests, path="EVAL.yaml")
+
+
+def test_plain_strings_among_assertions_are_one_rubric_weighted_by_their_count():
+    result = _suite("  - id: a\n    input: Hi\n    assertions:\n      - Greets back\n      - Is polite\n"
+                    "      - type: contains\n        value: hello\n")
+    assert result.ok, [e.message for e in result.errors]
+    points = result.blueprint.prompts[0].all_points()
+    judged = [p for p in points if p.fn is None]
+    assert [p.text for p in judged] == ["Greets back", "Is polite"]
+    assert sum(p.multiplier for p in judged) == pytest.approx(2.0)  # the evaluator's weight: two strings
+
+
+def test_required_zero_and_a_number_as_input_are_refused_as_upstream_does():
+    zero = _suite("  - id: a\n    input: Hi\n    assertions:\n      - type: contains\n        value: x\n"
+                  "        required: 0\n")
+    assert any("`required` must be true or a minimum score above 0" in e.message for e in zero.errors)
+    number = _suite("  - id: a\n    input: 123\n    criteria: Says a number\n")
+    assert any("`input` must be text or a list" in e.message for e in number.errors)
+
+
+def test_a_rubric_item_with_score_ranges_needs_no_outcome():
+    result = _suite("  - id: a\n    input: Hi\n    assertions:\n      - type: rubrics\n        criteria:\n"
+                    "          - id: tone\n            score_ranges:\n              - {score_range: [0, 5], "
+                    "outcome: rude}\n              - {score_range: [6, 10], outcome: kind}\n")
+    assert not [e.message for e in result.errors if "needs `outcome:`" in e.message], [e.message for e in result.errors]

@@ -499,6 +499,14 @@ class _AgentV(ImportReader):
         elif default_asserts:
             rep.map("skip_defaults")
         points: list[Point] = []
+        # AgentV 3.0 onward: plain strings among the assertions are one rubric evaluator, weighted by their count.
+        plain = [entry for entry in items if entry[0] not in ("rubrics-field", "suite") and isinstance(entry[0], str)]
+        if plain:
+            _, container, index, ipath = plain[0]
+            rep.map("plain-text assertions -> one rubric evaluator")
+            points.extend(self.rubrics_points([entry[0] for entry in plain], container, index, ipath,
+                                              float(len(plain)), None, False, prompt, rep, source="assertions"))
+            items = [entry for entry in items if not any(entry is other for other in plain)]
         for entry in items:
             if entry[0] == "rubrics-field":
                 _, holder_, rkey, rpath = entry
@@ -573,8 +581,12 @@ class _AgentV(ImportReader):
 
     def read_input(self, holder, key, path, rep: TestReport) -> list[Message] | None:
         value = holder[key]
-        if isinstance(value, str) or is_number(value):
-            text = str(value)
+        if is_number(value) or isinstance(value, bool):
+            self.error(f"`{key}` must be text or a list of `{{role, content}}` messages, not {short(value)}", holder,
+                       key, path, "quote it: `input: \"123\"`", "type")
+            return None
+        if isinstance(value, str):
+            text = value
             if not text.strip():
                 self.error(f"`{key}` cannot be empty", holder, key, path, code="empty")
                 return None
@@ -756,7 +768,7 @@ class _AgentV(ImportReader):
             else:
                 weight = float(value)
         gate = None
-        if "required" in item and item["required"] not in (None, False):
+        if "required" in item and item["required"] is not None and item["required"] is not False:
             value = item["required"]
             if value is True:
                 gate = PASS_MARK
@@ -989,9 +1001,12 @@ class _AgentV(ImportReader):
                     self.warn(f"unknown key `{k}` in a rubric item; it is ignored", rubric, k, (*ipath, k),
                               code="unknown-key", at_key=True)
             text = rubric.get("outcome", rubric.get("description", rubric.get("criteria")))
+            if (not isinstance(text, str) or not text.strip()) and isinstance(rubric.get("score_ranges"), list):
+                # With score_ranges the bands say what is checked; upstream makes `outcome` optional there.
+                text = str(rubric.get("id") or f"rubric {index + 1}")
             if not isinstance(text, str) or not text.strip():
                 self.error("a rubric item needs `outcome:` (what it checks)", rubric, None, ipath,
-                           "add `outcome: ...`", "rubrics")
+                           "add `outcome: ...`, or `score_ranges:` whose bands say what is checked", "rubrics")
                 continue
             inner = rubric.get("weight", 1.0)
             if not is_number(inner) or not math.isfinite(inner) or inner < 0:
@@ -1022,7 +1037,7 @@ class _AgentV(ImportReader):
                     continue
             elif required is True:
                 minimum = 1.0 if bands else PASS_MARK
-            elif required not in (None, False):
+            elif required is not None and required is not False:
                 self.error("a rubric item's `required` is true or false", rubric, "required", (*ipath, "required"),
                            "use `required_min_score: 7` for a minimum on a 0-10 band", "rubrics")
                 continue
