@@ -125,10 +125,11 @@ def test_a_worker_that_comes_back_after_a_cancel_is_counted_in_the_aggregates(fa
     worker = threading.Thread(target=run_work.execute_chunk, args=(run.pk, first))
     worker.start()
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # generous: on a loaded machine the worker's first queries can queue
         while time.monotonic() < deadline and not any(r["model"] == "returns-after-cancel-latency-1500ms"
                                                       for r in fake_provider.requests()):
             time.sleep(0.05)
+        assert fake_provider.requests("returns-after-cancel-latency-1500ms"), "the worker never sent its call"
         run_work.cancel_run(run)  # while the worker waits for its model's answer
         run.refresh_from_db()
         assert run.status == "cancelled" and Response.objects.get(pk=first[0]).status == "running"
