@@ -1,15 +1,20 @@
 """The files a suite names, read from disk so they can be kept with its revision.
 
 * Weval: the fixtures file of ``fixtures: path``.
-* AgentV: every text value that is the relative path of a file (external tests,
-  ``file://`` entries and globs, judge prompts, scripts, input file blocks), and what
-  the external tests files name in turn.
+* AgentV: every text value that is the path of a file (external tests, ``file://``
+  entries and globs, judge prompts, scripts, input and expected-output file blocks,
+  ``tests: ./cases/`` folders of ``<case>/case.yaml``), and what the external tests files
+  name in turn. A path is looked up as AgentV looks it up (reference 2; its
+  ``buildSearchRoots``): in the suite's folder, then each parent folder up to the
+  repository root (the nearest folder holding ``.git``), then the working folder (here:
+  the imported folder); a leading ``/`` is dropped, so ``/prompts/x.md`` is found at the
+  repository root.
 * AI Eval: the prompt files in ``prompts/`` (beside the suite, or beside its ``tests/``
   folder) whose ``name:`` is the suite's ``prompt:``.
 
 Only files inside ``root`` are read (the imported folder), only text, and at most
-``MAX_FILE_BYTES`` each. Keys are paths relative to the suite's folder, as the suite
-writes them (``judges/safety.md``, ``../prompts/hello.yaml``).
+``MAX_FILE_BYTES`` each. Keys are the paths as the suite writes them, normalised
+(``judges/safety.md``, ``../prompts/hello.yaml``, ``prompts/x.md`` for ``/prompts/x.md``).
 """
 
 from __future__ import annotations
@@ -69,12 +74,27 @@ def _candidates(value) -> list[str]:
         text = text.strip()
         if text.startswith("file://"):
             text = text[len("file://"):]
-        if not text or "\n" in text or len(text) > 300 or text.startswith("/") or "://" in text:
+        text = text.lstrip("/")
+        if not text or "\n" in text or len(text) > 300 or "://" in text:
             continue
         for token in [text, *(text.split() if " " in text else [])]:
             if "/" in token or "." in token.rsplit("/", 1)[-1]:
-                out.append(token)
+                out.append(token.lstrip("/"))
     return out
+
+
+def search_roots(base: Path, root: Path) -> list[Path]:
+    """Where AgentV looks for a file the suite in ``base`` names: ``base``, its parents up to the repository
+    root (the nearest folder holding ``.git``), then the working folder. Never above ``root`` (the imported
+    folder), which stands for the working folder too."""
+    roots = [base]
+    current = base
+    while current != root and root in current.parents and not (current / ".git").exists():
+        current = current.parent
+        roots.append(current)
+    if root not in roots:
+        roots.append(root)
+    return roots
 
 
 def collect_companions(path: str | Path, text: str, root: str | Path | None = None, *,
@@ -139,33 +159,55 @@ def _aieval_prompts(suite: dict, base: Path, root: Path) -> dict[str, str]:
 
 def _agentv_files(suite: dict, base: Path, root: Path, own: Path) -> dict[str, str]:
     out: dict[str, str] = {}
-    queue = [(suite, base)]
+    roots = search_roots(base, root)
+    queue = [suite]
     seen_docs = 0
+
+    def add(key: str, target: Path) -> None:
+        text = _read(target)
+        if text is None:
+            return
+        out[key] = text
+        if target.suffix.lower() in (".yaml", ".yml", ".jsonl", ".json") and seen_docs < 50:
+            nested = _load_rows(text, target.suffix.lower())
+            if nested is not None:
+                queue.append(nested)  # AgentV resolves every path from the suite's folder
+
     while queue and len(out) < MAX_FILES:
-        document, where = queue.pop(0)
+        document = queue.pop(0)
         seen_docs += 1
         for candidate in _candidates(document):
+            key = posixpath.normpath(candidate)
+            if key in out:
+                continue
             if any(ch in candidate for ch in "*?["):
-                matches = sorted(p for p in where.rglob("*") if p.is_file()
-                                 and fnmatch.fnmatch(_relative(p, where), posixpath.normpath(candidate)))
-            else:
-                matches = [(where / candidate)]
-            for match in matches:
-                target = match.resolve()
+                for match in sorted(p for p in base.rglob("*") if p.is_file()
+                                    and fnmatch.fnmatch(_relative(p, base), key)):
+                    target = match.resolve()
+                    if target != own and _inside(target, root) and _relative(target, base) not in out:
+                        add(_relative(target, base), target)
+                continue
+            for where in roots:
+                target = (where / key).resolve()
                 if target == own or not _inside(target, root):
                     continue
-                key = _relative(target, base)
-                if key in out:
-                    continue
-                text = _read(target)
-                if text is None:
-                    continue
-                out[key] = text
-                if target.suffix.lower() in (".yaml", ".yml", ".jsonl", ".json") and seen_docs < 50:
-                    nested = _load_rows(text, target.suffix.lower())
-                    if nested is not None:
-                        queue.append((nested, base))  # AgentV resolves every path from the suite's folder
+                if target.is_file():
+                    add(key, target)
+                    break
+                if target.is_dir() and where == base:
+                    _case_folder(key, target, root, add)
+                    break
     return out
+
+
+def _case_folder(key: str, folder: Path, root: Path, add) -> None:
+    """``tests: ./cases/``: each immediate subfolder's ``case.yaml`` (or ``case.yml``) is one test."""
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir())[:MAX_FILES]:
+        for name in ("case.yaml", "case.yml"):
+            target = (sub / name).resolve()
+            if target.is_file() and _inside(target, root):
+                add(posixpath.join(key, sub.name, name), target)
+                break
 
 
 def _load_rows(text: str, suffix: str):

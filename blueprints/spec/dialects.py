@@ -7,10 +7,13 @@ Dialects, decided from the keys (reference 4.4):
   ``eval_cases``) whose items have ``input``/``input_messages``/``criteria``/
   ``expected_outcome``/``assert``/``assertions``/``rubrics``/``evaluators``, or a
   top-level ``execution``/``assert``/``assertions`` beside ``tests``.
-* ``agentv-v5``: AgentV's later promptfoo-style format (``prompts`` with
-  ``tests[].vars``, ``default_test``, ``providers``, ``evaluate_options``): recognised
-  and refused with the reason.
-* ``aieval``: an AI Eval suite: ``suite`` with ``cases`` (and ``prompt``).
+* ``agentv-v5``: AgentV's later promptfoo-style format (``prompts`` as template
+  strings, ``tests[].vars``, ``default_test``, ``providers``, ``evaluate_options``,
+  ``scenarios``, v5-only assertion types such as ``llm-rubric``, ``script``,
+  ``assert-set``, ``trajectory:*``; also a file of ``vars`` rows): recognised and
+  refused with the reason.
+* ``aieval``: an AI Eval suite: ``cases`` with ``suite`` or a ``prompt`` name (a suite
+  without ``suite:`` is AI Eval's, refused by its importer as AI Eval refuses it).
 
 Two more kinds are companions, not suites: an AI Eval prompt file (``name`` and
 ``template``) and an AgentV file of test rows (a list of items with ``id`` and
@@ -52,7 +55,60 @@ _AGENTV_TEST_KEYS = frozenset({"input", "input_messages", "criteria", "expected_
 _AGENTV_SUITE_KEYS = frozenset({"execution", "assert", "assertions", "workspace", "evalcases", "eval_cases"})
 _WEVAL_PROMPT_KEYS = frozenset({"prompt", "promptText", "messages", "should", "should_not", "ideal", "idealResponse",
                                 "points", "expect", "expects", "expectations"})
-_V5_KEYS = frozenset({"default_test", "providers", "evaluate_options", "prompts"})
+# Keys only AgentV's v5 (promptfoo-style) suites have at the top: Weval and AgentV 2-4 have none of them.
+_V5_SUITE_KEYS = frozenset({"default_test", "providers", "evaluate_options", "scenarios", "defaults"})
+# Assertion types that first appear in v5 (`trajectory:*` too); v2-v4 spell these `llm-grader`, `code-grader`...
+_V5_ASSERT_TYPES = frozenset({"llm-rubric", "script", "assert-set", "skill-used", "javascript", "python",
+                              "model-graded-closedqa", "select-best", "g-eval-v5"})
+
+
+def _v5_assert_type(holders: Iterable) -> str | None:
+    """The first v5-only assertion type in ``holders``' assertion lists (a bounded walk: two levels of nesting)."""
+    def kinds(items, depth=0):
+        for item in items if isinstance(items, list) else []:
+            if isinstance(item, dict):
+                kind = item.get("type")
+                if isinstance(kind, str):
+                    yield kind
+                if depth < 2:
+                    yield from kinds(item.get("assert"), depth + 1)
+    for holder in holders:
+        if not isinstance(holder, dict):
+            continue
+        for key in ("assert", "assertions"):
+            for kind in kinds(holder.get(key)):
+                if kind in _V5_ASSERT_TYPES or kind.startswith("trajectory:"):
+                    return kind
+    return None
+
+
+def v5_reason(doc: object) -> str | None:
+    """What marks ``doc`` as AgentV v5 (reference 2.10), or None: ``prompts`` as template strings,
+    ``tests[].vars``, ``providers``, a v5-only assertion type..."""
+    if isinstance(doc, list):
+        mappings = [i for i in doc if isinstance(i, dict)]
+        if mappings and all("vars" in i and not (_WEVAL_PROMPT_KEYS & i.keys()) for i in mappings):
+            return "test rows with `vars:`"
+        return None
+    if not isinstance(doc, dict):
+        return None
+    keys = set(doc)
+    prompts = doc.get("prompts")
+    text_prompts = isinstance(prompts, list) and any(isinstance(p, str) for p in prompts)
+    if isinstance(prompts, list) and any(isinstance(p, dict) for p in prompts) and not text_prompts:
+        return None  # a Weval blueprint, perhaps with a stray key; its parser names the stray key
+    if keys & _V5_SUITE_KEYS:
+        return f"`{sorted(keys & _V5_SUITE_KEYS)[0]}:`"
+    if text_prompts:
+        return "`prompts:` as template text"
+    if "prompts" in keys and "tests" in keys:
+        return "`prompts:` beside `tests:`"
+    tests = doc.get("tests")
+    rows = tests if isinstance(tests, list) else []
+    if any(isinstance(t, dict) and "vars" in t for t in rows):
+        return "tests with `vars:`"
+    kind = _v5_assert_type([doc, *rows[:1000]])
+    return f"the assertion type `{kind}`" if kind else None
 
 
 def _looks_like_agentv_rows(items: object) -> bool:
@@ -72,19 +128,18 @@ def detect_dialect_of(documents: list) -> str:
         return WEVAL
     doc = documents[0]
     if isinstance(doc, list):
+        if v5_reason(doc):
+            return AGENTV_V5  # v5 test rows (`- id: ...` with `vars:`)
         return AGENTV_TESTS if _looks_like_agentv_rows(doc) else WEVAL
     if not isinstance(doc, dict):
         return WEVAL
     keys = set(doc)
-    if "suite" in keys and "cases" in keys:
-        return AIEVAL
+    if "cases" in keys and "prompts" not in keys and ("suite" in keys or isinstance(doc.get("prompt"), str)):
+        return AIEVAL  # without `suite:` too: AI Eval refuses it for that, and so does its importer here
     if "name" in keys and "template" in keys and not (_WEVAL_PROMPT_KEYS - {"prompt"}) & keys:
         return AIEVAL_PROMPT
     tests = doc.get("tests", doc.get("evalcases", doc.get("eval_cases")))
-    if "prompts" in keys and isinstance(doc.get("prompts"), list) and isinstance(tests, list) and any(
-            isinstance(t, dict) and "vars" in t for t in tests):
-        return AGENTV_V5
-    if keys & {"default_test", "evaluate_options"} and "tests" in keys:
+    if v5_reason(doc):
         return AGENTV_V5
     if "prompts" in keys:
         return WEVAL
@@ -170,8 +225,10 @@ def _parse_any(text, *, path, fmt, files, blueprint_id, collections, call_hosts,
 def _not_a_suite(dialect: str, loaded) -> Diagnostic:
     line, column = loaded.document_starts[0] if loaded.document_starts else (1, 1)
     if dialect == AGENTV_V5:
-        return Diagnostic("error", "this is AgentV's v5 format (promptfoo-style `prompts`, `vars`, `default_test`), "
-                                   "which evalsite does not read yet", line, column, "", "write the suite in AgentV's "
+        reason = v5_reason(loaded.documents[0]) if loaded.documents else None
+        return Diagnostic("error", "this is AgentV's v5 format (promptfoo-style `prompts`, `vars`, `default_test`"
+                                   + (f"; this file has {reason}" if reason else "") + "), which evalsite does not "
+                                   "read yet", line, column, "", "write the suite in AgentV's "
                                    "eval spec v2 form (`tests` with `input`, `criteria`, `assert`) or as a blueprint",
                           "dialect")
     if dialect == AIEVAL_PROMPT:

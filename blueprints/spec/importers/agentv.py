@@ -85,6 +85,14 @@ def import_agentv(loaded: Loaded, *, files: Mapping[str, str] | None, blueprint_
     return reader.result(blueprint, report, loaded.fmt)
 
 
+def _content_blocks(value: Any) -> bool:
+    """Whether ``value`` is a list of content blocks (``{type: text|file|image|json, value}``), not messages."""
+    items = value if isinstance(value, list) else [value] if isinstance(value, dict) else []
+    return bool(items) and any(isinstance(i, dict) for i in items) and all(
+        isinstance(i, str) or (isinstance(i, dict) and "role" not in i and i.get("type") in
+                               ("text", "file", "image", "json")) for i in items)
+
+
 def _kind(value: Any) -> str | None:
     if not isinstance(value, str):
         return None
@@ -361,9 +369,12 @@ class _AgentV(ImportReader):
     def external_tests(self, name: str, holder, key, path) -> list:
         relative = normalize_relative(name)
         if relative is None:
-            self.error(f"tests file '{name}' is an absolute path; write it relative to the suite", holder, key, path,
+            self.error(f"tests file '{name}' is a drive path; write it relative to the suite", holder, key, path,
                        code="tests")
             return []
+        case_files = self.case_folder(relative)
+        if case_files is not None:
+            return self.folder_tests(name, relative, case_files, holder, key, path)
         pattern = relative
         if any(ch in pattern for ch in "*?["):
             import fnmatch
@@ -398,6 +409,34 @@ class _AgentV(ImportReader):
                 return []
         self.suite_report.map(f"tests from {relative}")
         return [(row, rows, i, (relative, i), _External(relative, locator, at)) for i, row in enumerate(rows)]
+
+    def case_folder(self, relative: str) -> list[str] | None:
+        """The ``<folder>/<case>/case.yaml`` files of ``tests: ./folder/``, or None when ``relative`` is no folder."""
+        if relative.lower().endswith((".yaml", ".yml", ".jsonl", ".json", ".csv")):
+            return None
+        prefix = relative.rstrip("/") + "/"
+        found = sorted(n for n in self.files if n.startswith(prefix) and n.count("/") == prefix.count("/") + 1
+                       and n.rsplit("/", 1)[1] in ("case.yaml", "case.yml"))
+        return found or None
+
+    def folder_tests(self, name, relative, case_files, holder, key, path) -> list:
+        """AgentV 4's test folder: each subfolder's ``case.yaml`` is one test, its id the folder's name unless given."""
+        at = self._position(holder, key)
+        out = []
+        for file_name in case_files:
+            loaded, _ = self.load_companion(file_name, holder, key, path)
+            if loaded is None:
+                continue
+            doc = loaded.documents[0] if loaded.documents else None
+            if not isinstance(doc, dict):
+                self.error(f"{file_name} must hold one test (a mapping), as AgentV requires", holder, key, path,
+                           code="tests")
+                continue
+            if doc.get("id") is None:
+                doc["id"] = file_name.rsplit("/", 2)[-2]
+            out.append((doc, [doc], 0, (file_name,), _External(file_name, loaded.locator, at)))
+        self.suite_report.map(f"tests from the folder {relative}/ (one per case.yaml)")
+        return out
 
     def read_test(self, row, holder, key, path, rep: TestReport, defaults, default_asserts, suite_input):
         if not isinstance(row, dict):
@@ -664,7 +703,7 @@ class _AgentV(ImportReader):
                         continue
                     text = self.companion(body)
                     if text is None:
-                        self.missing_file(body, block, "value", (*bpath, "value"), "input file")
+                        self.file_not_found(body, block, "value", (*bpath, "value"), "input")
                         continue
                     parts.append(f"File: {normalize_relative(body)}\n```\n{text.rstrip()}\n```")
                     rep.approx("file content blocks", "the file's text is put into the message")
@@ -714,6 +753,12 @@ class _AgentV(ImportReader):
             rep.approx(f"{key} (structured)", "kept as the ideal (its JSON) and used by field_accuracy")
             return {"reference": json.dumps(value, ensure_ascii=False), "structured": value,
                     "messages": [{"role": "assistant", "content": value}]}
+        if _content_blocks(value):
+            # `expected_output: [{type: file, value: ./x.md}]`: one assistant message of content blocks (AgentV).
+            value = {"role": "assistant", "content": value}
+            holder, hkey = {key: value}, key
+        else:
+            holder, hkey = row, key
         items = value if isinstance(value, list) else [value]
         messages = []
         for index, item in enumerate(items):
@@ -722,6 +767,10 @@ class _AgentV(ImportReader):
                 self.error("an expected message needs `role` (system, user, assistant or tool)", items, index, ipath,
                            code="message")
                 continue
+            if _content_blocks(item.get("content")):
+                blocks_at = (item, "content", (*ipath, "content")) if isinstance(value, list) else \
+                    (holder, hkey, epath)
+                item = {**item, "content": self.expected_blocks_text(item["content"], *blocks_at, rep)}
             calls = item.get("tool_calls")
             if calls is not None:
                 if not isinstance(calls, list):
@@ -751,6 +800,35 @@ class _AgentV(ImportReader):
         if any(m.get("tool_calls") for m in messages):
             rep.approx("expected tool_calls", "kept in the ideal for judges; not matched (use tool_trajectory)")
         return {"reference": reference, "structured": structured, "messages": messages}
+
+    def expected_blocks_text(self, content, holder, key, path, rep: TestReport) -> str:
+        """Expected-output content blocks as AgentV gives them to graders: text as is, each file's text (a file
+        that is not there is a warning and left out); with files and more than one block, each file is wrapped
+        in ``<file path="...">``."""
+        blocks = content if isinstance(content, list) else [content]
+        parts: list[tuple[str, str | None]] = []
+        for index, block in enumerate(blocks):
+            if isinstance(block, str):
+                parts.append((block, None))
+            elif block.get("type") == "file":
+                body = block.get("value")
+                text = self.companion(body) if isinstance(body, str) else None
+                if text is None:
+                    self.file_not_found(str(body), blocks, index, (*path, index), "expected output")
+                    continue
+                parts.append((text.replace("\r\n", "\n").strip(), normalize_relative(body)))
+                rep.map("expected_output file -> ideal (the file's text)")
+            elif block.get("type") == "text":
+                parts.append((str(block.get("value") or block.get("text") or ""), None))
+            elif block.get("type") == "json":
+                parts.append((json.dumps(block.get("value"), ensure_ascii=False), None))
+            else:
+                rep.unsupported_(f"{block.get('type')} blocks in expected output", "left out of the ideal")
+        if len(parts) == 1:
+            return parts[0][0]
+        if any(name for _, name in parts):
+            return "\n\n".join(f'<file path="{name}">\n{text}\n</file>' if name else text for text, name in parts)
+        return " ".join(text for text, _ in parts)
 
     # --- assertions --------------------------------------------------------------------------------
 

@@ -71,15 +71,18 @@ class ImportReport:
 
 
 def normalize_relative(name: str) -> str | None:
-    """A companion file's key as the suite writes it: ``./judges/x.md`` -> ``judges/x.md``; None when absolute."""
+    """A companion file's key as the suite writes it: ``./judges/x.md`` -> ``judges/x.md``. A leading ``/`` is
+    dropped (AgentV then looks for the path from the suite's folder up to the repository root; see
+    companions.py); None for a Windows drive path."""
     if not isinstance(name, str) or not name.strip():
         return None
     name = name.strip()
     if name.startswith("file://"):
         name = name[len("file://"):]
-    if name.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", name):
+    if re.match(r"^[A-Za-z]:[\\/]", name):
         return None
-    return posixpath.normpath(name.replace("\\", "/"))
+    name = name.replace("\\", "/").lstrip("/")
+    return posixpath.normpath(name) if name else None
 
 
 @dataclass
@@ -157,6 +160,13 @@ class ImportReader(_Reader):
                 "error", f"in {name}, line {exc.line}, column {exc.column}: {exc.message}", line, column,
                 format_path(path), exc.hint, "syntax"))
             return None, None
+
+    def file_not_found(self, name: str, holder, key, path, where: str) -> None:
+        """A file block whose file is not there: AgentV warns and drops the block; so does evalsite."""
+        self.warn(f"{where} file '{name}' was not found (looked in the suite's folder, its parent folders up to the "
+                  "repository root, and the imported folder); the block is left out, as AgentV leaves it out",
+                  holder, key, path, "import the suite's whole folder (the folder holding .git, or the run command "
+                  "on the file) so the file comes along, or fix the path", "missing-file")
 
     def missing_file(self, name: str, holder, key, path, what: str) -> None:
         self.error(f"{what} '{name}' did not come with the suite", holder, key, path,

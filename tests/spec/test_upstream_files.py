@@ -1,0 +1,114 @@
+"""AgentV's and AI Eval's suites as their own tools read them (issue 14): where files are found, file blocks,
+test folders, v5 files refused with the reason. Fixtures are written here to reproduce each shape."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from blueprints.spec import detect_dialect, parse_any
+from blueprints.spec.companions import collect_companions, search_roots
+from blueprints.spec.files import validate_file
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+
+
+SUITE = """\
+tests:
+  - id: t1
+    criteria: says hello
+    input:
+      - role: user
+        content:
+          - {type: text, value: "Read this:"}
+          - {type: file, value: /shared/context.md}
+          - {type: file, value: ../notes/brief.md}
+    expected_output:
+      - {type: file, value: ./snippets/answer.md}
+"""
+
+
+def test_files_are_found_in_the_suite_folder_its_parents_up_to_the_repository_root(tmp_path):
+    write(tmp_path, {"repo/.git/HEAD": "ref", "repo/shared/context.md": "the context",
+                     "repo/evals/notes/brief.md": "the brief", "repo/evals/suite/snippets/answer.md": "  Hello!  \n",
+                     "repo/evals/suite/EVAL.yaml": SUITE, "outside.md": "never read"})
+    suite = tmp_path / "repo/evals/suite/EVAL.yaml"
+    assert search_roots(suite.parent, tmp_path) == [suite.parent, suite.parent.parent, tmp_path / "repo",
+                                                    tmp_path]
+    files = collect_companions(suite, suite.read_text(), root=tmp_path)
+    assert files == {"shared/context.md": "the context", "../notes/brief.md": "the brief",
+                     "snippets/answer.md": "  Hello!  \n"}
+    report = validate_file(suite, root=tmp_path)
+    assert report.ok, report.result.errors
+    prompt = report.result.blueprint.prompts[0]
+    content = prompt.messages[0].content
+    assert "Read this:" in content and "the context" in content and "the brief" in content
+    # Expected output given as a file block is the file's text (trimmed, as AgentV trims it).
+    assert prompt.ideal_response == "Hello!"
+
+
+def test_a_missing_file_block_is_a_warning_and_the_block_is_left_out(tmp_path):
+    write(tmp_path, {"EVAL.yaml": SUITE, "snippets/answer.md": "Hi"})
+    result = parse_any(SUITE, path=str(tmp_path / "EVAL.yaml"), files={"snippets/answer.md": "Hi"})
+    assert not result.errors, result.errors
+    missing = [w for w in result.warnings if w.code == "missing-file"]
+    assert len(missing) == 2 and "input file 'shared/context.md'" not in missing[0].message
+    assert "/shared/context.md" in missing[0].message and "left out" in missing[0].message
+    assert missing[0].line == 8 and "whole folder" in missing[0].hint
+    assert result.blueprint.prompts[0].messages[0].content == "Read this:"
+
+
+def test_several_expected_blocks_wrap_files_as_agentv_does():
+    text = ("tests:\n  - id: t\n    criteria: c\n    input: hi\n    expected_output:\n"
+            "      - {type: text, value: See}\n      - {type: file, value: a.md}\n")
+    result = parse_any(text, path="EVAL.yaml", files={"a.md": "A text\n"})
+    assert result.blueprint.prompts[0].ideal_response == 'See\n\n<file path="a.md">\nA text\n</file>'
+
+
+def test_a_test_folder_reads_one_case_per_subfolder(tmp_path):
+    write(tmp_path, {"EVAL.yaml": "name: d\ntests: ./cases/\n",
+                     "cases/b-second/case.yaml": "input: second\ncriteria: c2\n",
+                     "cases/a-first/case.yml": "id: named\ninput: first\ncriteria: c1\n",
+                     "cases/empty/notes.txt": "no case here"})
+    report = validate_file(tmp_path / "EVAL.yaml")
+    assert report.ok, report.result.errors
+    prompts = report.result.blueprint.prompts
+    assert [p.id for p in prompts] == ["named", "b-second"]
+    assert prompts[1].messages[0].content == "second"
+
+
+V5_SHAPES = [
+    # a promptfoo-style suite.yaml whose tests are a path
+    ('name: basic\nproviders: [llm]\nprompts:\n  - "{{ input }}"\ntests: ./cases.jsonl\n', "`providers:`"),
+    ('prompts:\n  - "{{ input }}"\ntests: ./cases.jsonl\n', "`prompts:` as template text"),
+    # no `prompts` at all: providers, assert-set, llm-rubric
+    ("description: x\nproviders:\n  - id: cli\n    command: node run.mjs\n", "`providers:`"),
+    ("tests:\n  - id: a\n    input: hi\n    assert:\n      - type: assert-set\n        assert:\n"
+     "          - {type: llm-rubric, value: kind}\n", "`assert-set`"),
+    ("tests:\n  - id: a\n    input: hi\n    assert:\n      - {type: llm-rubric, value: kind}\n", "`llm-rubric`"),
+    ("tests:\n  - id: a\n    input: hi\n    assert:\n      - {type: 'trajectory:tool-used', value: x}\n",
+     "`trajectory:tool-used`"),
+    ("- id: fizzbuzz\n  vars:\n    input: Write FizzBuzz\n", "test rows with `vars:`"),
+]
+
+
+@pytest.mark.parametrize(("text", "reason"), V5_SHAPES)
+def test_agentv_v5_files_are_refused_with_the_reason(text, reason):
+    assert detect_dialect(text) == "agentv-v5"
+    result = parse_any(text, path="suite.yaml")
+    assert result.blueprint is None and len(result.errors) == 1
+    message = result.errors[0].message
+    assert "AgentV's v5 format" in message and reason in message
+
+
+def test_a_weval_blueprint_with_a_stray_providers_key_stays_a_blueprint():
+    text = "providers: [x]\nprompts:\n  - prompt: hi\n    should: [polite]\n"
+    assert detect_dialect(text) == "weval"
+    result = parse_any(text, path="b.yml")
+    assert any("providers" in w.message for w in result.warnings)
