@@ -112,3 +112,45 @@ def test_a_weval_blueprint_with_a_stray_providers_key_stays_a_blueprint():
     assert detect_dialect(text) == "weval"
     result = parse_any(text, path="b.yml")
     assert any("providers" in w.message for w in result.warnings)
+
+
+# --- AI Eval: what its Validate refuses is refused here too, at the place -------------------------------------
+
+AIEVAL_PROMPT = "name: p\ntemplate: Say {{.x}}\n"
+
+
+def aieval(case_yaml: str, header: str = "suite: s\nprompt: p\n"):
+    text = header + "cases:\n  - id: c1\n    input: {x: hi}\n" + case_yaml
+    return parse_any(text, path="tests/s.yaml", files={"../prompts/p.yaml": AIEVAL_PROMPT})
+
+
+@pytest.mark.parametrize(("case_yaml", "words", "line"), [
+    ("    expected: {contains: ['hello', '   ']}\n", "`contains[1]` is empty", 6),
+    ("    expected: {not_contains: ['']}\n", "`not_contains[0]` is empty", 6),
+    ("    expected:\n      tool_calls: [{name: '  '}]\n", "needs `name`", 7),
+    ("    tool_mocks: [{name: ' ', response: ok}]\n    expected: {contains: [a]}\n", "tool mock needs a `name`", 6),
+    ("    max_steps: -1\n    expected: {contains: [a]}\n", "`max_steps` must be", 6),
+    ("    evaluators: [{type: contains, score_threshold: -0.5}]\n    expected: {contains: [a]}\n",
+     "`score_threshold` must be", 6),
+    ("    evaluators: [{type: llm_judge, criteria: kind, score_scale: -3}]\n", "`score_scale` must be", 6),
+    ("    evaluators: [{type: bias, categories: [gender, ' ']}]\n", "`categories[1]` is empty", 6),
+    ("    evaluators: [{type: precision, context: some context}]\n", "needs `question`", 6),
+    ("    evaluators: [{score_threshold: 0.5}]\n", "needs `type`", 6),
+])
+def test_aieval_refuses_what_its_validate_refuses(case_yaml, words, line):
+    result = aieval(case_yaml)
+    assert result.errors, f"accepted: {case_yaml}"
+    error = next(e for e in result.errors if words in e.message)
+    assert error.line == line and error.hint
+
+
+def test_an_aieval_suite_without_suite_is_refused_as_aieval_refuses_it():
+    result = aieval("    expected: {contains: [a]}\n", header="prompt: p\n")
+    assert result.dialect == "aieval"
+    assert [e.message for e in result.errors] == ["`suite` (the suite's name) is required"]
+
+
+def test_a_valid_aieval_case_still_reads():
+    result = aieval("    max_steps: 0\n    evaluators: [{type: llm_judge, criteria: kind, score_scale: 0}]\n"
+                    "    expected: {contains: [hi]}\n")
+    assert not result.errors, result.errors

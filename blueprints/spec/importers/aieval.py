@@ -272,6 +272,7 @@ class _AiEval(ImportReader):
             else:
                 self.error("`trials` must be a whole number from 0 to 100", case, "trials", (*path, "trials"),
                            code="trials")
+        self.check_case_limits(case, path)
         if case.get("tool_mocks"):
             rep.unsupported_("tool_mocks", "needs a native tool-calling loop with mocked tool results; the model "
                                            "answers in one turn")
@@ -300,6 +301,26 @@ class _AiEval(ImportReader):
         if sum(d.is_error for d in self.diagnostics) > errors_before:
             return None
         return prompt
+
+    def check_case_limits(self, case, path) -> None:
+        """What AI Eval's Validate refuses in a case beyond its id and input: negative `max_steps`, a tool mock
+        without a name."""
+        steps = case.get("max_steps")
+        if steps is not None and not (isinstance(steps, int) and not isinstance(steps, bool) and steps >= 0):
+            self.error("`max_steps` must be a whole number, 0 or more (0 means AI Eval's default, 5)", case,
+                       "max_steps", (*path, "max_steps"), "e.g. `max_steps: 5`, or leave it out", "case")
+        mocks = case.get("tool_mocks")
+        if mocks is None:
+            return
+        if not isinstance(mocks, list):
+            self.error("`tool_mocks` must be a list of `{name, response}`", case, "tool_mocks", (*path, "tool_mocks"),
+                       code="type")
+            return
+        for index, mock in enumerate(mocks):
+            name = mock.get("name") if isinstance(mock, dict) else None
+            if not isinstance(name, str) or not name.strip():
+                self.error("each tool mock needs a `name` (the tool it answers)", mocks, index,
+                           (*path, "tool_mocks", index), "write `- name: search` with `response:`", "tool-call")
 
     def simple_thresholds(self, evaluators, path) -> dict[str, float]:
         """``score_threshold`` of the simple types, which set the pass rule of the matching `expected` check."""
@@ -338,7 +359,13 @@ class _AiEval(ImportReader):
             if key in expected:
                 value = expected[key]
                 if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-                    add(kind, fn, value, f"{key}: {short(value, 40)}", 1.0, key)
+                    blank = [i for i, v in enumerate(value) if not v.strip()]
+                    for i in blank:
+                        self.error(f"`{key}[{i}]` is empty: it would match every response (AI Eval refuses it)",
+                                   value, i, (*path, key, i), "write the text to look for, or remove the item",
+                                   "empty")
+                    if not blank:
+                        add(kind, fn, value, f"{key}: {short(value, 40)}", 1.0, key)
                 else:
                     self.error(f"`{key}` must be a list of text", expected, key, (*path, key), code="type")
         if "regex" in expected:
@@ -382,8 +409,9 @@ class _AiEval(ImportReader):
             return []
         clean, orders = [], set()
         for i, item in enumerate(value):
-            if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
-                self.error("each expected tool call needs `name`", value, i, (*path, i), code="tool-call")
+            if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"].strip():
+                self.error("each expected tool call needs `name`", value, i, (*path, i),
+                           "write `- name: get_weather` (the tool's name), with optional `args_match`", "tool-call")
                 return []
             entry = {"name": item["name"]}
             if item.get("args_match") is not None:
@@ -426,10 +454,34 @@ class _AiEval(ImportReader):
             self.error("an evaluator must be a mapping with `type`", holder, index, path, code="evaluator")
             return []
         kind = item.get("type")
+        if kind is None or (isinstance(kind, str) and not kind.strip()):
+            self.error("an evaluator needs `type`", holder, index, path, "known: " + ", ".join(EVALUATOR_TYPES),
+                       "evaluator")
+            return []
         if kind not in EVALUATOR_TYPES:
             self.error(f"unknown evaluator type {kind!r}", item, "type" if "type" in item else None, (*path, "type"),
                        self._choice_hint(kind, EVALUATOR_TYPES), "evaluator")
             return []
+        threshold = item.get("score_threshold")
+        if threshold is not None and not (is_number(threshold) and 0 <= threshold <= 1):
+            self.error("`score_threshold` must be a number from 0 to 1 (AI Eval refuses one below 0; above 1 no "
+                       "response could pass)", item, "score_threshold", (*path, "score_threshold"),
+                       "e.g. `score_threshold: 0.7`, or leave it out for the evaluator's own pass rule", "threshold")
+            return []
+        if kind == "llm_judge" and "score_scale" in item and not (
+                isinstance(item["score_scale"], int) and not isinstance(item["score_scale"], bool)
+                and item["score_scale"] >= 0):
+            self.error("`score_scale` must be a whole number, 0 or more (0 means AI Eval's default, 5)", item,
+                       "score_scale", (*path, "score_scale"), "e.g. `score_scale: 10`, or leave it out", "evaluator")
+            return []
+        if kind == "bias" and isinstance(item.get("categories"), list):
+            blank = [i for i, c in enumerate(item["categories"]) if not isinstance(c, str) or not c.strip()]
+            for i in blank:
+                self.error(f"`categories[{i}]` is empty (AI Eval refuses it)", item["categories"], i,
+                           (*path, "categories", i), "name the bias category, e.g. gender, or remove the item",
+                           "evaluator")
+            if blank:
+                return []
         for key in item:
             if key == "expected":
                 self.warn("`expected:` inside an evaluator is ignored by AI Eval (so this check passes there without "
@@ -441,18 +493,14 @@ class _AiEval(ImportReader):
         if kind in ("exact", "contains", "regex", "json_schema", "tool_call"):
             rep.map(f"evaluator {kind} (sets the pass rule of expected)")
             return []
-        threshold = item.get("score_threshold")
-        if threshold is not None and not (is_number(threshold) and 0 <= threshold <= 1):
-            self.error("`score_threshold` must be a number from 0 to 1", item, "score_threshold",
-                       (*path, "score_threshold"), code="threshold")
-            return []
         origin = self.origin(holder, index, path)
 
         def require(field_name):
             value = item.get(field_name)
             if isinstance(value, str) and value.strip():
                 return value.strip()
-            self.error(f"a `{kind}` evaluator needs `{field_name}`", item, None, path, code="evaluator")
+            self.error(f"a `{kind}` evaluator needs `{field_name}`", item, None, path,
+                       f"add `{field_name}:` with its text to the evaluator", "evaluator")
             return None
 
         def judged(texts, default_min, label):
@@ -462,6 +510,8 @@ class _AiEval(ImportReader):
                     for t in texts]
 
         if kind == "precision":
+            if require("context") is None or require("question") is None:
+                return []
             self.warn("`precision` judges the context, not the response; it is left out", item, "type",
                       (*path, "type"), code="unsupported")
             rep.unsupported_("precision", "it scores the retrieved context, not the response")
