@@ -412,6 +412,16 @@ def resolve(name: str) -> str | None:
     return None
 
 
+def upstream_spelling(name: str) -> str:
+    """A function name as the upstream's parser leaves it in a prompt (and so in its hash): only the prefixes
+    `contain...` -> `contains...` and `match...` -> `matches...` are rewritten; `imatch` stays `imatch`."""
+    name = name[1:] if name.startswith("$") else name
+    for short, full in (("contain", "contains"), ("match", "matches")):
+        if name.startswith(short) and not name.startswith(full):
+            return full + name[len(short):]
+    return name
+
+
 def suggest(name: str) -> str | None:
     """The canonical name closest to a misspelt one, for a "did you mean" hint."""
     if not isinstance(name, str):

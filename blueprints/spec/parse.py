@@ -896,7 +896,7 @@ class _Reader(ExtensionReader):
         if sum(d.is_error for d in self.diagnostics) > errors_before:
             return prompt  # ids from broken prompts would be meaningless; keep the authored one
         if authored_id is None:
-            prompt.id = prompt_hash_id(prompt.to_upstream(include_id=False))
+            prompt.id = prompt_hash_id(prompt.to_upstream(include_id=False, for_hash=True))
         return prompt
 
     def read_prompt_system(self, raw, path, label, prompt):
@@ -1095,7 +1095,7 @@ class _Reader(ExtensionReader):
         origin = Origin(path=format_path(path), line=line, column=column)
         if isinstance(item, list):  # a legacy tuple point
             return self.function_point(functions.resolve(item[0]), item[1], True, (item, 1, (*path, 1)), origin, label,
-                                       inverted)
+                                       inverted, written=item[0])
         if isinstance(item, str):
             return self.string_point(item, container, key, path, origin, label, inverted)
         if isinstance(item, dict):
@@ -1114,7 +1114,8 @@ class _Reader(ExtensionReader):
             name = item[1:]
             canonical = functions.resolve(name)
             if canonical:
-                return self.function_point(canonical, None, False, (container, key, path), origin, label, inverted)
+                return self.function_point(canonical, None, False, (container, key, path), origin, label, inverted,
+                                           written=name)
             quoted = _QUOTED_CALL.match(item)
             if quoted and functions.resolve(quoted.group(1)):
                 args = _quoted_call_args(functions.resolve(quoted.group(1)), quoted.group(2))
@@ -1123,7 +1124,7 @@ class _Reader(ExtensionReader):
                           f"remove the outer quotes: `- ${quoted.group(1)}: {quoted.group(2).strip()}`",
                           "quoted-function")
                 return self.function_point(functions.resolve(quoted.group(1)), args, True, (container, key, path),
-                                           origin, label, inverted)
+                                           origin, label, inverted, written=quoted.group(1))
             first_word = re.split(r"[\s:(]", name, maxsplit=1)[0]
             suggestion = functions.suggest(first_word) if first_word else None
             self.warn(f"`{item[:40]}` starts with `$` but `{first_word}` is not a point function; it will be judged "
@@ -1154,7 +1155,7 @@ class _Reader(ExtensionReader):
                 return None
             return self.function_point(canonical, item[fn_key], True, (item, fn_key, (*path, fn_key)), origin, label,
                                        inverted, weight=weight, weight_at=(item, weight_key, path),
-                                       citation=item.get("citation"))
+                                       citation=item.get("citation"), written=name)
         if item.get("text") or item.get("point") or item.get("fn"):
             self.unknown_keys(item, POINT_OBJECT_KEYS, path, "a point")
             text = item.get("text") or item.get("point")
@@ -1177,7 +1178,7 @@ class _Reader(ExtensionReader):
                 return self.function_point(canonical, args, args_key is not None,
                                            (item, args_key or "fn", (*path, args_key or "fn")), origin, label,
                                            inverted, weight=weight, weight_at=(item, weight_key, path),
-                                           citation=item.get("citation"))
+                                           citation=item.get("citation"), written=name)
             text_key = "text" if item.get("text") else "point"
             if not isinstance(text, str):
                 self.error(f"`{text_key}` must be text, not {_type_name(text)}", item, text_key, (*path, text_key),
@@ -1225,8 +1226,9 @@ class _Reader(ExtensionReader):
         return None
 
     def function_point(self, canonical, args, has_args, args_at, origin, label, inverted, *, weight=None,
-                       weight_at=None, citation=None) -> Point | None:
-        """A function point, checked. ``args_at`` and ``weight_at`` are (container, key, path) of those values."""
+                       weight_at=None, citation=None, written=None) -> Point | None:
+        """A function point, checked. ``args_at`` and ``weight_at`` are (container, key, path) of those values;
+        ``written``: the name as the author wrote it (the upstream's prompt hash keeps its spelling)."""
         container, key, path = args_at
         multiplier = 1.0
         if weight is not None:
@@ -1246,8 +1248,10 @@ class _Reader(ExtensionReader):
                           "not evaluated", container, key, path, "fix the pattern; test it with a few sample answers",
                           "regex")
         self.lint_function(canonical, args, container, key, path)
+        spelling = functions.upstream_spelling(written) if written else None
         return Point(fn=canonical, fn_args=args if has_args else None, has_args=has_args, multiplier=multiplier,
-                     citation=citation, inverted=inverted, origin=origin)
+                     citation=citation, inverted=inverted, origin=origin,
+                     fn_as_written=spelling if spelling != canonical else None)
 
     def lint_function(self, canonical, args, container, key, path):
         if canonical == "factcheck":

@@ -95,15 +95,16 @@ class Point(_Model):
     min_score: float | None = None  # this point alone below it fails the verdict (the score stays)
     score_ranges: list[ScoreBand] | None = None  # judged on 0-10 bands instead of the classification scale
     label: str | None = None  # a short name shown beside the point (an AgentV rubric id, say)
+    fn_as_written: str | None = None  # the upstream parser's spelling when not ``fn`` (`imatch`): for id hashes
 
     @property
     def kind(self) -> Literal["function", "judged"]:
         return "function" if self.fn else "judged"
 
-    def to_upstream(self) -> dict:
+    def to_upstream(self, *, for_hash: bool = False) -> dict:
         out: dict[str, Any] = {}
         if self.fn:
-            out["fn"] = self.fn
+            out["fn"] = (self.fn_as_written or self.fn) if for_hash else self.fn
             if self.has_args:
                 out["fnArgs"] = self.fn_args
         else:
@@ -117,8 +118,9 @@ class Point(_Model):
 PointItem = Union[Point, list[Point]]
 
 
-def block_to_upstream(block: list[PointItem]) -> list:
-    return [[p.to_upstream() for p in item] if isinstance(item, list) else item.to_upstream() for item in block]
+def block_to_upstream(block: list[PointItem], *, for_hash: bool = False) -> list:
+    return [[p.to_upstream(for_hash=for_hash) for p in item] if isinstance(item, list)
+            else item.to_upstream(for_hash=for_hash) for item in block]
 
 
 def iter_points(block: list[PointItem]):
@@ -169,7 +171,9 @@ class Prompt(_Model):
     def check(self, check_id: str | None) -> Check | None:
         return next((c for c in self.checks if c.id == check_id), None) if check_id else None
 
-    def to_upstream(self, *, include_id: bool = True) -> dict:
+    def to_upstream(self, *, include_id: bool = True, for_hash: bool = False) -> dict:
+        """Weval's normalised prompt. ``for_hash``: exactly what the upstream hashes for a prompt without an
+        id: no ``id``, no ``tags`` (its parser drops a prompt's tags), function names as its parser spells them."""
         out: dict[str, Any] = {}
         if include_id:
             out["id"] = self.id
@@ -195,12 +199,12 @@ class Prompt(_Model):
             out["prohibitedTools"] = self.prohibited_tools
         if self.max_calls is not None:
             out["maxCalls"] = self.max_calls
-        if self.tags is not None:
+        if self.tags is not None and not for_hash:
             out["tags"] = self.tags
         if self.points:  # the upstream has no `points` key for a prompt without them (its id hash depends on it)
-            out["points"] = block_to_upstream(self.points)
+            out["points"] = block_to_upstream(self.points, for_hash=for_hash)
         if self.should_not is not None:
-            out["should_not"] = block_to_upstream(self.should_not)
+            out["should_not"] = block_to_upstream(self.should_not, for_hash=for_hash)
         return out
 
 

@@ -154,3 +154,25 @@ def test_a_valid_aieval_case_still_reads():
     result = aieval("    max_steps: 0\n    evaluators: [{type: llm_judge, criteria: kind, score_scale: 0}]\n"
                     "    expected: {contains: [hi]}\n")
     assert not result.errors, result.errors
+
+
+# --- Weval: prompt ids of prompts without `id`, as the upstream's parser hashes them ---------------------------
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # The upstream drops a prompt's own `tags` and keeps `imatch` as written (vectors computed with the
+    # upstream's recipe: json-stable-stringify of its normalised prompt, SHA-256, 12 hex digits).
+    ('- prompt: Say hi\n  tags: [Greeting]\n  should: [{$imatch: "^hi"}]\n', "hash-625de34e7c43"),
+    ('- prompt: Say hi\n  should: [{$imatch: "^hi"}]\n', "hash-625de34e7c43"),
+    # `contain` -> `contains` is the one rewrite its parser makes before hashing.
+    ("- prompt: Say hi\n  should: [$contain: hi]\n", "hash-917320ae0c13"),
+    ("- prompt: Say hi\n  should: [$contains: hi]\n", "hash-917320ae0c13"),
+])
+def test_prompt_hash_ids_match_the_upstream(text, expected):
+    from blueprints.spec import parse_blueprint
+
+    result = parse_blueprint(text)
+    assert not result.errors
+    prompt = result.blueprint.prompts[0]
+    assert prompt.id == expected
+    # The point itself is the canonical function (scored the same); tags stay on the prompt.
+    assert prompt.points[0].fn in ("imatches", "contains")
