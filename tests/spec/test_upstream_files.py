@@ -176,3 +176,17 @@ def test_prompt_hash_ids_match_the_upstream(text, expected):
     assert prompt.id == expected
     # The point itself is the canonical function (scored the same); tags stay on the prompt.
     assert prompt.points[0].fn in ("imatches", "contains")
+
+
+def test_agentv4_target_objects_name_the_target_they_use():
+    text = ("execution:\n  targets:\n    - name: with-hooks\n      use_target: openai:gpt-4o\n"
+            "      hooks: {before_each: ./setup.sh}\n    - local-agent\n"
+            "tests:\n  - id: a\n    input: hi\n    criteria: says hi\n")
+    result = parse_any(text, path="EVAL.yaml")
+    assert not result.errors, result.errors
+    assert result.blueprint.models == ["openai:gpt-4o"]
+    assert result.extras["targets"] == ["local-agent"]
+    assert result.extras["target_options"] == {"with-hooks": {"hooks": {"before_each": "./setup.sh"}}}
+    broken = parse_any("execution:\n  targets:\n    - hooks: {before_each: ./setup.sh}\n"
+                       "tests:\n  - id: a\n    input: hi\n    criteria: says hi\n", path="EVAL.yaml")
+    assert any("target object needs" in e.message for e in broken.errors)

@@ -262,9 +262,14 @@ class _AgentV(ImportReader):
         models, names = [], []
         for holder, key, path, value in targets:
             values = value if isinstance(value, list) else [value]
-            for item in values:
+            for index, item in enumerate(values):
+                if isinstance(item, dict):  # AgentV 4: `{name, use_target, hooks, ...}`
+                    item = self.target_object(item, values, index, (*path, index), rep)
+                    if item is None:
+                        continue
                 if not isinstance(item, str) or not item.strip():
-                    self.error(f"`{key}` must name targets (text)", holder, key, path, code="type")
+                    self.error(f"`{key}` must name targets (text, or `{{name, use_target}}`)", holder, key, path,
+                               code="type")
                     continue
                 (models if ":" in item or is_collection_name(item) else names).append(item)
         if models:
@@ -275,6 +280,21 @@ class _AgentV(ImportReader):
             self.extras["targets"] = names
             rep.approx("execution.targets", f"target names ({', '.join(names)}) come from .agentv/targets.yaml, "
                                             "which evalsite does not read: choose the models when you start a run")
+
+    def target_object(self, item: dict, holder, index, path, rep: TestReport) -> str | None:
+        """An AgentV 4 target object: the target it runs is ``use_target`` (else its ``name``); ``hooks`` and the
+        rest are run policy evalsite does not have, kept aside."""
+        name = item.get("use_target", item.get("name"))
+        if not isinstance(name, str) or not name.strip():
+            self.error("a target object needs `name` or `use_target` (the target it runs)", holder, index, path,
+                       "e.g. `- {name: with-hooks, use_target: claude}`", "type")
+            return None
+        rest = {k: v for k, v in item.items() if k not in ("name", "use_target")}
+        if rest:
+            self.extras.setdefault("target_options", {})[str(item.get("name", name))] = rest
+            rep.unsupported_("target " + ", ".join(f"`{k}`" for k in sorted(rest)),
+                             "per-target settings (hooks, budgets) evalsite does not have; kept aside")
+        return name.strip()
 
     def read_trials(self, holder, path, rep: TestReport) -> dict:
         value = holder["trials"]
