@@ -1,4 +1,4 @@
-# Over 500 lines: one builder per AgentV assertion type; a builder table with one context object is open (issue 13, item 5).
+# Over 500 lines: one builder per AgentV assertion type (the BUILDERS table at the end), each taking one Assertion.
 """AgentV suites (``EVAL.yaml``) -> a normalised Blueprint, with an import report per test.
 
 Reads the eval spec v2 form of the seeds (``tests`` / ``criteria`` / ``rubrics`` /
@@ -24,7 +24,8 @@ import json
 import math
 import re
 import shlex
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
 
 from ..bands import read_score_ranges, uncovered
 from ..diagnostics import format_path
@@ -32,7 +33,7 @@ from ..ids import normalize_tags
 from ..limits import DEFAULT_LIMITS, Limits
 from ..model_ids import is_collection_name
 from ..parse import ParseResult
-from ..schema import Blueprint, Message, Point, Prompt, Verdicts
+from ..schema import Blueprint, Message, Origin, Point, Prompt, Verdicts
 from ..source import Loaded
 from .common import (
     ImportReader,
@@ -91,6 +92,21 @@ def _content_blocks(value: Any) -> bool:
     return bool(items) and any(isinstance(i, dict) for i in items) and all(
         isinstance(i, str) or (isinstance(i, dict) and "role" not in i and i.get("type") in
                                ("text", "file", "image", "json")) for i in items)
+
+
+@dataclass(frozen=True)
+class Assertion:
+    """One assertion being built: what every builder in BUILDERS takes."""
+
+    item: dict  # the assertion as written
+    path: tuple  # where it is, for messages
+    origin: Origin
+    weight: float  # the share of the test's score its points split between them
+    check_id: str | None  # the check its points belong to
+    negate: bool
+    prompt: Prompt
+    rep: TestReport
+    label: str
 
 
 def _kind(value: Any) -> str | None:
@@ -906,7 +922,7 @@ class _AgentV(ImportReader):
             rep.approx(f"required inside a composite ({label})", "the composite's own gate counts, not its children's")
         origin = self.origin(container, index, path)
         total = weight * scale
-        builder = getattr(self, f"build_{kind}", None)
+        builder = BUILDERS.get(kind)
         if builder is None:
             self.warn(f"assertion type `{item.get('type')}` is not one evalsite knows (AgentV reads unknown types as "
                       "custom assertions from .agentv/assertions); it is left out", item, "type", (*path, "type"),
@@ -915,7 +931,8 @@ class _AgentV(ImportReader):
                                                                    "have")
             self.drop_check(prompt, check_id, parent_check)
             return []
-        points = builder(item, path, origin, total, check_id, negate, prompt, rep, label)
+        method, options = builder
+        points = method(self, Assertion(item, path, origin, total, check_id, negate, prompt, rep, label), **options)
         if not points:
             self.drop_check(prompt, check_id, parent_check)
         if points and "min_score" in item:
@@ -965,7 +982,9 @@ class _AgentV(ImportReader):
         return [function_point(fn, args, weight=weight, origin=origin, check_id=check_id, inverted=negate,
                                label=label)]
 
-    def build_contains(self, item, path, origin, weight, check_id, negate, prompt, rep, label, fn="contains"):
+    def build_contains(self, a: Assertion, fn="contains"):
+        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
+        rep, label = a.rep, a.label
         self.unknown_item_keys(item, path, ("value",))
         value = self._value(item, path)
         if value is None:
@@ -973,10 +992,9 @@ class _AgentV(ImportReader):
         rep.map(f"{item['type']} -> ${'not_' if negate else ''}{fn}")
         return self._fn(("not_" if negate else "") + fn, value, origin, weight, check_id, False, label)
 
-    def build_icontains(self, *a):
-        return self.build_contains(*a, fn="icontains")
-
-    def build_contains_any(self, item, path, origin, weight, check_id, negate, prompt, rep, label, fn="contains_any_of"):
+    def build_contains_any(self, a: Assertion, fn="contains_any_of"):
+        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
+        rep, label = a.rep, a.label
         self.unknown_item_keys(item, path, ("value",))
         values = self._value(item, path, want_list=True)
         if values is None:
@@ -984,13 +1002,13 @@ class _AgentV(ImportReader):
         rep.map(f"{item['type']} -> ${'not_' if negate else ''}{fn}")
         return self._fn(("not_" if negate else "") + fn, values, origin, weight, check_id, False, label)
 
-    def build_icontains_any(self, *a):
-        return self.build_contains_any(*a, fn="icontains_any_of")
 
     def _js_check(self, expression, origin, weight, check_id, negate, label):
         return self._fn("js", f"!({expression})" if negate else expression, origin, weight, check_id, False, label)
 
-    def build_contains_all(self, item, path, origin, weight, check_id, negate, prompt, rep, label, lower=False):
+    def build_contains_all(self, a: Assertion, lower=False):
+        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
+        rep, label = a.rep, a.label
         self.unknown_item_keys(item, path, ("value",))
         values = self._value(item, path, want_list=True)
         if values is None:
@@ -1000,10 +1018,9 @@ class _AgentV(ImportReader):
         rep.map(f"{item['type']} -> $js (every value, all or nothing)")
         return self._js_check(f"{wanted}.every(v => {subject}.includes(v))", origin, weight, check_id, negate, label)
 
-    def build_icontains_all(self, *a):
-        return self.build_contains_all(*a, lower=True)
-
-    def build_starts_with(self, item, path, origin, weight, check_id, negate, prompt, rep, label, method="startsWith"):
+    def build_starts_with(self, a: Assertion, method="startsWith"):
+        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
+        rep, label = a.rep, a.label
         self.unknown_item_keys(item, path, ("value",))
         value = self._value(item, path)
         if value is None:
@@ -1012,10 +1029,9 @@ class _AgentV(ImportReader):
         return self._js_check(f"r.trim().{method}({json.dumps(value.strip(), ensure_ascii=False)})", origin, weight,
                               check_id, negate, label)
 
-    def build_ends_with(self, *a):
-        return self.build_starts_with(*a, method="endsWith")
-
-    def build_equals(self, item, path, origin, weight, check_id, negate, prompt, rep, label):
+    def build_equals(self, a: Assertion):
+        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
+        rep, label = a.rep, a.label
         self.unknown_item_keys(item, path, ("value",))
         value = self._value(item, path)
         if value is None:
@@ -1023,7 +1039,9 @@ class _AgentV(ImportReader):
         rep.map(f"{item['type']} -> $equals (trimmed)")
         return self._fn("equals", value, origin, weight, check_id, negate, label)
 
-    def build_regex(self, item, path, origin, weight, check_id, negate, prompt, rep, label):
+    def build_regex(self, a: Assertion):
+        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
+        rep, label = a.rep, a.label
         from ..jsregex import RegexError, compile_js
 
         self.unknown_item_keys(item, path, ("value", "flags"))
@@ -1048,7 +1066,9 @@ class _AgentV(ImportReader):
         expression = f"new RegExp({json.dumps(value)}, {json.dumps(flags.replace('g', ''))}).test(r)"
         return self._js_check(expression, origin, weight, check_id, negate, label)
 
-    def build_is_json(self, item, path, origin, weight, check_id, negate, prompt, rep, label):
+    def build_is_json(self, a: Assertion):
+        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
+        rep, label = a.rep, a.label
         self.unknown_item_keys(item, path, ())
         rep.map("is_json -> $js (any JSON value, as AgentV)")
         return self._js_check("(() => { try { JSON.parse(r); return true } catch (e) { return false } })()", origin,
@@ -1056,7 +1076,9 @@ class _AgentV(ImportReader):
 
     # rubrics
 
-    def build_rubrics(self, item, path, origin, weight, check_id, negate, prompt, rep, label):
+    def build_rubrics(self, a: Assertion):
+        item, path, weight, check_id, negate, prompt = a.item, a.path, a.weight, a.check_id, a.negate, a.prompt
+        rep = a.rep
         self.unknown_item_keys(item, path, ("criteria", "rubrics", "model"))
         key = "criteria" if "criteria" in item else ("rubrics" if "rubrics" in item else None)
         if key is None:
@@ -1068,10 +1090,11 @@ class _AgentV(ImportReader):
         return self.rubrics_points(item[key], item, key, (*path, key), weight, check_id, negate, prompt, rep,
                                    source="rubrics")
 
-    def build_rubric(self, item, path, origin, weight, check_id, negate, prompt, rep, label):
+    def build_rubric(self, a: Assertion):
+        item, path = a.item, a.path
         self.warn("`type: rubric` is AgentV's deprecated name; write `type: rubrics` with `criteria:`", item, "type",
                   (*path, "type"), code="deprecated")
-        return self.build_rubrics(item, path, origin, weight, check_id, negate, prompt, rep, label)
+        return self.build_rubrics(a)
 
     def rubrics_points(self, value, holder, key, path, weight, check_id, negate, prompt, rep, source):
         if not isinstance(value, list) or not value:
@@ -1155,7 +1178,9 @@ class _AgentV(ImportReader):
             rep.map(f"{source} -> judged points")
         return points
 
-    def build_llm_judge(self, item, path, origin, weight, check_id, negate, prompt, rep, label):
+    def build_llm_judge(self, a: Assertion):
+        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
+        prompt, rep, label = a.prompt, a.rep, a.label
         self.unknown_item_keys(item, path, ("prompt", "rubrics", "criteria", "model", "config", "target",
                                             "judge_target", "max_steps", "temperature"))
         if "model" in item or "judge_target" in item:
@@ -1214,13 +1239,16 @@ class _AgentV(ImportReader):
         }
         return TEMPLATE_VARIABLE.sub(lambda m: values.get(m.group(1), m.group(0)), text).strip()
 
-    def build_agent_judge(self, item, path, origin, weight, check_id, negate, prompt, rep, label):
+    def build_agent_judge(self, a: Assertion):
+        item, path, rep, label = a.item, a.path, a.rep, a.label
         rep.unsupported_(f"agent_judge {label}", "an agentic judge works in the agent's workspace; " + NOT_AN_AGENT)
         self.warn("`agent_judge` needs an agent's workspace; it is left out", item, "type", (*path, "type"),
                   code="unsupported")
         return []
 
-    def build_code_judge(self, item, path, origin, weight, check_id, negate, prompt, rep, label):
+    def build_code_judge(self, a: Assertion):
+        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
+        rep, label = a.rep, a.label
         self.unknown_item_keys(item, path, ("script", "command", "cwd", "target", "config", "timeout_s"))
         key = "command" if "command" in item else ("script" if "script" in item else None)
         if key is None:
@@ -1282,7 +1310,9 @@ class _AgentV(ImportReader):
         rep.map(f"code_judge {label} -> $code_judge (runs only where the operator allows script graders)")
         return self._fn("code_judge", args, origin, weight, check_id, negate, label)
 
-    def build_composite(self, item, path, origin, weight, check_id, negate, prompt, rep, label):
+    def build_composite(self, a: Assertion):
+        item, path, weight, check_id, negate, prompt = a.item, a.path, a.weight, a.check_id, a.negate, a.prompt
+        rep, label = a.rep, a.label
         self.unknown_item_keys(item, path, ("assert", "evaluators", "assertions", "aggregator"))
         key = next((k for k in ("assert", "assertions", "evaluators") if k in item), None)
         if key is None:
@@ -1327,7 +1357,9 @@ class _AgentV(ImportReader):
             points = [p.model_copy(update={"inverted": not p.inverted}) for p in points]
         return points
 
-    def build_tool_trajectory(self, item, path, origin, weight, check_id, negate, prompt, rep, label):
+    def build_tool_trajectory(self, a: Assertion):
+        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
+        rep, label = a.rep, a.label
         self.unknown_item_keys(item, path, ("mode", "expected", "minimums", "args_match"))
         mode = item.get("mode")
         if mode not in TRAJECTORY_MODES_ALL:
@@ -1388,7 +1420,9 @@ class _AgentV(ImportReader):
                                  "calling")
         return self._fn("tool_trajectory", args, origin, weight, check_id, negate, label)
 
-    def build_field_accuracy(self, item, path, origin, weight, check_id, negate, prompt, rep, label):
+    def build_field_accuracy(self, a: Assertion):
+        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
+        rep, label = a.rep, a.label
         self.unknown_item_keys(item, path, ("fields", "aggregation"))
         fields = item.get("fields")
         if not isinstance(fields, list) or not fields:
@@ -1442,7 +1476,9 @@ class _AgentV(ImportReader):
         self.error(f"this assertion needs `{keys[0]}:` ({what})", item, None, path, code="metric")
         return None
 
-    def build_latency(self, item, path, origin, weight, check_id, negate, prompt, rep, label):
+    def build_latency(self, a: Assertion):
+        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
+        rep, label = a.rep, a.label
         self.unknown_item_keys(item, path, ("threshold", "max_ms"))
         limit = self._limit(item, path, ("threshold", "max_ms"), "a number of milliseconds above 0")
         if limit is None:
@@ -1450,7 +1486,9 @@ class _AgentV(ImportReader):
         rep.map("latency -> $latency_under")
         return self._fn("latency_under", limit, origin, weight, check_id, negate, label)
 
-    def build_cost(self, item, path, origin, weight, check_id, negate, prompt, rep, label):
+    def build_cost(self, a: Assertion):
+        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
+        rep, label = a.rep, a.label
         self.unknown_item_keys(item, path, ("budget", "max_usd"))
         limit = self._limit(item, path, ("budget", "max_usd"), "an amount in US dollars", positive=False)
         if limit is None:
@@ -1458,7 +1496,9 @@ class _AgentV(ImportReader):
         rep.map("cost -> $cost_under")
         return self._fn("cost_under", limit, origin, weight, check_id, negate, label)
 
-    def build_token_usage(self, item, path, origin, weight, check_id, negate, prompt, rep, label):
+    def build_token_usage(self, a: Assertion):
+        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
+        rep, label = a.rep, a.label
         self.unknown_item_keys(item, path, ("max_total", "max_input", "max_output"))
         caps = {}
         for key, name in (("max_total", "total"), ("max_input", "input"), ("max_output", "output")):
@@ -1475,7 +1515,9 @@ class _AgentV(ImportReader):
         rep.approx("token_usage max_total", "total is input + output tokens (cached tokens are not reported apart)")
         return self._fn("tokens_under", caps, origin, weight, check_id, negate, label)
 
-    def build_execution_metrics(self, item, path, origin, weight, check_id, negate, prompt, rep, label):
+    def build_execution_metrics(self, a: Assertion):
+        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
+        rep, label = a.rep, a.label
         known = ("max_tool_calls", "max_llm_calls", "max_tokens", "max_cost_usd", "max_duration_ms",
                  "target_exploration_ratio", "exploration_tolerance")
         self.unknown_item_keys(item, path, known)
@@ -1506,3 +1548,32 @@ class _AgentV(ImportReader):
         share = weight / len(checks)
         return [function_point(fn, value, weight=share, origin=origin, check_id=check_id, inverted=negate,
                                label=f"{label}: {key}") for fn, value, key in checks]
+
+
+# Assertion type (after TYPE_ALIASES) -> (builder, its options). A type not here is left out with a warning.
+BUILDERS: dict[str, tuple[Callable[..., list[Point]], dict[str, Any]]] = {
+    "contains": (_AgentV.build_contains, {}),
+    "icontains": (_AgentV.build_contains, {"fn": "icontains"}),
+    "contains_any": (_AgentV.build_contains_any, {}),
+    "icontains_any": (_AgentV.build_contains_any, {"fn": "icontains_any_of"}),
+    "contains_all": (_AgentV.build_contains_all, {}),
+    "icontains_all": (_AgentV.build_contains_all, {"lower": True}),
+    "starts_with": (_AgentV.build_starts_with, {}),
+    "ends_with": (_AgentV.build_starts_with, {"method": "endsWith"}),
+    "equals": (_AgentV.build_equals, {}),
+    "regex": (_AgentV.build_regex, {}),
+    "is_json": (_AgentV.build_is_json, {}),
+    "rubrics": (_AgentV.build_rubrics, {}),
+    "rubric": (_AgentV.build_rubric, {}),
+    "llm_judge": (_AgentV.build_llm_judge, {}),
+    "agent_judge": (_AgentV.build_agent_judge, {}),
+    "code_judge": (_AgentV.build_code_judge, {}),
+    "composite": (_AgentV.build_composite, {}),
+    "tool_trajectory": (_AgentV.build_tool_trajectory, {}),
+    "field_accuracy": (_AgentV.build_field_accuracy, {}),
+    "latency": (_AgentV.build_latency, {}),
+    "cost": (_AgentV.build_cost, {}),
+    "token_usage": (_AgentV.build_token_usage, {}),
+    "execution_metrics": (_AgentV.build_execution_metrics, {}),
+}
+assert set(BUILDERS) == set(KNOWN_TYPES), "every known type has a builder"
