@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import re
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models, transaction
@@ -21,7 +20,7 @@ from django.dispatch import Signal
 from django.utils import timezone
 from django.utils.text import slugify
 
-from blueprints.spec import parse_any
+from blueprints.parsing import parse_text
 from blueprints.spec.model_ids import is_collection_name
 
 BLUEPRINT_ID_RE = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
@@ -110,8 +109,7 @@ class Blueprint(models.Model):
         if current is not None and current.sha256 == digest and current.files == files:
             return current, False
         lookup = collections if collections is not None else ModelCollection.lookup()
-        result = parse_any(text, blueprint_id=self.slug, collections=lookup, files=files,
-                           limits=settings.EVALSITE_LIMITS)
+        result = parse_text(text, blueprint_id=self.slug, collections=lookup, files=files)
         bp = result.blueprint
         report = dict(import_report or {})
         if result.import_report is not None:
@@ -262,8 +260,7 @@ class BlueprintRevision(models.Model):
 
     def parse(self, collections=None):
         lookup = collections if collections is not None else ModelCollection.lookup()
-        return parse_any(self.text, blueprint_id=self.blueprint.slug, collections=lookup, files=self.files or {},
-                         limits=settings.EVALSITE_LIMITS)
+        return parse_text(self.text, blueprint_id=self.blueprint.slug, collections=lookup, files=self.files or {})
 
 
 class ModelCollection(models.Model):

@@ -32,6 +32,7 @@ from blueprints.models import (
     validate_blueprint_id,
 )
 from blueprints.spec import Blueprint as SpecBlueprint
+from blueprints.parsing import parse_text
 from blueprints.spec import ParseResult, Point, Prompt, parse_any
 from blueprints.spec.schema import CustomModel
 from blueprints.spec import functions
@@ -110,8 +111,7 @@ def check_text(text: str, *, slug: str | None = None, collections=None, files: d
     if files is None and slug:
         files = (Blueprint.objects.filter(slug=slug).values_list("current_revision__files", flat=True).first()
                  or {})
-    result = parse_any(text, blueprint_id=slug, collections=lookup, files=files or {},
-                       limits=settings.EVALSITE_LIMITS)
+    result = parse_text(text, blueprint_id=slug, collections=lookup, files=files or {})
     preview = build_preview(result.blueprint, lookup) if result.blueprint is not None else None
     return Check(result, preview)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import posixpath
+import re
 from pathlib import Path
 
 from .dialects import AGENTV, AIEVAL, WEVAL, detect_dialect_of
@@ -30,6 +31,10 @@ from .source import Loaded, SourceError, load
 
 MAX_FILE_BYTES = 2_000_000
 MAX_FILES = 200
+
+
+# The keys under which a suite names files; a text without any of them names none (a cheap test before loading).
+_MAY_NAME_FILES = re.compile(r"\b(fixtures|tests|cases|evalcases|eval_cases)\b[\"']?\s*:")
 
 
 def _read(path: Path) -> str | None:
@@ -105,6 +110,8 @@ def collect_companions(path: str | Path, text: str, root: str | Path | None = No
     """
     path = Path(path).resolve()
     base = path.parent
+    if loaded is None and not _MAY_NAME_FILES.search(text):
+        return {}  # no key that names files (fixtures, tests, cases): no need to load a large text twice
     if loaded is None:
         try:
             loaded = load(text, detect_format(text, str(path)))

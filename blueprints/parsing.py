@@ -1,0 +1,57 @@
+"""One parse per text: the import, the new revision and the run's start read the same text, and a large
+blueprint costs most of a second to parse, so the result is kept (a few, per process) and reused.
+
+A parse depends on the text, its companion files, the blueprint id, the limits and the answers the collection
+lookup gave; a kept result is reused only when every collection it asked about answers the same now. Parse
+results are shared, so callers treat them as read-only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+
+from django.conf import settings
+
+from blueprints.spec import ParseResult, parse_any
+
+_KEEP = 8
+_KEPT: OrderedDict[tuple, tuple[ParseResult, dict]] = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def _key(text: str, blueprint_id, files: dict, limits) -> tuple:
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass"))
+    for name in sorted(files):
+        digest.update(f"\0{name}\0{files[name]}".encode("utf-8", "surrogatepass"))
+    return digest.hexdigest(), blueprint_id, repr(limits)
+
+
+def parse_text(text: str, *, blueprint_id: str | None, collections, files: dict | None = None) -> ParseResult:
+    """``parse_any`` with the site's limits, reusing a result for the same inputs."""
+    files = files or {}
+    limits = settings.EVALSITE_LIMITS
+    key = _key(text, blueprint_id, files, limits)
+    with _LOCK:
+        kept = _KEPT.get(key)
+    if kept is not None:
+        result, asked = kept
+        if all(collections(name) == answer for name, answer in asked.items()):
+            with _LOCK:
+                _KEPT.move_to_end(key, last=True) if key in _KEPT else None
+            return result
+    asked: dict = {}
+
+    def lookup(name):
+        answer = collections(name)
+        asked[name] = list(answer) if answer is not None else None
+        return answer
+
+    result = parse_any(text, blueprint_id=blueprint_id, collections=lookup, files=files, limits=limits)
+    with _LOCK:
+        _KEPT[key] = (result, asked)
+        _KEPT.move_to_end(key)
+        while len(_KEPT) > _KEEP:
+            _KEPT.popitem(last=False)
+    return result
