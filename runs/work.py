@@ -215,7 +215,7 @@ async def _execute(run: Run, claimed: list[int], token: str, progress: Progress)
                               files=dict(run.revision.files or {}), config=config,
                               item_budget_s=config.limits.item_budget_s)
     saver = _Saver(run.pk, token, progress.on_item)
-    flusher = asyncio.create_task(saver.every(0.5))
+    saver.start(every_s=0.5)
     try:
         async with build_router(run, bp, on_wait=waits.on_wait, should_stop=stop.should_stop) as router:
             embedding_model = run.options.get("embeddingModel")
@@ -224,8 +224,7 @@ async def _execute(run: Run, claimed: list[int], token: str, progress: Progress)
             await run_items(items, complete=router.complete, judges=plan, on_result=saver.add,
                             should_stop=stop.should_stop, options=options)
     finally:
-        flusher.cancel()
-        await saver.flush()
+        await saver.close()
         heartbeat.cancel()
         await sync_to_async(_release)(token)
         await waits.clear()
@@ -242,6 +241,11 @@ class _Saver:
     def __init__(self, run_id: int, token: str, on_item=None, size: int = 25):
         self.run_id, self.token, self.on_item, self.size = run_id, token, on_item, size
         self.pending: list[ItemResult] = []
+        self._closing = asyncio.Event()
+        self._timer: asyncio.Task | None = None
+
+    def start(self, every_s: float) -> None:
+        self._timer = asyncio.create_task(self._every(every_s))
 
     async def add(self, result: ItemResult) -> None:
         self.pending.append(result)
@@ -257,9 +261,20 @@ class _Saver:
             for row in rows:
                 self.on_item(row)
 
-    async def every(self, seconds: float) -> None:
-        while True:
-            await asyncio.sleep(seconds)
+    async def close(self) -> None:
+        """Store what is left. The timer is asked to stop, never cancelled: a cancel landing while its
+        flush waited for the database thread dropped that batch, and the items went back to pending."""
+        self._closing.set()
+        if self._timer is not None:
+            await asyncio.gather(self._timer, return_exceptions=True)
+        await self.flush()
+
+    async def _every(self, seconds: float) -> None:
+        while not self._closing.is_set():
+            try:
+                await asyncio.wait_for(self._closing.wait(), seconds)
+            except TimeoutError:
+                pass
             await self.flush()
 
 

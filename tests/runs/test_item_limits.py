@@ -166,3 +166,31 @@ def test_an_item_whose_every_judge_call_failed_is_failed_and_not_evaluated_every
     assert "every judge call failed" in str(exported)
     rows = list(csv.DictReader(io.StringIO(run_to_csv(run))))
     assert rows and all(r["response_score"] == "" for r in rows)
+
+
+def test_results_a_worker_stores_while_it_stops_are_never_dropped(monkeypatch):
+    """The half-second flush may be waiting for the database thread when the work ends; the final
+    store must wait for it, not cancel it (a cancelled flush lost its batch and the item went back
+    to pending)."""
+    import asyncio
+
+    stored, started = [], threading.Event()
+
+    def slow_save(run_id, token, batch):
+        started.set()
+        time.sleep(0.2)
+        stored.extend(batch)
+        return []
+
+    monkeypatch.setattr(run_work, "save_results", slow_save)
+
+    async def work():
+        saver = run_work._Saver(1, "token")
+        saver.start(every_s=0.01)
+        await saver.add("an item")
+        while not started.is_set():  # the timer's flush has taken the batch and waits for the database
+            await asyncio.sleep(0.005)
+        await saver.close()
+        return list(stored)
+
+    assert asyncio.run(work()) == ["an item"]
