@@ -1,7 +1,7 @@
 """The one mapping between the engine's values and the database's rows, both ways.
 
 Saving: ``result_fields`` gives a finished item's ``Response`` columns and what it
-adds to the run's counters, ``point_rows`` its ``PointAssessment`` rows.
+adds to the run's counters, ``point_rows`` its ``PointAssessment`` rows (written by ``runs.bulk``).
 Reading: ``assessment_of`` gives a stored response back as the engine's
 ``ResponseAssessment``, reviewers' overrides applied by the engine's
 ``apply_overrides``. Pages, exports and overrides read results through it, so
@@ -10,6 +10,8 @@ the functions the conformance tests check (``export_response``,
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from django.db import transaction
 from django.db.models import F
@@ -24,18 +26,20 @@ from runs.engine.judge import JudgePlan, JudgeSpec, JudgeVerdict, scale_for
 from runs.engine.pipeline import ItemResult
 from runs.engine.scoring import CheckResult, JudgeAgreement, Rating, calculate
 
+from .bulk import insert, update_each
 from .models import FINISHED, PointAssessment, Response, ResponseStatus, Run, RunStatus
 from .spec import parsed_blueprint
 
 # --- engine -> rows -----------------------------------------------------------------------
 
 
-def point_rows(row: Response, assessment: ResponseAssessment) -> list[PointAssessment]:
+def point_rows(response_id: int, assessment: ResponseAssessment) -> list[dict]:
+    """A response's ``PointAssessment`` rows, as columns (``runs.bulk.insert`` writes them)."""
     out = []
     for position, pa in enumerate(assessment.point_assessments):
         point = pa.point
-        out.append(PointAssessment(
-            response=row, position=position, kind=pa.kind, text=point.text or "", fn=point.fn or "",
+        out.append(dict(
+            response_id=response_id, position=position, kind=pa.kind, text=point.text or "", fn=point.fn or "",
             fn_args=point.fn_args if point.has_args else None, citation=point.citation,
             multiplier=point.multiplier, path_id=point.path_id or "", inverted=point.inverted,
             key_point_text=key_point_text(point), source_line=point.origin.line,
@@ -229,31 +233,42 @@ def assessment_of(response: Response, rows: list[PointAssessment], prompt: Promp
 # --- saving -----------------------------------------------------------------------------
 
 
-def save_results(run_id: int, token: str, results: list[ItemResult]) -> list[Response]:
+class Stored(NamedTuple):
+    """An item ``save_results`` stored: what a progress display needs."""
+
+    pk: int
+    status: str
+
+
+def save_results(run_id: int, token: str, results: list[ItemResult]) -> list[Stored]:
     """Store finished items and move the run's counters, in one transaction.
 
     An item another worker has taken over (its claim is no longer ours) is dropped:
     its result, not ours, counts. An item a cancel stopped under way goes back to pending.
+    One prepared UPDATE per shape of row and one INSERT for every point (``runs.bulk``).
     """
-    saved: list[Response] = []
+    saved: list[Stored] = []
     totals: dict[str, float] = {}
-    assessments: list[PointAssessment] = []
+    assessments: list[dict] = []
+    prepared = [(result, *result_fields(result)) for result in results]
     with transaction.atomic():
-        for result in results:
-            fields, counters = result_fields(result)
-            if not Response.objects.filter(pk=result.item.key, claimed_by=token).update(**fields):
+        stored = update_each(Response, [(result.item.key, fields) for result, fields, _ in prepared],
+                             where={"claimed_by": token})
+        rejudged = [result.item.key for (result, _, _), ok in zip(prepared, stored)
+                    if ok and not result.stopped and result.item.existing is not None]
+        if rejudged:  # judged again: the earlier assessments give way
+            PointAssessment.objects.filter(response_id__in=rejudged).delete()
+        for (result, fields, counters), ok in zip(prepared, stored):
+            if not ok:
                 continue
             for name, value in counters.items():
                 totals[name] = totals.get(name, 0) + value
             if result.stopped:  # cancelled under way: pending again, nothing scored
                 continue
-            row = Response(pk=result.item.key, run_id=run_id, **fields)
-            if result.item.existing is not None:  # judged again: the earlier assessments give way
-                PointAssessment.objects.filter(response=row).delete()
             if result.assessment is not None:
-                assessments.extend(point_rows(row, result.assessment))
-            saved.append(row)
-        PointAssessment.objects.bulk_create(assessments, batch_size=500)
+                assessments.extend(point_rows(result.item.key, result.assessment))
+            saved.append(Stored(result.item.key, fields["status"]))
+        insert(PointAssessment, assessments)
         if totals:
             Run.objects.filter(pk=run_id).update(**{k: F(k) + v for k, v in totals.items() if v})
     return saved

@@ -20,6 +20,7 @@ from runs.engine.providers import fixtures_from_blueprint, run_problems
 
 from evalsite.engine import engine_config
 
+from .bulk import insert
 from .models import Response, Run
 
 from .records import finish_run, plan_to_json
@@ -120,15 +121,15 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
         )
         variants = run.variants(bp)
         rows = [
-            Response(run=run, prompt_id=prompt.id, prompt_index=index, variant_id=variant.id_for(prompt),
-                     model_id=variant.base_model_id, variant_index=v, temperature=variant.temperature_for(prompt),
-                     system_index=variant.sp_idx, trial=trial)
+            dict(run_id=run.pk, prompt_id=prompt.id, prompt_index=index, variant_id=variant.id_for(prompt),
+                 model_id=variant.base_model_id, variant_index=v, temperature=variant.temperature_for(prompt),
+                 system_index=variant.sp_idx, trial=trial)
             for index, prompt in enumerate(bp.prompts) for v, variant in enumerate(variants)
             for trial in range(per_prompt[index])
         ]
-        Response.objects.bulk_create(rows, batch_size=500)
+        insert(Response, rows)
         run.items_total = len(rows)
-        run.judge_calls_total = sum(judged_points[r.prompt_index] for r in rows) * len(plan.judges)
+        run.judge_calls_total = sum(judged_points[r["prompt_index"]] for r in rows) * len(plan.judges)
         run.save(update_fields=["items_total", "judge_calls_total"])
         if not rows:
             finish_run(run.pk)

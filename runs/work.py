@@ -34,7 +34,7 @@ from evalsite.engine import engine_config
 
 from .cache import response_cache
 from .models import FINISHED, PointAssessment, Response, ResponseStatus, Run, RunStatus
-from .records import compute_aggregates, judge_counts, maybe_finish, plan_from_json, save_results
+from .records import Stored, compute_aggregates, judge_counts, maybe_finish, plan_from_json, save_results
 from .spec import custom_models, parsed_blueprint
 
 log = logging.getLogger(__name__)
@@ -141,7 +141,7 @@ def claim(run_id: int, response_ids: list[int], token: str) -> list[int]:
 class Progress:
     """Hooks for a caller that shows progress (the CLI's bar)."""
 
-    on_item: Callable[[Response], None] | None = None
+    on_item: Callable[[Stored], None] | None = None  # each item stored: its pk and status
     on_wait: Callable[[str, str], None] | None = None
 
 

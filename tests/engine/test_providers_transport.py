@@ -185,3 +185,44 @@ def test_a_proxy_in_the_environment_hands_requests_to_httpx_itself(monkeypatch):
     for name in ("HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
     assert run(kind(ProviderSettings())) == "PooledTransport"
+
+
+def test_the_direct_post_frames_decodes_and_reuses_like_the_client():
+    gz = gzip.compress(b'{"zipped": true}')
+
+    def respond(n):
+        if n == 1:
+            return ok(gz, b"Content-Encoding: gzip\r\n")
+        return b"HTTP/1.1 429 Too Many\r\nRetry-After: 7\r\nContent-Length: 2\r\n\r\n{}"
+
+    async def main():
+        async with RawServer(respond) as server:
+            transport = PooledTransport()
+            first = await transport.post(server.url, {"authorization": "Bearer k"}, b'{"q": 1}',
+                                         timeout_s=5, connect_timeout_s=5)
+            second = await transport.post(server.url, {}, b"{}", timeout_s=5, connect_timeout_s=5)
+            await transport.aclose()
+            return first, second, server.connections
+
+    first, second, connections = run(main())
+    assert (first.status_code, first.content) == (200, b'{"zipped": true}')
+    assert (second.status_code, second.headers["retry-after"], second.text) == (429, "7", "{}")
+    assert connections == 1
+
+
+@pytest.mark.parametrize("headers", [{"x-evil": "a\r\nX-Injected: 1"}, {"x-evil\r\nX": "a"}, {"x-nul": "a\0b"}])
+def test_a_header_with_a_line_break_is_refused_not_sent(headers):
+    async def main():
+        async with RawServer(lambda n: ok()) as server:
+            transport = PooledTransport()
+            try:
+                with pytest.raises(httpx.LocalProtocolError, match="not sent"):
+                    await transport.post(server.url, headers, b"{}", timeout_s=5, connect_timeout_s=5)
+                with pytest.raises(httpx.LocalProtocolError, match="not sent"):
+                    async with httpx.AsyncClient(transport=transport) as client:
+                        await client.post(server.url, content=b"{}", headers=headers)
+            finally:
+                await transport.aclose()
+            return server.requests
+
+    assert run(main()) == 0

@@ -7,6 +7,7 @@ zero, so a total can say "at least" instead of pretending.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -28,13 +29,21 @@ class Price:
 DEFAULT_MAX_TOKENS = 1500
 
 
+_CHECK_EVERY_S = 1.0  # a run asks for every call: look at the file's time at most once a second
+_checked: list = [float("-inf"), None, None]  # [when, path, stamp]
+
+
 def price_table() -> dict[str, Price]:
     """The price table (reread when the file changes); a missing or unreadable file means every price is unknown."""
-    try:
-        stamp = PRICES_FILE.stat().st_mtime_ns
-    except OSError:
-        return {}
-    return _read(str(PRICES_FILE), stamp)
+    now = time.monotonic()
+    if now - _checked[0] >= _CHECK_EVERY_S or _checked[1] != PRICES_FILE:
+        try:
+            stamp = PRICES_FILE.stat().st_mtime_ns
+        except OSError:
+            stamp = None
+        _checked[:] = [now, PRICES_FILE, stamp]
+    stamp = _checked[2]
+    return {} if stamp is None else _read(str(PRICES_FILE), stamp)
 
 
 @lru_cache(maxsize=4)

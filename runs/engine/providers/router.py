@@ -53,7 +53,7 @@ from .formats import BadAnswer, error_message, error_param, parse_answer
 from .prices import cost_usd
 from .settings import ProviderSettings, key_variable_names
 from .embeddings import embeddings_request, read_embeddings
-from .transport import PooledTransport
+from .transport import Answer, PooledTransport
 
 logger = logging.getLogger(__name__)
 
@@ -173,6 +173,8 @@ class Router:
         self._quirks: dict[str, Quirks] = {}
         if transport is None and not settings.proxy:
             transport = PooledTransport()
+        # Chat calls go straight to our own transport; httpx's client serves the rest (and a proxy).
+        self._direct = transport if isinstance(transport, PooledTransport) else None
         # With a proxy in the environment, httpx's own transport (which honours it) is used.
         self._client = httpx.AsyncClient(
             transport=transport,
@@ -407,7 +409,12 @@ class Router:
         self.calls_sent += 1
         try:
             async with asyncio.timeout(timeout):
-                response = await self._client.post(url, content=content, headers=headers)
+                if self._direct is not None:
+                    response = await self._direct.post(
+                        url, headers, content, timeout_s=timeout,
+                        connect_timeout_s=min(self.settings.connect_timeout_s, timeout))
+                else:
+                    response = await self._client.post(url, content=content, headers=headers)
         except (TimeoutError, httpx.TimeoutException):
             return _Outcome(reason=f"no answer from {label} within {_seconds(timeout)} s (timeout)",
                             short=f"timeout from {label}", retryable=True, latency_ms=_ms(started))
@@ -439,7 +446,7 @@ class Router:
                             latency_ms=latency)
         return self._http_error(endpoint, response, data, quirks, latency)
 
-    def _http_error(self, endpoint: Endpoint, response: httpx.Response, data: Any, quirks: Quirks,
+    def _http_error(self, endpoint: Endpoint, response: httpx.Response | Answer, data: Any, quirks: Quirks,
                     latency: float) -> _Outcome:
         label = endpoint.label
         status = response.status_code
