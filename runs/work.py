@@ -15,6 +15,7 @@ import os
 import socket
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Callable
@@ -228,6 +229,7 @@ async def _execute(run: Run, claimed: list[int], token: str, progress: Progress)
         heartbeat.cancel()
         await sync_to_async(_release)(token)
         await waits.clear()
+        await stop.close()
         await sync_to_async(connections.close_all)()
 
 
@@ -290,17 +292,24 @@ class _StopCheck:
         self.checked = 0.0
         self.stopped = False
         self._reading: asyncio.Future | None = None
+        # Its own thread and connection: behind the database thread's saves, every call waiting
+        # for a slot would wait for a batch to be written too.
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stop-check")
 
     def _read(self) -> bool:
         # A run that was cancelled, or deleted, stops.
         return not Run.objects.filter(pk=self.run_id, cancel_requested=False).exists()
+
+    async def close(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._thread, connections.close_all)
+        self._thread.shutdown(wait=False)
 
     async def should_stop(self) -> bool:
         if self.stopped:
             return True
         if self._reading is None and time.monotonic() - self.checked > 0.2:
             self.checked = time.monotonic()
-            self._reading = asyncio.ensure_future(sync_to_async(self._read)())
+            self._reading = asyncio.get_running_loop().run_in_executor(self._thread, self._read)
         if self._reading is not None:
             reading = self._reading
             try:

@@ -36,6 +36,31 @@ def blueprint(prompts: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def http_floor(base: str, calls: int, concurrency: int) -> float:
+    """Seconds the same calls take over raw HTTP to the same fake server (our transport, nothing else):
+    the best any run could do here, the fake server's own time per request included."""
+    import asyncio
+
+    sys.path.insert(0, str(REPO))
+    from runs.engine.providers.transport import PooledTransport
+
+    async def main() -> float:
+        transport, gate = PooledTransport(), asyncio.Semaphore(concurrency)
+
+        async def one(i: int) -> None:
+            body = json.dumps({"model": "cand", "messages": [{"role": "user", "content": f"topic {i}"}]}).encode()
+            async with gate:
+                await transport.post(f"{base}/v1/chat/completions", {"content-type": "application/json"}, body,
+                                     timeout_s=60, connect_timeout_s=10)
+
+        began = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(calls)))
+        await transport.aclose()
+        return time.perf_counter() - began
+
+    return asyncio.run(main())
+
+
 def child_usage() -> tuple[float, int]:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
@@ -65,8 +90,11 @@ def main() -> None:
         subprocess.run([sys.executable, str(MANAGE), "migrate", "--noinput", "-v0"], env=env, check=True)
         # What an empty command costs (interpreter, Django, settings): taken off the CPU per call.
         cpu0, _ = child_usage()
+        began = time.perf_counter()
         subprocess.run([sys.executable, str(MANAGE), "check", "-v0"], env=env, check=True, capture_output=True)
+        startup_wall = time.perf_counter() - began
         cpu1, _ = child_usage()
+        floor = http_floor(base, args.prompts, args.concurrency)
         startup_cpu = cpu1 - cpu0
         path = tmp / "bench.yml"
         path.write_text(blueprint(args.prompts))
@@ -87,6 +115,9 @@ def main() -> None:
               f"{args.latency_ms:g} ms latency, concurrency {args.concurrency}"
               f"{' (under cProfile: slower)' if args.profile else ''}")
         print(f"  wall {wall:.2f} s against an ideal of {ideal:.2f} s: ideal/wall {ideal / wall:.2f} (target >= 0.90)")
+        print(f"  what no run can beat here: the same calls over raw HTTP take {floor:.2f} s (ideal/floor "
+              f"{ideal / floor:.2f}), and starting Python and Django takes {startup_wall:.2f} s; "
+              f"evalsite's own share is {wall - floor - startup_wall:.2f} s")
         print(f"  CPU {cpu:.2f} s in all, {(cpu - startup_cpu) * 1000 / calls:.2f} ms per call after start-up "
               f"({startup_cpu:.2f} s; target <= 1.0 ms)")
         print(f"  peak memory {peak / 2**20:.0f} MB (largest child process)")
