@@ -1,7 +1,7 @@
 """Blueprint pages: library, import, blueprint, editor (live validation and preview), try a response, history.
 
 Each view fetches (404 early), validates a form, calls a model method or
-`blueprints.services`, and renders. A request from htmx gets the named fragment
+`blueprints.editing`, `preview`, `trying` and `importing`, and renders. A request from htmx gets the named fragment
 of the same template; without htmx the same URL renders the whole page.
 """
 
@@ -14,7 +14,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from blueprints import services
+from blueprints import editing, importing, trying
+from blueprints import preview as previews
 from blueprints.forms import (
     STARTER_TEXT,
     CompareForm,
@@ -45,7 +46,7 @@ def _fragment(request, template, fragment):
 def home(request):
     """The library: every blueprint, searchable by title, tag and text."""
     if not Blueprint.objects.exists():
-        services.load_examples()  # a first visit starts with the examples
+        importing.load_examples()  # a first visit starts with the examples
     query = request.GET.get("q", "").strip()
     tag = request.GET.get("tag", "").strip()
     sort = request.GET.get("sort", "name")
@@ -77,7 +78,7 @@ def _all_tags():
 
 @require_POST
 def add_examples(request):
-    added = services.load_examples()
+    added = importing.load_examples()
     if added:
         messages.success(request, f"Added {len(added)} example blueprint{'s' if len(added) != 1 else ''}.")
     else:
@@ -92,11 +93,11 @@ def add_examples(request):
 def new_blueprint(request):
     form = NewBlueprintForm(request.POST if request.method == "POST" else None, initial={"text": STARTER_TEXT})
     if request.method == "POST" and form.is_valid():
-        blueprint, revision = services.create_from_text(form.cleaned_data["text"], slug=form.cleaned_data["slug"])
+        blueprint, revision = editing.create_from_text(form.cleaned_data["text"], slug=form.cleaned_data["slug"])
         _saved_message(request, revision, created=True)
         return redirect("blueprints:edit", slug=blueprint.slug)
     text = form["text"].value() or ""
-    check = services.check_text(text)
+    check = editing.check_text(text)
     return render(request, "blueprints/editor.html", {"form": form, "blueprint": None, "check": check})
 
 
@@ -105,13 +106,13 @@ def import_blueprints(request):
     form = ImportForm(request.POST, request.FILES) if request.method == "POST" else ImportForm()
     outcome = None
     if request.method == "POST" and form.is_valid():
-        outcome = services.import_files([(name, text, {}) for name, text in form.cleaned_data["files"]],
+        outcome = importing.import_files([(name, text, {}) for name, text in form.cleaned_data["files"]],
                                         via="upload")
         pasted = form.cleaned_data["text"]
         if pasted.strip():
-            blueprint, revision = services.create_from_text(pasted.replace("\r\n", "\n"),
+            blueprint, revision = editing.create_from_text(pasted.replace("\r\n", "\n"),
                                                             summary="Pasted into evalsite")
-            outcome.items.append(services.ImportItem("pasted text", blueprint.slug, "created",
+            outcome.items.append(importing.ImportItem("pasted text", blueprint.slug, "created",
                                                      blueprint=blueprint, revision=revision))
         form = ImportForm()
     return render(request, "blueprints/import.html", {"form": form, "outcome": outcome})
@@ -126,11 +127,11 @@ def detail(request, slug):
     revision = blueprint.current_revision
     lookup = ModelCollection.lookup()
     result = revision.parse(lookup) if revision else None
-    preview = services.build_preview(result.blueprint, lookup) if result and result.blueprint else None
+    preview = previews.build_preview(result.blueprint, lookup) if result and result.blueprint else None
     context = {
         "blueprint": blueprint, "revision": revision, "result": result, "preview": preview,
         "spec": result.blueprint if result else None,
-        "description_html": services.render_markdown(blueprint.description),
+        "description_html": editing.render_markdown(blueprint.description),
         "rename_form": RenameForm(initial={"slug": blueprint.slug}, blueprint=blueprint),
         **_run_context(revision, preview),
     }
@@ -143,7 +144,7 @@ def _run_context(revision, preview):
         reason = "Fix the errors in this blueprint before running it: drafts cannot run."
         return {"run_form": None, "run_blocked": reason, "run_action": None}
     model_ids = [m.id for m in preview.models]
-    judges = services.run_judges(preview.blueprint).judges
+    judges = previews.run_judges(preview.blueprint).judges
     form = RunForm(model_ids=model_ids, judges=judges)
     blocked = None
     if preview.missing_collections:
@@ -154,7 +155,7 @@ def _run_context(revision, preview):
         blocked = "This blueprint lists no models to run."
     # The runs app owns starting a run; this app only names its address.
     return {"run_form": form, "run_blocked": blocked, "run_action": reverse("runs:start"),
-            "run_problems": services.run_problems(preview, revision), "known_models": services.known_models()}
+            "run_problems": previews.run_problems(preview, revision), "known_models": previews.known_models()}
 
 
 @require_http_methods(["GET", "POST"])
@@ -180,7 +181,7 @@ def edit(request, slug):
     if request.method == "POST" and request.htmx:
         return render(request, "blueprints/editor.html#save-status",
                       {"blueprint": blueprint, "revision": current, "form_errors": form.errors.get("text")})
-    check = services.check_text(form["text"].value() or "", slug=blueprint.slug)
+    check = editing.check_text(form["text"].value() or "", slug=blueprint.slug)
     return render(request, "blueprints/editor.html",
                   {"form": form, "blueprint": blueprint, "revision": current, "check": check})
 
@@ -200,7 +201,7 @@ def _saved_message(request, revision, *, created):
 def validate(request):
     """Live validation: always 200, with the problems panel and (out of band) the preview."""
     slug = request.POST.get("slug") or None
-    check = services.check_text(request.POST.get("text", "").replace("\r\n", "\n"), slug=slug)
+    check = editing.check_text(request.POST.get("text", "").replace("\r\n", "\n"), slug=slug)
     return render(request, "blueprints/editor.html#live", {"check": check, "blueprint": None, "live": True})
 
 
@@ -210,7 +211,7 @@ def try_response(request, slug):
     blueprint = get_object_or_404(Blueprint.objects.select_related("current_revision"), slug=slug)
     unsaved = request.POST.get("text") if request.method == "POST" else None
     if unsaved:
-        result = services.check_text(unsaved.replace("\r\n", "\n"), slug=slug).result
+        result = editing.check_text(unsaved.replace("\r\n", "\n"), slug=slug).result
     elif blueprint.current_revision:
         result = blueprint.current_revision.parse()
     else:
@@ -221,12 +222,12 @@ def try_response(request, slug):
                    initial={"prompt": request.GET.get("prompt") or next(iter(prompts), None)})
     groups = None
     if request.method == "POST" and form.is_valid():
-        groups = services.try_response(spec, prompts[form.cleaned_data["prompt"]], form.cleaned_data["response"])
+        groups = trying.try_response(spec, prompts[form.cleaned_data["prompt"]], form.cleaned_data["response"])
     selected = prompts.get(form["prompt"].value())
     context = {
         "blueprint": blueprint, "form": form, "result": result, "spec": spec, "groups": groups,
-        "selected": services.prompt_view(spec, selected) if selected else None, "unsaved": bool(unsaved),
-        "engine_ready": services.point_evaluator() is not None,
+        "selected": previews.prompt_view(spec, selected) if selected else None, "unsaved": bool(unsaved),
+        "engine_ready": trying.point_evaluator() is not None,
     }
     return render(request, _fragment(request, "blueprints/try.html", "try-results"), context)
 
@@ -278,7 +279,7 @@ def history(request, slug):
     if a and b:
         pair = {r.number: r for r in blueprint.revisions.filter(number__in=[a, b])}
         if a in pair and b in pair:
-            diff = {"a": pair[a], "b": pair[b], "rows": services.diff_rows(pair[a].text, pair[b].text)}
+            diff = {"a": pair[a], "b": pair[b], "rows": editing.diff_rows(pair[a].text, pair[b].text)}
         else:
             diff = {"missing": [n for n in (a, b) if n not in pair]}
     context = {"blueprint": blueprint, "revisions": revisions, "form": form, "diff": diff}

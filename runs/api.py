@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from functools import wraps
 
-from django.conf import settings
 from django.db import transaction
 from django.http import Http404, JsonResponse
 from django.core.exceptions import ValidationError
@@ -23,7 +22,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from blueprints.models import Blueprint, ModelCollection
-from blueprints.services import create_from_text
+from blueprints.editing import create_from_text
 from blueprints.spec.extensions import MAX_TRIALS
 
 from . import spec as run_spec

@@ -82,7 +82,7 @@ def main():
     setup_test_environment()
     call_command("migrate", verbosity=0)
     if (CORPUS / "models").is_dir():
-        from blueprints.services import import_collections
+        from blueprints.importing import import_collections
 
         import_collections(CORPUS / "models")  # so CORE and friends resolve as they would after an import
     client = Client()

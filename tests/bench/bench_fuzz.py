@@ -76,7 +76,7 @@ def main():
     setup_test_environment()
     call_command("migrate", verbosity=0)
     if (CORPUS / "models").is_dir():
-        from blueprints.services import import_collections
+        from blueprints.importing import import_collections
 
         import_collections(CORPUS / "models")
     client = Client(raise_request_exception=False)

@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from blueprints.services import import_files
+from blueprints.importing import import_files
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -4,7 +4,7 @@
 import pytest
 
 from blueprints.models import Blueprint
-from blueprints.services import example_files, load_examples
+from blueprints.importing import example_files, load_examples
 from runs import start as run_start
 from runs.models import Response
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from blueprints.models import Blueprint
-from blueprints.services import check_text, import_files, import_folder
+from blueprints.editing import check_text
+from blueprints.importing import import_files, import_folder
 from runs import spec as run_spec
 from runs import start as run_start
 from runs.models import PointAssessment, Response
@@ -268,7 +269,7 @@ RUNNABLE = [
 
 @pytest.mark.parametrize("relative", RUNNABLE)
 def test_every_self_contained_seed_example_runs_end_to_end(relative, fake_provider):
-    from blueprints.services import companion_files
+    from blueprints.importing import companion_files
 
     fake_provider.script([{"model": "cand", "match": ".", "reply": "DENIED. Hello Alice! The answer is 4."},
                           BAND_JUDGE, *judge_rules()])

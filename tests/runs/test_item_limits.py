@@ -13,7 +13,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from blueprints.services import import_files
+from blueprints.importing import import_files
 from runs import start as run_start
 from runs import work as run_work
 from runs.api import run_status

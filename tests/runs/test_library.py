@@ -13,7 +13,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from blueprints.models import Blueprint, BlueprintRevision, ModelCollection
-from blueprints.services import import_files
+from blueprints.importing import import_files
 from runs import start as run_start
 from runs import work as run_work
 from runs.models import PointAssessment, PointOverride, Response, Run

@@ -3,7 +3,7 @@
 
 import pytest
 
-from blueprints.services import import_files
+from blueprints.importing import import_files
 from blueprints.spec.limits import Limits
 from runs import start as run_start
 from runs.models import PointAssessment, Response

@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.db.models import F
 
 from blueprints.models import Blueprint
-from blueprints.services import import_files
+from blueprints.importing import import_files
 from runs import spec as run_spec
 from runs import start as run_start
 from runs import work as run_work

@@ -222,7 +222,7 @@ def test_an_unexpected_exception_becomes_one_logged_internal_error(monkeypatch, 
 
 
 def test_the_preview_lists_at_most_the_variant_limit_and_says_how_many_there_are():
-    from blueprints.services import build_preview
+    from blueprints.preview import build_preview
     from blueprints.spec.limits import Limits
 
     text = "models: [openai:a, openai:b]\ntemperatures: [0, 0.5]\n---\n- prompt: hi\n  should: [says hi]\n"

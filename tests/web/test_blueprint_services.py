@@ -4,7 +4,10 @@ import pytest
 
 from runs.engine.providers import prices as engine_prices
 
-from blueprints import services
+from blueprints import editing
+from blueprints import importing
+from blueprints import preview as previews
+from blueprints import trying
 from blueprints.spec import parse_blueprint
 from tests.web.conftest import VALID
 
@@ -16,7 +19,7 @@ from tests.web.conftest import VALID
     ("", "x\n", [("add", None, 1, "x")]),
 ])
 def test_diff_rows_carry_both_line_numbers(old, new, expected):
-    rows = services.diff_rows(old, new)
+    rows = editing.diff_rows(old, new)
 
     assert [(r.kind, r.old, r.new, r.text) for r in rows] == expected
 
@@ -25,7 +28,7 @@ def test_a_long_unchanged_stretch_folds_into_a_gap():
     old = "\n".join(str(i) for i in range(1, 30))
     new = old.replace("\n15\n", "\nfifteen\n")
 
-    rows = services.diff_rows(old, new, context=2)
+    rows = editing.diff_rows(old, new, context=2)
 
     assert rows[0].kind == "gap" and rows[0].old == 13
     assert [r.kind for r in rows].count("same") == 4
@@ -39,7 +42,7 @@ def test_a_long_unchanged_stretch_folds_into_a_gap():
     ("| a |\n|:-:|\n| 1 |", "<table>", "<script"),
 ])
 def test_markdown_escapes_html_and_unsafe_links(text, present, absent):
-    html = services.render_markdown(text)
+    html = editing.render_markdown(text)
 
     assert present in html
     assert absent not in html
@@ -56,7 +59,7 @@ def test_points_are_labelled_as_calls_or_text(yaml_point, label):
     text = VALID.replace("    - $icontains: paris\n", f"    - {yaml_point}\n")
     point = parse_blueprint(text).blueprint.prompts[0].points[0]
 
-    assert services.point_label(point) == label
+    assert previews.point_label(point) == label
 
 
 MULTI = """\
@@ -90,7 +93,7 @@ evaluationConfig:
 
 
 def test_the_plan_counts_variants_generations_and_judge_calls(tmp_path):
-    preview = services.build_preview(parse_blueprint(MULTI).blueprint, None)
+    preview = previews.build_preview(parse_blueprint(MULTI).blueprint, None)
 
     assert preview.variant_count == 3 * 2 * 2
     assert "local:thing[temp:1][sp_idx:1]" in preview.variants
@@ -107,7 +110,7 @@ def test_prices_give_a_cost_and_a_missing_price_makes_it_unknown(tmp_path, monke
     monkeypatch.setattr(engine_prices, "PRICES_FILE", prices)
     text = MULTI.replace("  - local:thing\n", "")
 
-    preview = services.build_preview(parse_blueprint(text).blueprint, None)
+    preview = previews.build_preview(parse_blueprint(text).blueprint, None)
 
     model = preview.models[0]
     assert model.calls == 2 * 4
@@ -119,14 +122,14 @@ def test_prices_give_a_cost_and_a_missing_price_makes_it_unknown(tmp_path, monke
     assert preview.models[1].canned and preview.models[1].cost == 0
     assert preview.cost is not None
 
-    with_unknown = services.build_preview(parse_blueprint(MULTI).blueprint, None)
+    with_unknown = previews.build_preview(parse_blueprint(MULTI).blueprint, None)
     assert with_unknown.cost is None and with_unknown.unpriced == ["local:thing"]
 
 
 def test_without_a_price_table_every_cost_is_unknown(tmp_path, monkeypatch):
     monkeypatch.setattr(engine_prices, "PRICES_FILE", tmp_path / "absent.json")
 
-    preview = services.build_preview(parse_blueprint(VALID).blueprint, None)
+    preview = previews.build_preview(parse_blueprint(VALID).blueprint, None)
 
     assert preview.cost is None and not preview.prices_known
 
@@ -140,12 +143,12 @@ def test_a_custom_models_max_tokens_bounds_its_output_estimate():
     parameters: {max_tokens: 100}
 """)
 
-    preview = services.build_preview(parse_blueprint(text).blueprint, None)
+    preview = previews.build_preview(parse_blueprint(text).blueprint, None)
 
     assert preview.models[0].output_tokens == 100
 
 
-@pytest.mark.parametrize("path", services.example_files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", importing.example_files(), ids=lambda p: p.name)
 def test_every_example_blueprint_is_valid(path):
     result = parse_blueprint(path.read_text(encoding="utf-8"), path=str(path))
 
@@ -153,17 +156,17 @@ def test_every_example_blueprint_is_valid(path):
 
 
 def test_the_offline_example_needs_no_key_and_its_careful_model_scores_full_marks():
-    evaluate = services.point_evaluator()
+    evaluate = trying.point_evaluator()
     if evaluate is None:
         pytest.skip("runs.engine.points.evaluate_point is not there yet")
-    bp = parse_blueprint((services.EXAMPLES_DIR / "first-steps-offline.yml").read_text()).blueprint
+    bp = parse_blueprint((importing.EXAMPLES_DIR / "first-steps-offline.yml").read_text()).blueprint
     assert all(m.startswith("fixtures:") for m in bp.models)
     assert all(p.kind == "function" for prompt in bp.prompts for p in prompt.all_points())
 
     for prompt in bp.prompts:
         fixture = bp.fixtures["responses"][prompt.id]
         response = "\n\n".join(fixture["turns"]) if "turns" in fixture else fixture["default"]
-        groups = services.try_response(bp, prompt, response, evaluate)
+        groups = trying.try_response(bp, prompt, response, evaluate)
         required = [t.effective for g in groups if not g.group.is_path for t in g.trials]
         best_path = max((g.mean for g in groups if g.group.is_path), default=1.0)
         assert required and all(score == 1.0 for score in required), prompt.id

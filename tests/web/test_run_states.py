@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from blueprints.services import import_files
+from blueprints.importing import import_files
 from runs import start as run_start
 from runs import work as run_work
 from runs.models import Response, Run

@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from blueprints.services import import_files, render_markdown
+from blueprints.editing import render_markdown
+from blueprints.importing import import_files
 from evalsite.security import CSP, is_loopback, safe_url
 
 pytestmark = pytest.mark.django_db

@@ -1,6 +1,6 @@
 import pytest
 
-from blueprints import services
+from blueprints import trying
 from tests.web.conftest import htmx
 
 pytestmark = pytest.mark.django_db
@@ -37,7 +37,7 @@ def test_the_try_page_offers_each_prompt(client, make_blueprint):
 
 
 def test_every_function_point_is_scored_with_its_explanation_and_judged_points_are_listed(client, make_blueprint):
-    if services.point_evaluator() is None:
+    if trying.point_evaluator() is None:
         pytest.skip("runs.engine.points.evaluate_point is not there yet")
     make_blueprint(TEXT)
 
@@ -55,7 +55,7 @@ def test_every_function_point_is_scored_with_its_explanation_and_judged_points_a
 
 
 def test_unsaved_editor_text_can_be_tried(client, make_blueprint):
-    if services.point_evaluator() is None:
+    if trying.point_evaluator() is None:
         pytest.skip("runs.engine.points.evaluate_point is not there yet")
     make_blueprint(TEXT)
 

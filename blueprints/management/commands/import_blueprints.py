@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from blueprints.services import import_folder
+from blueprints.importing import import_folder
 
 
 class Command(BaseCommand):

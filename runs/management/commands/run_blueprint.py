@@ -8,7 +8,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand
 
 from blueprints.models import Blueprint, ModelCollection
-from blueprints import services as blueprint_services
+from blueprints import importing
 from blueprints.spec.collections import lookup_for_file
 from blueprints.spec.files import read_text
 from blueprints.spec.ids import blueprint_id_for_file
@@ -72,8 +72,8 @@ class Command(BaseCommand):
         if path.is_file():
             text = read_text(path)
             slug = blueprint_id_for_file(str(path))
-            companions = blueprint_services.companion_files(path, text)
-            outcome = blueprint_services.import_files([(f"{slug.replace('__', '/')}{path.suffix}", text, companions)],
+            companions = importing.companion_files(path, text)
+            outcome = importing.import_files([(f"{slug.replace('__', '/')}{path.suffix}", text, companions)],
                                    via="run_blueprint")
             item = outcome.items[0]
             if item.blueprint is None:
