@@ -11,7 +11,8 @@ docs/blueprints.md ("Extension keys") documents them:
   ``min_score: 0.5`` (the point below it fails the verdict); on judged points
   ``score_ranges`` (0-10 bands, see ``bands.py``).
 
-``ExtensionReader`` is mixed into the parser's reader; it uses its ``error``/``warn``.
+``Extensions`` is one of the parser's readers (see parse.py); it reports through the shared ``Notes``
+and keeps the checks and verdicts of the prompt being read.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from .bands import read_score_ranges, uncovered
 from .functions import is_finite_number
+from .notes import Notes, choice_hint
 from .schema import TRIAL_AGGREGATIONS, Check, Point, Verdicts
 
 PASS_FAIL_KEYS = ("threshold", "verdicts", "trials", "trial_aggregation", "trial_threshold")
@@ -33,8 +35,17 @@ def _fraction(value: Any) -> bool:
     return is_finite_number(value) and 0 <= value <= 1
 
 
-class ExtensionReader:
+class Extensions:
     """Reads the pass/fail and trial keys (header and prompts) and the point extension keys."""
+
+    def __init__(self, notes: Notes):
+        self.notes = notes
+        self.error, self.warn = notes.error, notes.warn
+        self.checks: list[Check] = []  # the prompt being read: its gates and minimums
+        self.verdicts: Verdicts | None = None  # the prompt being read: its pass mark
+
+    def start_prompt(self, verdicts: Verdicts | None) -> None:
+        self.verdicts, self.checks = verdicts, []
 
     def read_pass_fail(self, raw: dict, path: tuple, defaults: dict | None = None) -> dict:
         """``{verdicts, trials, trial_aggregation, trial_threshold}`` from ``raw``, falling back to ``defaults``."""
@@ -69,7 +80,7 @@ class ExtensionReader:
             else:
                 self.error(f"`trial_aggregation` must be one of {', '.join(TRIAL_AGGREGATIONS)}, not {value!r}", raw,
                            "trial_aggregation", (*path, "trial_aggregation"),
-                           self._choice_hint(value, TRIAL_AGGREGATIONS), "trials")
+                           choice_hint(value, TRIAL_AGGREGATIONS), "trials")
         if raw.get("trial_threshold") is not None:
             value = raw["trial_threshold"]
             if _fraction(value):
@@ -84,7 +95,7 @@ class ExtensionReader:
             self.error("`verdicts` must be a mapping such as `{pass: 0.8, borderline: 0.6}`", holder, "verdicts", path,
                        code="verdicts")
             return None
-        self.unknown_keys(value, ("pass", "borderline"), path, "`verdicts`")
+        self.notes.unknown_keys(value, ("pass", "borderline"), path, "`verdicts`")
         pass_at = value.get("pass", DEFAULT_PASS)
         borderline = value.get("borderline")
         ok = True
@@ -113,7 +124,7 @@ class ExtensionReader:
         if "required" in item and item["required"] is not None and item["required"] is not False:
             value = item["required"]
             if value is True:
-                verdicts = getattr(self, "current_verdicts", None)
+                verdicts = self.verdicts
                 gate = verdicts.pass_at if verdicts is not None else DEFAULT_PASS
             elif is_finite_number(value) and 0 < value <= 1:
                 gate = float(value)
@@ -171,7 +182,7 @@ class ExtensionReader:
 
     def add_check(self, *, label: str, kind: str, gate: float | None, min_score: float | None,
                   check_id: str | None = None) -> str:
-        checks: list[Check] = self.current_checks
+        checks = self.checks
         check_id = check_id or f"check_{len(checks)}"
         checks.append(Check(id=check_id, label=label, kind=kind, gate=gate, min_score=min_score))
         return check_id

@@ -32,6 +32,7 @@ from ..diagnostics import format_path
 from ..ids import normalize_tags
 from ..limits import DEFAULT_LIMITS, Limits
 from ..model_ids import is_collection_name
+from ..notes import External, choice_hint, did_you_mean
 from ..parse import ParseResult
 from ..schema import Blueprint, Message, Origin, Point, Prompt, Verdicts
 from ..source import Loaded
@@ -39,7 +40,6 @@ from .common import (
     ImportReader,
     ImportReport,
     TestReport,
-    _External,
     csv_rows,
     function_point,
     is_number,
@@ -219,9 +219,8 @@ class _AgentV(ImportReader):
                 self.extras.setdefault("unknown", {})[key] = suite[key]
 
     def _hint(self, key, known):
-        from ..parse import _did_you_mean
 
-        close = _did_you_mean(key, known)
+        close = did_you_mean(key, known)
         return f"did you mean `{close}`?" if close else None
 
     def read_threshold(self, holder, path) -> Verdicts | None:
@@ -430,7 +429,7 @@ class _AgentV(ImportReader):
         if text is None:
             self.missing_file(name, holder, key, path, "tests file")
             return []
-        at = self._position(holder, key)
+        at = self.notes.position(holder, key)
         if lower.endswith(".csv"):
             rows, locator = csv_rows(text)
         else:
@@ -444,7 +443,7 @@ class _AgentV(ImportReader):
                 self.error(f"tests file '{name}' must hold a list of tests", holder, key, path, code="tests")
                 return []
         self.suite_report.map(f"tests from {relative}")
-        return [(row, rows, i, (relative, i), _External(relative, locator, at)) for i, row in enumerate(rows)]
+        return [(row, rows, i, (relative, i), External(relative, locator, at)) for i, row in enumerate(rows)]
 
     def case_folder(self, relative: str) -> list[str] | None:
         """The ``<folder>/<case>/case.yaml`` files of ``tests: ./folder/``, or None when ``relative`` is no folder."""
@@ -457,7 +456,7 @@ class _AgentV(ImportReader):
 
     def folder_tests(self, name, relative, case_files, holder, key, path) -> list:
         """AgentV 4's test folder: each subfolder's ``case.yaml`` is one test, its id the folder's name unless given."""
-        at = self._position(holder, key)
+        at = self.notes.position(holder, key)
         out = []
         for file_name in case_files:
             loaded, _ = self.load_companion(file_name, holder, key, path)
@@ -470,7 +469,7 @@ class _AgentV(ImportReader):
                 continue
             if doc.get("id") is None:
                 doc["id"] = file_name.rsplit("/", 2)[-2]
-            out.append((doc, [doc], 0, (file_name,), _External(file_name, loaded.locator, at)))
+            out.append((doc, [doc], 0, (file_name,), External(file_name, loaded.locator, at)))
         self.suite_report.map(f"tests from the folder {relative}/ (one per case.yaml)")
         return out
 
@@ -689,7 +688,7 @@ class _AgentV(ImportReader):
         if role not in ("system", "user", "assistant", "tool"):
             self.error(f"message role must be system, user, assistant or tool, not {role!r}", item,
                        "role" if "role" in item else None, (*path, "role"),
-                       self._choice_hint(role, ("system", "user", "assistant", "tool")), "message")
+                       choice_hint(role, ("system", "user", "assistant", "tool")), "message")
             return None
         for k in item:
             if k not in ("role", "content", "tool_calls", "tool_call_id", "name"):
@@ -1365,7 +1364,7 @@ class _AgentV(ImportReader):
         if mode not in TRAJECTORY_MODES_ALL:
             self.error(f"`tool_trajectory` mode must be one of any_order, in_order, exact; not {short(mode)}", item,
                        "mode" if "mode" in item else None, (*path, "mode"),
-                       self._choice_hint(mode, TRAJECTORY_MODES_SEED) + " (later AgentV versions also read superset "
+                       choice_hint(mode, TRAJECTORY_MODES_SEED) + " (later AgentV versions also read superset "
                                                                        "and subset)", "trajectory")
             return []
         args: dict[str, Any] = {"mode": mode}

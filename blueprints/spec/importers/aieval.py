@@ -17,6 +17,7 @@ from typing import Any, Mapping
 
 from ..jsregex import RegexError, compile_js
 from ..limits import DEFAULT_LIMITS, Limits
+from ..notes import choice_hint
 from ..parse import ParseResult
 from ..schema import Blueprint, Message, Point, Prompt, Verdicts
 from ..source import Loaded
@@ -460,7 +461,7 @@ class _AiEval(ImportReader):
             return []
         if kind not in EVALUATOR_TYPES:
             self.error(f"unknown evaluator type {kind!r}", item, "type" if "type" in item else None, (*path, "type"),
-                       self._choice_hint(kind, EVALUATOR_TYPES), "evaluator")
+                       choice_hint(kind, EVALUATOR_TYPES), "evaluator")
             return []
         threshold = item.get("score_threshold")
         if threshold is not None and not (is_number(threshold) and 0 <= threshold <= 1):

@@ -1,7 +1,7 @@
 """What the AgentV and AI Eval importers share: located problems, the import report, companion files.
 
 An importer reads a suite with the same machinery as the Weval parser (``source.load``
-and its Locator; the parser's reader for ``error``/``warn``/``unknown_keys``), and
+and its Locator; the shared ``Notes`` for ``error``/``warn``/``unknown_keys``), and
 builds the normalised ``Blueprint`` directly. Problems inside a companion file (an
 external tests file) are reported at the line that names the file, with the file,
 line and column inside it at the start of the message.
@@ -19,7 +19,9 @@ from typing import Any, Mapping
 
 from ..diagnostics import Diagnostic, format_path
 from ..functions import is_number  # noqa: F401  (the importers take it from here)
-from ..parse import MAX_MESSAGE_CHARS, ParseResult, _Reader
+from ..header_reader import check_collections
+from ..notes import External, Notes
+from ..parse import ParseResult
 from ..limits import DEFAULT_LIMITS, Limits
 from ..schema import Blueprint, Check, Origin, Point
 from ..source import Loaded, Locator, SourceError, load
@@ -85,49 +87,39 @@ def normalize_relative(name: str) -> str | None:
     return posixpath.normpath(name) if name else None
 
 
-@dataclass
-class _External:
-    name: str
-    locator: Locator
-    at: tuple[int, int]  # where the main file names it
-
-
-class ImportReader(_Reader):
-    """The parser's reader, with companion files and problems that may sit in another file."""
+class ImportReader:
+    """What every importer shares: its ``Notes`` (problems at their place, also inside a companion
+    file), the companion files it was given, and the result it builds. Importers read their own
+    format; from the Weval reader they use only public functions (``check_collections``)."""
 
     dialect = "unknown"
 
     def __init__(self, loaded: Loaded, *, derived_id, collections, call_hosts, files: Mapping[str, str] | None,
                  limits: Limits = DEFAULT_LIMITS):
-        super().__init__(loaded, derived_id, collections, call_hosts, limits)
+        self.loaded = loaded
+        self.notes = notes = Notes(loaded)
+        self.error, self.warn, self.expect_text = notes.error, notes.warn, notes.expect_text
+        self.position_of, self.origin = notes.position_of, notes.origin
+        self.derived_id = derived_id
+        self.collections = collections
+        self.call_hosts = call_hosts
+        self.limits = limits
         self.files = {normalize_relative(k): v for k, v in (files or {}).items() if normalize_relative(k)}
-        self.external: _External | None = None
         self.extras: dict[str, Any] = {}
         self.used_files: list[str] = []
 
-    # --- problems, possibly inside a companion file -------------------------------------------
+    @property
+    def external(self) -> External | None:
+        """The companion file being read, if any: problems are reported as found in it."""
+        return self.notes.external
 
-    def report(self, severity, message, container, key, path, hint=None, code="", at_key=False):
-        if self.external is None:
-            return super().report(severity, message, container, key, path, hint, code, at_key)
-        own, self.locator = self.locator, self.external.locator
-        try:
-            line, column = self._position(container, key, at_key)
-        finally:
-            self.locator = own
-        message = f"in {self.external.name}, line {line}, column {column}: {message}"
-        if len(message) > MAX_MESSAGE_CHARS:
-            message = message[:MAX_MESSAGE_CHARS - 1] + "…"
-        self.diagnostics.append(Diagnostic(severity, message, *self.external.at, format_path(path), hint, code))
+    @external.setter
+    def external(self, value: External | None) -> None:
+        self.notes.external = value
 
-    def position_of(self, container, key=None) -> tuple[int, int]:
-        if self.external is not None:
-            return self.external.at
-        return self._position(container, key)
-
-    def origin(self, container, key, path) -> Origin:
-        line, column = self.position_of(container, key)
-        return Origin(path=format_path(path), line=line, column=column)
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        return self.notes.diagnostics
 
     # --- companion files ---------------------------------------------------------------------
 
@@ -155,8 +147,8 @@ class ImportReader(_Reader):
         try:
             return load(text, fmt, self.limits), text
         except SourceError as exc:
-            line, column = self._position(holder, key)
-            self.diagnostics.append(Diagnostic(
+            line, column = self.notes.position(holder, key)
+            self.notes.add(Diagnostic(
                 "error", f"in {name}, line {exc.line}, column {exc.column}: {exc.message}", line, column,
                 format_path(path), exc.hint, "syntax"))
             return None, None
@@ -177,7 +169,7 @@ class ImportReader(_Reader):
 
     def result(self, blueprint: Blueprint, report: ImportReport, fmt: str) -> ParseResult:
         report.files_used = list(self.used_files)
-        self.check_collections(blueprint, {})
+        check_collections(self.notes, blueprint, {}, self.collections)
         errors = [d for d in self.diagnostics if d.is_error]
         warnings = [d for d in self.diagnostics if not d.is_error]
         return ParseResult(blueprint if not errors else None, errors, warnings, fmt, dialect=self.dialect,

@@ -1,0 +1,480 @@
+"""The Weval blueprint header, read into a :class:`Blueprint` (see parse.py for the whole walk)."""
+
+from __future__ import annotations
+
+import math
+import re
+
+
+from .functions import is_number
+from .extensions import PASS_FAIL_KEYS
+from .ids import normalize_tags
+from .limits import Limits
+from .collections import resolve_models
+from .model_ids import is_collection_name, normalize_model_entry
+from .schema import (
+    RENDER_AS_VALUES,
+    Author,
+    Blueprint,
+    CoverageConfig,
+    CustomModel,
+    Judge,
+    Reference,
+)
+from .notes import Notes, choice_hint, short, type_name
+from .extensions import Extensions
+from .point_reader import PointReader
+
+
+HEADER_KEYS = frozenset(
+    {"id", "configId", "title", "configTitle", "description", "author", "reference", "references",
+     "citation", "citations", "tags", "models", "system", "systemPrompt", "systems", "temperature",
+     "temperatures", "point_defs", "defs", "render_as", "noCache", "evaluationConfig", "embeddingModel",
+     "tools", "toolUse", "context", "externalServices", "concurrency", "fixtures", "prompts"}
+) | frozenset(PASS_FAIL_KEYS)
+
+JUDGE_APPROACHES = ("standard", "prompt-aware", "holistic")
+HTTP_METHODS = ("GET", "POST", "PUT")
+CUSTOM_MODEL_FIELDS = frozenset(
+    {"id", "url", "modelName", "inherit", "format", "promptFormat", "headers", "parameters", "parameterMapping"}
+)
+INHERITABLE = ("openai", "anthropic", "google", "mistral", "together", "xai", "openrouter")
+
+
+class HeaderReader:
+    """The blueprint header: title, models, systems, temperatures, judges, tools, point definitions.
+
+    What prompts inherit from it (systems, render_as, noCache, pass/fail keys) stays on the reader
+    for the prompt reader to read.
+    """
+
+    def __init__(self, notes: Notes, ext: Extensions, points: PointReader, *, derived_id, collections,
+                 limits: Limits):
+        self.notes, self.ext, self.points = notes, ext, points
+        self.error, self.warn = notes.error, notes.warn
+        self.derived_id = derived_id
+        self.collections = collections
+        self.limits = limits
+        self.systems: list | None = None
+        self.render_as: str | None = None
+        self.no_cache: bool | None = None
+        self.pass_fail: dict | None = None
+
+    def read_header(self, h: dict) -> Blueprint:
+        bp = Blueprint(derived_id=self.derived_id)
+        self.notes.unknown_keys(h, HEADER_KEYS | {"prompts"}, (), "the blueprint header")
+
+        for key in ("id", "configId"):
+            if key in h:
+                bp.id = self.notes.expect_text(h, key, (key,))
+                self.warn(f"`{key}` is deprecated and ignored: a blueprint's id comes from its file path"
+                          + (f" (here `{self.derived_id}`)" if self.derived_id else ""),
+                          h, key, (key,), f"remove `{key}`", "deprecated", at_key=True)
+                break
+        for key in ("title", "configTitle"):
+            if key in h:
+                bp.title = self.notes.expect_text(h, key, (key,))
+                break
+        if "description" in h:
+            bp.description = self.notes.expect_text(h, "description", ("description",))
+        if "author" in h:
+            bp.author = self.read_author(h)
+        bp.references = self.read_references(h)
+        if "tags" in h:
+            tags = h["tags"]
+            if isinstance(tags, list) and all(isinstance(t, str) for t in tags):
+                bp.tags = normalize_tags(tags)
+            elif tags is not None:
+                self.error("Config file has an invalid 'tags' field (must be an array of strings if provided).",
+                           h, "tags", ("tags",), "write tags as a list: `tags: [safety, legal]`", "type")
+        self.read_system(h, bp)
+        self.read_temperatures(h, bp)
+        self.read_models(h, bp)
+        defs_key = "point_defs" if "point_defs" in h else ("defs" if "defs" in h else None)
+        if defs_key:
+            self.points.read_defs(h, defs_key, bp)
+        if "render_as" in h:
+            value = h["render_as"]
+            if value in RENDER_AS_VALUES:
+                bp.render_as = value
+                self.render_as = value
+            else:
+                self.error("Invalid global 'render_as' value. Must be one of: markdown, html, plaintext.",
+                           h, "render_as", ("render_as",), choice_hint(value, RENDER_AS_VALUES), "enum")
+        if "noCache" in h:
+            bp.no_cache = self.notes.expect_bool(h, "noCache", ("noCache",))
+            self.no_cache = bp.no_cache
+        if "evaluationConfig" in h:
+            self.read_evaluation_config(h, bp)
+        if "embeddingModel" in h:
+            bp.embedding_model = self.notes.expect_text(h, "embeddingModel", ("embeddingModel",))
+        self.read_tools(h, bp)
+        if "context" in h and h["context"] is not None:
+            if isinstance(h["context"], dict):
+                bp.context = h["context"]
+            else:
+                self.error(f"`context` must be a mapping, not {type_name(h['context'])}", h, "context",
+                           ("context",), code="type")
+        if "externalServices" in h:
+            self.read_external_services(h, bp)
+        if "concurrency" in h:
+            value = h["concurrency"]
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+                bp.concurrency = value
+            else:
+                self.error(f"`concurrency` must be a whole number of at least 1, not {short(value)}", h,
+                           "concurrency", ("concurrency",), code="type")
+        if "fixtures" in h and h["fixtures"] is not None:
+            if isinstance(h["fixtures"], (dict, str)):
+                bp.fixtures = h["fixtures"]
+            else:
+                self.error("`fixtures` must be a mapping of canned responses or the name of a fixtures file",
+                           h, "fixtures", ("fixtures",), code="type")
+        self.pass_fail = self.ext.read_pass_fail(h, ())
+        for key, value in self.pass_fail.items():
+            setattr(bp, key, value)
+        return bp
+
+    def read_author(self, h):
+        value = h["author"]
+        if isinstance(value, str):
+            return value
+        if isinstance(value, dict):
+            if isinstance(value.get("name"), str) and value["name"].strip():
+                self.notes.unknown_keys(value, ("name", "url", "image_url"), ("author",), "`author`")
+                links = {}
+                for field_name in ("url", "image_url"):
+                    link = value.get(field_name)
+                    if link is None or isinstance(link, str):
+                        links[field_name] = link
+                    else:
+                        self.error(f"`author.{field_name}` must be text (a web address), not {type_name(link)}",
+                                   value, field_name, ("author", field_name), "write it as `https://...`", "author")
+                return Author(name=value["name"], **links)
+            self.error("Invalid 'author' object: missing 'name' string.", h, "author", ("author",),
+                       "add `name: Your Name` under `author`", "author")
+            return None
+        self.error("Invalid 'author' field: must be a string or an object with 'name'.", h, "author",
+                   ("author",), code="author")
+        return None
+
+    def read_references(self, h) -> list[Reference] | None:
+        present = [k for k in ("reference", "citation", "references", "citations") if h.get(k)]
+        if not present:
+            return None
+        key = present[0]
+        if len(present) > 1:
+            self.warn(f"`{key}` and `{present[1]}` both given; only `{key}` is used", h, present[1],
+                      (present[1],), "merge them into one `references` list", "alias-conflict", at_key=True)
+        raw = h[key]
+        items = raw if isinstance(raw, list) else [raw]
+        container = raw if isinstance(raw, list) else h
+        out: list[Reference] = []
+        for index, item in enumerate(items):
+            ikey = index if isinstance(raw, list) else key
+            path = (key, index) if isinstance(raw, list) else (key,)
+            if isinstance(item, str):
+                out.append(Reference(title=item))
+            elif isinstance(item, dict):
+                title = item.get("title") or item.get("name")
+                if isinstance(title, str) and title:
+                    url = item.get("url")
+                    out.append(Reference(title=title, url=url if isinstance(url, str) else None))
+                else:
+                    self.error("Invalid 'reference'/'citation' object: missing 'title' or 'name' string.",
+                               container, ikey, path, "give each reference a `title`", "reference")
+            else:
+                self.error("Invalid 'reference'/'citation' object: missing 'title' or 'name' string.",
+                           container, ikey, path, "a reference is text or a mapping with `title` and `url`",
+                           "reference")
+        return out
+
+    def read_system(self, h, bp):
+        system = h.get("system")
+        systems_key = "systems" if h.get("systems") is not None else None
+        if isinstance(system, list):
+            if systems_key:
+                self.error("both `system` (as a list) and `systems` are given", h, "system", ("system",),
+                           "keep only `systems`", "systems")
+            else:
+                systems_key = "system"  # a list under `system` means `systems`, as upstream
+            system = None
+        elif system is not None and not isinstance(system, str):
+            self.error(f"`system` must be text, not {type_name(system)}", h, "system", ("system",), code="type")
+            system = None
+        if not system and isinstance(h.get("systemPrompt"), str):
+            system = h["systemPrompt"]
+        bp.system = system or None
+        if systems_key is None:
+            return
+        systems = h[systems_key]
+        if not isinstance(systems, list) or not all(s is None or isinstance(s, str) for s in systems):
+            self.error("Config file has invalid 'systems' (must be an array of strings or nulls).", h, systems_key,
+                       (systems_key,), code="systems")
+        elif sum(s is None for s in systems) > 1:
+            self.error("'systems' can contain at most one 'null' entry.", h, systems_key, (systems_key,),
+                       "use one `null` for the variant with no system prompt", "systems")
+        else:
+            bp.systems = systems
+            self.systems = systems
+
+    def read_temperatures(self, h, bp):
+        if "temperature" in h and h["temperature"] is not None:
+            if is_number(h["temperature"]) and math.isfinite(h["temperature"]):
+                bp.temperature = float(h["temperature"])
+            else:
+                self.error("Config file has invalid 'temperature' (must be a number).", h, "temperature",
+                           ("temperature",), "write a number from 0 to 2; .inf and .nan are not temperatures", "type")
+        if "temperatures" in h and h["temperatures"] is not None:
+            temps = h["temperatures"]
+            if isinstance(temps, list) and all(is_number(t) and math.isfinite(t) for t in temps):
+                bp.temperatures = [float(t) for t in temps]
+                if bp.temperature is not None and temps:
+                    self.warn("`temperature` is ignored because `temperatures` is set", h, "temperature",
+                              ("temperature",), "remove one of them", "temperature", at_key=True)
+            else:
+                self.error("Config file has invalid 'temperatures' (must be an array of numbers).", h,
+                           "temperatures", ("temperatures",), "write e.g. `temperatures: [0, 0.7]`", "type")
+        for key in ("temperature", "temperatures"):
+            values = [bp.temperature] if key == "temperature" else (bp.temperatures or [])
+            for t in values:
+                if t is not None and not 0 <= t <= 2:
+                    self.warn(f"temperature {t:g} is outside 0 to 2, which most providers reject", h, key,
+                              (key,), code="temperature")
+
+    def read_models(self, h, bp):
+        if "models" not in h or h["models"] is None:
+            return
+        raw = h["models"]
+        if not isinstance(raw, list):
+            self.error("The 'models' field must be an array of strings or custom model objects.", h, "models",
+                       ("models",), "write each model as a list item: `- openai:gpt-4o-mini`", "models")
+            return
+        bp.models_given = True
+        seen: set[str] = set()
+        for index, entry in enumerate(raw):
+            path = ("models", index)
+            value, warning = normalize_model_entry(entry)
+            if warning:
+                self.warn(warning, raw, index, path, code="model")
+            if value is None:
+                continue
+            if isinstance(value, dict):
+                model = self.read_custom_model(value, raw, index, path)
+                if model is None:
+                    continue
+                key = model.id
+            else:
+                model = key = value
+                if ":" not in value and not is_collection_name(value):
+                    self.warn(f"model '{value}' has no provider prefix", raw, index, path,
+                              "write models as `provider:model`, e.g. `openai:gpt-4o-mini`", "model")
+            if key in seen:
+                self.warn(f"model '{key}' is listed twice; it will run once", raw, index, path, code="model")
+                continue
+            seen.add(key)
+            bp.models.append(model)
+
+    def read_custom_model(self, entry: dict, container, key, path) -> CustomModel | None:
+        ok = True
+        for required in ("id", "url", "modelName", "inherit"):
+            if not isinstance(entry.get(required), str) or not entry[required].strip():
+                self.error(f"Invalid custom model definition: '{required}' is required and must be a string.",
+                           container, key, path, code="custom-model")
+                ok = False
+        if entry.get("format") is not None and entry["format"] not in ("chat", "completions"):
+            self.error("Invalid custom model definition: 'format' must be either 'chat' or 'completions'",
+                       entry, "format", (*path, "format"), code="custom-model")
+            ok = False
+        if entry.get("promptFormat") is not None and entry["promptFormat"] not in ("conversational", "raw"):
+            self.error("Invalid custom model definition: 'promptFormat' must be either 'conversational' or 'raw'",
+                       entry, "promptFormat", (*path, "promptFormat"), code="custom-model")
+            ok = False
+        if isinstance(entry.get("inherit"), str) and entry["inherit"] not in INHERITABLE:
+            self.error(f"Invalid custom model definition: 'inherit' must be one of {', '.join(INHERITABLE)}",
+                       entry, "inherit", (*path, "inherit"), choice_hint(entry["inherit"], INHERITABLE),
+                       "custom-model")
+            ok = False
+        for mapping_key in ("headers", "parameters", "parameterMapping"):
+            value = entry.get(mapping_key)
+            if value is not None and not isinstance(value, dict):
+                self.error(f"Invalid custom model definition: '{mapping_key}' must be a mapping", entry,
+                           mapping_key, (*path, mapping_key), code="custom-model")
+                ok = False
+        for mapping_key in ("headers", "parameterMapping"):
+            value = entry.get(mapping_key)
+            if isinstance(value, dict):
+                for k, v in value.items():
+                    if not isinstance(v, str):
+                        self.error(f"Invalid custom model definition: '{mapping_key}.{k}' must be text", value, k,
+                                   (*path, mapping_key, k), "quote the value", "custom-model")
+                        ok = False
+        parameters = entry.get("parameters")
+        if isinstance(parameters, dict):
+            for k, v in parameters.items():
+                if is_number(v) and not math.isfinite(v):
+                    self.error(f"Invalid custom model definition: 'parameters.{k}' must be a finite number",
+                               parameters, k, (*path, "parameters", k), "write a number such as 1024", "custom-model")
+                    ok = False
+        if isinstance(entry.get("url"), str) and not re.match(r"^https?://[^\s/]+", entry["url"]):
+            self.error("Invalid custom model definition: 'url' must be an http:// or https:// address", entry,
+                       "url", (*path, "url"), code="custom-model")
+            ok = False
+        if not ok:
+            return None
+        extra = {k: v for k, v in entry.items() if k not in CUSTOM_MODEL_FIELDS}
+        return CustomModel(
+            id=entry["id"], url=entry["url"], modelName=entry["modelName"], inherit=entry["inherit"],
+            format=entry.get("format"), promptFormat=entry.get("promptFormat"), headers=entry.get("headers"),
+            parameters=entry.get("parameters"), parameterMapping=entry.get("parameterMapping"), extra=extra,
+        )
+
+    def read_evaluation_config(self, h, bp):
+        config = h["evaluationConfig"]
+        if config is None:
+            return
+        if not isinstance(config, dict):
+            self.error("`evaluationConfig` must be a mapping", h, "evaluationConfig", ("evaluationConfig",),
+                       code="type")
+            return
+        bp.evaluation_config = config
+        for legacy in ("judgeModels", "judgeMode"):
+            if legacy in config:
+                self.warn(f"`{legacy}` is deprecated and has no effect", config, legacy, ("evaluationConfig", legacy),
+                          "list judges under `llm-coverage: judges:` with `model` and `approach`", "deprecated",
+                          at_key=True)
+        self.notes.unknown_keys(config, ("llm-coverage", "embedding", "judgeModels", "judgeMode"), ("evaluationConfig",),
+                          "`evaluationConfig`")
+        coverage = config.get("llm-coverage")
+        if coverage is None:
+            return
+        path = ("evaluationConfig", "llm-coverage")
+        if not isinstance(coverage, dict):
+            self.error("`llm-coverage` must be a mapping", config, "llm-coverage", path, code="type")
+            return
+        self.notes.unknown_keys(coverage, ("judges", "useExperimentalScale", "judgeModels", "judgeMode"), path,
+                          "`llm-coverage`")
+        for legacy in ("judgeModels", "judgeMode"):
+            if legacy in coverage:
+                self.warn(f"`{legacy}` is deprecated and has no effect", coverage, legacy, (*path, legacy),
+                          "list judges under `judges:` with `model` and `approach`", "deprecated", at_key=True)
+        result = CoverageConfig()
+        if "useExperimentalScale" in coverage:
+            result.use_experimental_scale = bool(
+                self.notes.expect_bool(coverage, "useExperimentalScale", (*path, "useExperimentalScale")))
+        judges = coverage.get("judges")
+        if judges is not None:
+            if not isinstance(judges, list):
+                self.error("`judges` must be a list", coverage, "judges", (*path, "judges"), code="type")
+            else:
+                result.judges = []
+                for index, judge in enumerate(judges):
+                    jpath = (*path, "judges", index)
+                    if isinstance(judge, str):
+                        judge = {"model": judge}
+                    if not isinstance(judge, dict) or not isinstance(judge.get("model"), str):
+                        self.error("each judge needs a `model` (`provider:model`)", judges, index, jpath,
+                                   "write `- model: openai:gpt-4o-mini` with `approach: holistic`", "judge")
+                        continue
+                    self.notes.unknown_keys(judge, ("id", "model", "approach"), jpath, "a judge")
+                    approach = judge.get("approach", "holistic")
+                    if approach not in JUDGE_APPROACHES:
+                        self.error(f"judge approach must be one of {', '.join(JUDGE_APPROACHES)}", judge, "approach",
+                                   (*jpath, "approach"), choice_hint(approach, JUDGE_APPROACHES), "judge")
+                        continue
+                    result.judges.append(Judge(id=judge.get("id"), model=judge["model"], approach=approach))
+        bp.coverage = result
+
+    def read_tools(self, h, bp):
+        if "tools" in h and h["tools"] is not None:
+            tools = h["tools"]
+            if isinstance(tools, list) and all(isinstance(t, dict) and isinstance(t.get("name"), str) for t in tools):
+                bp.tools = tools
+            else:
+                self.error("`tools` must be a list of tools, each with a `name`", h, "tools", ("tools",),
+                           "write `- name: search` with an optional `description` and `schema`", "tools")
+        if "toolUse" in h and h["toolUse"] is not None:
+            use = h["toolUse"]
+            if not isinstance(use, dict):
+                self.error("`toolUse` must be a mapping", h, "toolUse", ("toolUse",), code="tools")
+                return
+            self.notes.unknown_keys(use, ("enabled", "mode", "maxSteps", "outputFormat"), ("toolUse",), "`toolUse`")
+            if use.get("mode") not in (None, "trace-only"):
+                self.warn(f"`toolUse.mode: {use.get('mode')}` is not supported; tools are never sent to models, so "
+                          "tool use is scored from the `TOOL_CALL` lines in the response (trace-only)", use, "mode",
+                          ("toolUse", "mode"), "write `mode: trace-only` and ask for TOOL_CALL lines in the prompt",
+                          "tools")
+            if use.get("outputFormat") not in (None, "json-line"):
+                self.error("`toolUse.outputFormat` must be 'json-line'", use, "outputFormat",
+                           ("toolUse", "outputFormat"), code="tools")
+            steps = use.get("maxSteps")
+            if steps is not None and not (is_number(steps) and steps >= 1):
+                self.error("`toolUse.maxSteps` must be a number of at least 1", use, "maxSteps",
+                           ("toolUse", "maxSteps"), code="tools")
+            bp.tool_use = use
+
+    def read_external_services(self, h, bp):
+        services = h["externalServices"]
+        if services is None:
+            return
+        if not isinstance(services, dict):
+            self.error("`externalServices` must be a mapping of service names to settings", h, "externalServices",
+                       ("externalServices",), code="type")
+            return
+        for name, svc in services.items():
+            path = ("externalServices", name)
+            if not isinstance(svc, dict) or "url" not in svc:
+                self.error(f"External service '{name}' must have a 'url' field", services, name, path,
+                           code="external-service")
+                continue
+            if not isinstance(svc["url"], str) or not re.match(r"^https?://[^\s/]+", svc["url"]):
+                self.error(f"External service '{name}' has invalid URL", svc, "url", (*path, "url"),
+                           code="external-service")
+            if "method" in svc and svc["method"] not in HTTP_METHODS:
+                self.error(f"External service '{name}' has invalid method (use GET, POST or PUT)", svc, "method",
+                           (*path, "method"), code="external-service")
+            if "timeout_ms" in svc and not (is_number(svc["timeout_ms"]) and svc["timeout_ms"] > 0):
+                self.error(f"External service '{name}' has invalid timeout_ms (must be a positive number)", svc,
+                           "timeout_ms", (*path, "timeout_ms"), code="external-service")
+        bp.external_services = services
+
+    def check_variants(self, bp: Blueprint, header: dict):
+        """models x temperatures x system prompts past ``Limits.max_variants`` is an error at `models`."""
+        models, _ = resolve_models(bp.models if bp.models_given else [], self.collections)
+        counts = (max(len(models), 1), len(bp.temperatures) if bp.temperatures else 1,
+                  len(bp.systems) if bp.systems else 1)
+        total = counts[0] * counts[1] * counts[2]
+        limit = self.limits.max_variants
+        if total <= limit:
+            return
+        at = "models" if isinstance(header, dict) and "models" in header else None
+        self.error(f"this blueprint asks for {counts[0]:,} model{'s' if counts[0] != 1 else ''} x {counts[1]:,} "
+                   f"temperature{'s' if counts[1] != 1 else ''} x {counts[2]:,} system prompt"
+                   f"{'s' if counts[2] != 1 else ''} = {total:,} model variants, more than the limit of {limit:,}",
+                   header if at else None, at, ("models",),
+                   "list fewer models, temperatures or system prompts (or split the blueprint), or raise the limit "
+                   "with the setting EVALSITE_MAX_VARIANTS", "limit", at_key=bool(at))
+
+    def check_collections(self, bp: Blueprint, header: dict):
+        check_collections(self.notes, bp, header, self.collections)
+
+
+def check_collections(notes: Notes, bp: Blueprint, header: dict, collections) -> None:
+    """A warning for each collection the blueprint's models name (or CORE, with none) that ``collections``
+    does not know: a run would need it resolved."""
+    names = [m for m in bp.models if isinstance(m, str) and is_collection_name(m)]
+    if not bp.models_given:
+        names = ["CORE"]
+    for name in names:
+        if collections is not None and collections(name) is not None:
+            continue
+        models = header.get("models") if isinstance(header.get("models"), list) else None
+        if models is not None and name in models:
+            container, key, path = models, models.index(name), ("models", models.index(name))
+        else:
+            container, key, path = None, None, ("models",)
+        lead = (f"model collection '{name}' was not found" if bp.models_given else
+                "no `models` listed, so a run would use the collection 'CORE', which was not found")
+        notes.warn(lead + "; a run needs it resolved", container, key, path,
+                  f"add `models/{name}.json` (a JSON list of model ids) beside the blueprint or in a parent "
+                  "folder, import it into evalsite, or list models explicitly", "collection")
