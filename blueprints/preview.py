@@ -4,7 +4,6 @@ variants a run would make, its calls and its estimated cost."""
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -19,18 +18,14 @@ from blueprints.spec.collections import resolve_models
 from blueprints.spec.limits import Limits
 from blueprints.spec.model_ids import effective_id, format_js_number, is_collection_name, provider_of
 from evalsite.engine import engine_config
-from runs.engine.judge import JUDGE_MAX_TOKENS, plan_for_run
-from runs.engine.providers.prices import DEFAULT_MAX_TOKENS, estimate_usd, price_table
+from runs.engine.judge import plan_for_run
+from runs.engine.estimate import CallEstimate, generations_per_variant, max_tokens_of
+from runs.engine.providers.prices import price_table
 
 
 # --------------------------------------------------------------------------------------
 # Preview: what the blueprint asks, and what a run of it would do
 
-# Reference section 5.8: candidates get the client's default (1500) unless a custom
-# model sets max_tokens; judges are called with 500 tokens at temperature 0.
-# The judge's instructions and scale around each criterion, in characters (approximate).
-JUDGE_PROMPT_OVERHEAD_CHARS = 2400
-CHARS_PER_TOKEN = 4
 CANNED_PROVIDERS = ("fixtures",)  # answered from the blueprint's fixtures: no call, no cost
 
 
@@ -152,15 +147,6 @@ def _view(point: Point) -> PointView:
     return PointView(point, point_label(point), functions.describe(point.fn) if point.fn else "")
 
 
-def generations_per_variant(prompt: Prompt) -> int:
-    """Model calls for one prompt and one model variant (reference 5.4, deviation 14)."""
-    to_generate = sum(1 for m in prompt.messages if m.to_generate)
-    last = prompt.messages[-1] if prompt.messages else None
-    if last is not None and last.role == "user":
-        to_generate += 1
-    return to_generate
-
-
 def prompt_view(bp: SpecBlueprint, prompt: Prompt) -> PromptView:
     if bp.systems:
         system = None  # a variant each; shown with the variants
@@ -179,22 +165,15 @@ def prompt_view(bp: SpecBlueprint, prompt: Prompt) -> PromptView:
 
 
 @dataclass
-class ModelLine:
-    """One model of the run, and what its calls would cost."""
+class ModelLine(CallEstimate):
+    """One model of the run (or a judge), and what its calls would cost (``runs.engine.estimate``)."""
 
-    id: str
     source: str = ""  # the collection it came from, if any
-    canned: bool = False
     priced: bool = False  # the engine's price table knows this model
-    calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
 
     @property
-    def cost(self) -> float | None:
-        if self.canned:
-            return 0.0
-        return estimate_usd(self.id, self.input_tokens, self.output_tokens)
+    def id(self) -> str:
+        return self.model_id
 
 
 @dataclass
@@ -253,20 +232,8 @@ class Preview:
         return [m.id for m in self.models + self.judges if m.calls and m.cost is None]
 
 
-def _tokens(chars: int) -> int:
-    return math.ceil(chars / CHARS_PER_TOKEN) if chars else 0
-
-
 def _model_id(model) -> str:
     return model if isinstance(model, str) else model.id
-
-
-def _max_tokens(model) -> int:
-    if not isinstance(model, str) and model.parameters:
-        value = model.parameters.get("max_tokens") or model.parameters.get("maxTokens")
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 10**9:
-            return int(value)
-    return DEFAULT_MAX_TOKENS
 
 
 def build_preview(bp: SpecBlueprint, collections: Callable[[str], list[str] | None] | None,
@@ -303,21 +270,12 @@ def build_preview(bp: SpecBlueprint, collections: Callable[[str], list[str] | No
         model_id = _model_id(model)
         line = ModelLine(model_id, source=origins.get(model_id, ""), canned=provider_of(model_id) in CANNED_PROVIDERS,
                          priced=model_id in prices)
-        max_out = _max_tokens(model)
+        max_out = max_tokens_of(model)
         for view in prompts:
-            conversation_chars = _conversation_chars(view, bp)
-            calls = view.generations
-            line.calls += calls * per_model
-            # Each call sees the conversation so far, including earlier generated turns.
-            line.input_tokens += per_model * sum(_tokens(conversation_chars) + i * max_out for i in range(calls))
-            line.output_tokens += per_model * calls * max_out
-            judged = view.judged_points * per_model
+            line.add_candidate(view.prompt, bp, variants=per_model, max_out=max_out)
             for judge in judge_lines:
-                judge.calls += judged
-                judge.input_tokens += judged * (_tokens(conversation_chars + JUDGE_PROMPT_OVERHEAD_CHARS)
-                                                + calls * max_out)
-                judge.output_tokens += judged * JUDGE_MAX_TOKENS
-            judge_calls += judged * len(judge_lines)
+                judge.add_judging(view.prompt, bp, judged=view.judged_points * per_model, max_out=max_out)
+            judge_calls += view.judged_points * per_model * len(judge_lines)
         lines.append(line)
     return Preview(
         blueprint=bp, prompts=prompts, models=lines, missing_collections=missing, temperatures=temperatures,
@@ -325,13 +283,6 @@ def build_preview(bp: SpecBlueprint, collections: Callable[[str], list[str] | No
         generation_calls=sum(m.calls for m in lines), judge_calls=judge_calls, prices_known=bool(prices),
         variant_total=variant_total,
     )
-
-
-def _conversation_chars(view: PromptView, bp: SpecBlueprint) -> int:
-    system = view.system or ""
-    if bp.systems:
-        system = max((s or "" for s in bp.systems), key=len)
-    return len(system) + sum(len(m.content or "") for m in view.messages)
 
 
 def _collection_origins(bp: SpecBlueprint, collections) -> dict[str, str]:

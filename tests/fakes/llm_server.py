@@ -1,3 +1,4 @@
+# Over 500 lines: one fake server speaking every provider format the router calls, with its faults.
 """A fake LLM server on 127.0.0.1 for tests and benchmarks: deterministic answers, injected faults.
 
 Run it as a script::
