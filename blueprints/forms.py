@@ -121,6 +121,7 @@ class TryForm(forms.Form):
         strip=False, label="A response to score",
         widget=forms.Textarea(attrs={"rows": 10, "placeholder": "Paste what a model answered…"}),
     )
+    with_judges = forms.BooleanField(required=False, label="Ask the judges about the judged points (model calls)")
     text = forms.CharField(required=False, strip=False, widget=forms.HiddenInput)  # unsaved editor text
 
     def __init__(self, *args, prompt_ids=(), **kwargs):

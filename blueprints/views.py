@@ -207,7 +207,7 @@ def validate(request):
 
 @require_http_methods(["GET", "POST"])
 def try_response(request, slug):
-    """Paste a response for one prompt and see every deterministic point's score, with no model call."""
+    """Paste a response for one prompt and see how a run would score it (judges only when asked)."""
     blueprint = get_object_or_404(Blueprint.objects.select_related("current_revision"), slug=slug)
     unsaved = request.POST.get("text") if request.method == "POST" else None
     if unsaved:
@@ -220,14 +220,18 @@ def try_response(request, slug):
     prompts = {p.id: p for p in spec.prompts} if spec else {}
     form = TryForm(request.POST if request.method == "POST" else None, prompt_ids=list(prompts),
                    initial={"prompt": request.GET.get("prompt") or next(iter(prompts), None)})
-    groups = None
+    outcome = None
     if request.method == "POST" and form.is_valid():
-        groups = trying.try_response(spec, prompts[form.cleaned_data["prompt"]], form.cleaned_data["response"])
+        files = blueprint.current_revision.files if blueprint.current_revision else {}
+        outcome = trying.try_response(spec, prompts[form.cleaned_data["prompt"]], form.cleaned_data["response"],
+                                      with_judges=form.cleaned_data["with_judges"], files=files or {})
     selected = prompts.get(form["prompt"].value())
+    plan, judge_problems = trying.judges_for_try(spec) if spec else (None, [])
     context = {
-        "blueprint": blueprint, "form": form, "result": result, "spec": spec, "groups": groups,
+        "blueprint": blueprint, "form": form, "result": result, "spec": spec, "outcome": outcome,
+        "groups": outcome.groups if outcome else None, "judges": [j.judge_id for j in plan.judges] if plan else [],
+        "judge_problems": judge_problems,
         "selected": previews.prompt_view(spec, selected) if selected else None, "unsaved": bool(unsaved),
-        "engine_ready": trying.point_evaluator() is not None,
     }
     return render(request, _fragment(request, "blueprints/try.html", "try-results"), context)
 

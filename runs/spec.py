@@ -51,4 +51,4 @@ def parsed_blueprint(revision: BlueprintRevision) -> SpecBlueprint:
 
 
 def custom_models(bp: SpecBlueprint) -> dict[str, CustomModel]:
-    return {m.id: m for m in bp.models if isinstance(m, CustomModel)}
+    return bp.custom_models

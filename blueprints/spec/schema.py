@@ -282,6 +282,11 @@ class Blueprint(_Model):
     trial_threshold: float | None = None
 
     @property
+    def custom_models(self) -> dict[str, CustomModel]:
+        """The custom models its `models` list defines, by id."""
+        return {m.id: m for m in self.models if isinstance(m, CustomModel)}
+
+    @property
     def point_count(self) -> int:
         return sum(len(p.all_points()) for p in self.prompts)
 
