@@ -101,6 +101,35 @@ class ImportForm(forms.Form):
         return cleaned
 
 
+class ImportConflictForm(forms.Form):
+    """What to do with a file whose id belongs to another suite (the import page asks)."""
+
+    path = forms.CharField(max_length=1000, widget=forms.HiddenInput)
+    text = forms.CharField(strip=False, max_length=MAX_UPLOAD_BYTES, widget=forms.HiddenInput)
+    choice = forms.ChoiceField(choices=[("new-id", "Import it as a new blueprint with the id"),
+                                        ("revision", "Import it anyway, as a new revision of the existing blueprint")],
+                               widget=forms.RadioSelect, initial="new-id")
+    new_id = forms.CharField(required=False, max_length=200, label="New id")
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("choice") == "new-id":
+            new_id = (cleaned.get("new_id") or "").strip()
+            if not new_id:
+                self.add_error("new_id", "Give the new blueprint an id.")
+            else:
+                try:
+                    validate_blueprint_id(new_id)
+                except ValidationError as exc:
+                    self.add_error("new_id", exc)
+                cleaned["new_id"] = new_id
+        return cleaned
+
+    def as_choice(self) -> str:
+        data = self.cleaned_data
+        return "revision" if data["choice"] == "revision" else f"id:{data['new_id']}"
+
+
 class RenameForm(forms.Form):
     slug = forms.CharField(label="Id", max_length=200, validators=[validate_blueprint_id])
 

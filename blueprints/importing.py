@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from django.conf import settings
 from django.db import transaction
@@ -29,6 +29,17 @@ EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
 
 
 @dataclass
+class Conflict:
+    """An id that already belongs to another suite: what the browser asks the person to decide."""
+
+    existing: Blueprint
+    runs: int  # the existing blueprint's runs (they stay with their revisions either way)
+    imported_from: str  # the file the existing blueprint came from
+    suggested_id: str  # a free id to import under instead
+    text: str  # the refused file's text, to post again with the choice
+
+
+@dataclass
 class ImportItem:
     name: str  # the file's path as given (relative to the imported folder), or "pasted text"
     slug: str | None
@@ -36,6 +47,7 @@ class ImportItem:
     message: str = ""
     blueprint: Blueprint | None = None
     revision: BlueprintRevision | None = None
+    conflict: Conflict | None = None  # refused because its id belongs to another suite: what to ask
 
     @property
     def is_valid(self) -> bool:
@@ -71,12 +83,16 @@ class ImportOutcome:
         return text + "."
 
 
-def import_files(files: Iterable[tuple[str, str, dict]], *, via: str, folder_name: str = "") -> ImportOutcome:
+def import_files(files: Iterable[tuple[str, str, dict]], *, via: str, folder_name: str = "",
+                 choices: Mapping[str, str] | None = None) -> ImportOutcome:
     """Import ``(path, text, companion files)`` triples; each path gives its blueprint's id.
 
     The id is the path's, as upstream (``sub/name.yml`` -> ``sub__name``, a leading
     ``blueprints/`` dropped). Two files that would get the same id are both refused.
-    A file whose blueprint exists makes a new revision when its text changed.
+    A file whose blueprint exists makes a new revision when its text changed; one whose id
+    belongs to a suite imported from another file is refused (with a ``Conflict`` to ask
+    about), unless ``choices`` (by path, what the person chose in the browser) says
+    ``"revision"`` (a new revision of that blueprint) or ``"id:<new id>"`` (import under it).
     """
     outcome = ImportOutcome()
     files = _store_collection_files(list(files), outcome)
@@ -88,7 +104,14 @@ def import_files(files: Iterable[tuple[str, str, dict]], *, via: str, folder_nam
     lookup = ModelCollection.lookup()
     for path, text, companions in files:
         slug = slugs[path]
+        choice = (choices or {}).get(path, "")
         clash = by_slug[slug]
+        if choice.startswith("id:"):
+            slug, clash = choice[3:].strip(), [path]
+            if Blueprint.objects.filter(slug=slug).exists():
+                outcome.items.append(ImportItem(path, slug, "refused", f"the id '{slug}' is taken too; choose a free "
+                                                f"one (for example '{free_id(slug)}')"))
+                continue
         if len(clash) > 1:
             others = " and ".join(f"'{p}'" for p in clash)
             outcome.items.append(ImportItem(path, slug, "refused",
@@ -101,9 +124,9 @@ def import_files(files: Iterable[tuple[str, str, dict]], *, via: str, folder_nam
                                             f"'{path}' would get the id '{slug}', which is not usable; rename the file "
                                             "to letters, digits, '-', '_' and '.'"))
             continue
-        taken = _taken_by_another_suite(slug, path)
+        taken = "" if choice == "revision" else _taken_by_another_suite(slug, path)
         if taken:
-            outcome.items.append(ImportItem(path, slug, "refused", taken))
+            outcome.items.append(ImportItem(path, slug, "refused", taken, conflict=_conflict(slug, text)))
             continue
         outcome.items.append(_import_one(path, slug, text, companions, via=via, lookup=lookup))
     return outcome
@@ -157,6 +180,21 @@ def _taken_by_another_suite(slug: str, path: str) -> str:
         return ""
     return (f"the id '{slug}' belongs to the suite imported from '{before}', and '{path}' is another file: "
             f"give this suite its own `name:`, or rename or delete '{slug}' first (its page, Settings)")
+
+
+def free_id(slug: str) -> str:
+    """``slug`` with the first free ``-2``, ``-3``... after it."""
+    n = 2
+    while Blueprint.objects.filter(slug=f"{slug}-{n}").exists():
+        n += 1
+    return f"{slug}-{n}"
+
+
+def _conflict(slug: str, text: str) -> Conflict:
+    existing = Blueprint.objects.select_related("current_revision").get(slug=slug)
+    return Conflict(existing=existing, runs=existing.runs.count(),
+                    imported_from=(existing.current_revision.import_report or {}).get("path", ""),
+                    suggested_id=free_id(slug), text=text)
 
 
 def _store_collection_files(files: list[tuple[str, str, dict]], outcome: ImportOutcome) -> list:

@@ -22,6 +22,7 @@ urlpatterns = [
     path("examples/", views.add_examples, name="add_examples"),
     path("new/", views.new_blueprint, name="new"),
     path("import/", views.import_blueprints, name="import"),
+    path("import/conflict/", views.import_conflict, name="import-conflict"),
     path("validate/", views.validate, name="validate"),
     path("collections/", views.collections, name="collections"),
     path("collections/<str:name>/delete/", views.collection_delete, name="collection-delete"),

@@ -20,6 +20,7 @@ from blueprints.forms import (
     STARTER_TEXT,
     CompareForm,
     EditorForm,
+    ImportConflictForm,
     ImportForm,
     NewBlueprintForm,
     RenameForm,
@@ -116,6 +117,21 @@ def import_blueprints(request):
                                                      blueprint=blueprint, revision=revision))
         form = ImportForm()
     return render(request, "blueprints/import.html", {"form": form, "outcome": outcome})
+
+
+@require_POST
+def import_conflict(request):
+    """The person's answer for a file whose id belongs to another suite: a new id, or a new revision."""
+    form = ImportConflictForm(request.POST)
+    if not form.is_valid():
+        problems = "; ".join(e for errors in form.errors.values() for e in errors)
+        outcome = importing.ImportOutcome(items=[importing.ImportItem(
+            form["path"].value() or "the file", None, "refused", f"nothing was imported: {problems}")])
+    else:
+        path = form.cleaned_data["path"]
+        outcome = importing.import_files([(path, form.cleaned_data["text"], {})], via="upload",
+                                         choices={path: form.as_choice()})
+    return render(request, "blueprints/import.html", {"form": ImportForm(), "outcome": outcome})
 
 
 # --- one blueprint ----------------------------------------------------------------------

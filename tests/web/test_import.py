@@ -1,7 +1,7 @@
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from blueprints.models import Blueprint
+from blueprints.models import Blueprint, BlueprintRevision
 from tests.web.conftest import VALID
 
 pytestmark = pytest.mark.django_db
@@ -80,3 +80,61 @@ def test_a_file_that_is_not_utf8_is_refused_with_the_fix(client):
     response = client.post("/import/", {"files": [bad]})
 
     assert "is not UTF-8 text; save it as UTF-8" in response.text
+
+
+SUITE = "name: greeter\ndescription: {team}\ntests:\n  - id: t1\n    input: Hello\n    criteria: Greets back\n"
+
+
+def _conflicting_upload(client):
+    client.post("/import/", {"files": [upload("EVAL.yaml", SUITE.format(team="first"))]})
+    first = Blueprint.objects.get(slug="greeter")
+    # Uploaded from another place: in the browser a file's path is its name, so the other suite is
+    # told apart by what it was imported from.
+    BlueprintRevision.objects.filter(pk=first.current_revision_id).update(
+        import_report={**first.current_revision.import_report, "path": "team-a/EVAL.yaml"})
+    return client.post("/import/", {"files": [upload("EVAL.yaml", SUITE.format(team="second"))]})
+
+
+def test_an_id_that_belongs_to_another_suite_is_asked_about_not_overwritten(client):
+    page = _conflicting_upload(client)
+
+    assert "belongs to the suite imported from" in page.text
+    assert "What should this file become?" in page.text
+    assert 'name="new_id" value="greeter-2"' in page.text  # a free id, suggested
+    assert "description: second" in page.text  # the refused text travels with the question
+    assert Blueprint.objects.get(slug="greeter").revisions.count() == 1
+
+
+def test_answering_new_id_imports_the_suite_beside_the_existing_one(client):
+    _conflicting_upload(client)
+
+    page = client.post("/import/conflict/", {"path": "EVAL.yaml", "text": SUITE.format(team="second"),
+                                             "choice": "new-id", "new_id": "greeter-team-b"})
+
+    assert "New blueprint" in page.text
+    assert Blueprint.objects.get(slug="greeter").revisions.count() == 1
+    assert "second" in Blueprint.objects.get(slug="greeter-team-b").current_revision.text
+
+
+def test_answering_revision_makes_a_new_revision_of_the_existing_blueprint(client):
+    _conflicting_upload(client)
+
+    page = client.post("/import/conflict/", {"path": "EVAL.yaml", "text": SUITE.format(team="second"),
+                                             "choice": "revision"})
+
+    assert "New revision 2" in page.text
+    assert Blueprint.objects.get(slug="greeter").revisions.count() == 2
+
+
+def test_a_taken_or_unusable_new_id_is_refused_with_the_fix_and_nothing_changes(client):
+    _conflicting_upload(client)
+    Blueprint.objects.create(slug="taken", title="")
+
+    taken = client.post("/import/conflict/", {"path": "EVAL.yaml", "text": SUITE.format(team="second"),
+                                              "choice": "new-id", "new_id": "taken"})
+    bad = client.post("/import/conflict/", {"path": "EVAL.yaml", "text": SUITE.format(team="second"),
+                                            "choice": "new-id", "new_id": "../nope"})
+
+    assert "the id &#x27;taken&#x27; is taken too" in taken.text and "taken-2" in taken.text
+    assert "nothing was imported" in bad.text
+    assert Blueprint.objects.count() == 2 and Blueprint.objects.get(slug="greeter").revisions.count() == 1
