@@ -15,11 +15,14 @@ also send a Content-Security-Policy that allows nothing from elsewhere.
 
 from __future__ import annotations
 
+from datetime import datetime
+from datetime import timezone as dt_timezone
 from functools import wraps
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
+from django.db.models import Q
 from django.db.models.fields.json import KT
 from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -31,7 +34,7 @@ from django_htmx.http import HttpResponseStopPolling
 
 from blueprints.models import Blueprint
 
-from . import review, verdicts
+from . import grid, review, verdicts
 from . import spec as run_spec
 from . import start as run_start
 from . import work as run_work
@@ -43,6 +46,8 @@ from .templatetags.results import number
 CONTROLS = ("cancel", "resume", "retry-failed")
 RUNS_PAGE_SIZE = 50
 QUEUED_TOO_LONG_S = 30
+POLL_OVERLAP_MS = 5000  # each poll asks again for the last 5 s: a row committed late is not missed
+CELL_TEXT_CHARS = 20_000  # a cell opened in place shows this much; the response page shows the rest
 
 PAGE_CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
             "frame-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
@@ -256,6 +261,50 @@ def heatmap(request, run_id):
     return render(request, _fragment(request, "runs/heatmap.html", "heatmap"), context)
 
 
+@require_safe
+@with_csp
+def results(request, run_id):
+    """The results grid: prompts x models with each response's start; filter, search and sort in the URL.
+
+    While the run works, the page polls ``?since=<ms>``: only the cells that changed since then come back
+    (out of band), with the run's progress and wait reasons.
+    """
+    run = _run_or_404(run_id)
+    spec = _spec(run)
+    if spec is None:
+        raise Http404("this run's blueprint revision can no longer be read")
+    query, problems = grid.GridQuery.from_params(request.GET)
+    since = request.GET.get("since")
+    if request.htmx and since is not None:
+        return _grid_changes(request, run, spec, query, since)
+    context = {"run": run, "grid": grid.build_grid(run, spec, query, problems), "filters": grid.FILTERS.items(),
+               "sorts": grid.SORTS.items(), "now_ms": _now_ms() - POLL_OVERLAP_MS, **_live_context(run)}
+    return render(request, _fragment(request, "runs/results.html", "grid"), context)
+
+
+def _now_ms() -> int:
+    return int(timezone.now().timestamp() * 1000)
+
+
+def _live_context(run: Run) -> dict:
+    return {"items_percent": _percent(run.items_done, run.items_total), "phase": _phase(run)}
+
+
+def _grid_changes(request, run: Run, spec, query, since: str):
+    """The cells whose response changed since ``since`` (ms), out of band, and the progress line."""
+    try:
+        since_at = datetime.fromtimestamp(int(since) / 1000, tz=dt_timezone.utc)
+    except (ValueError, OverflowError, OSError):
+        since_at = timezone.now()
+    changed = grid.changed_cells(run, spec, query, since_at)
+    response = render(request, "runs/results.html#changes",
+                      {"run": run, "changed": changed, "now_ms": _now_ms() - POLL_OVERLAP_MS, "query": query,
+                       **_live_context(run)})
+    if run.is_finished:
+        response.status_code = HttpResponseStopPolling.status_code
+    return response
+
+
 # --- one response ----------------------------------------------------------------------------
 
 
@@ -320,6 +369,10 @@ def _response_context(request, run: Run, response: Response) -> dict:
         .values_list("pk", "prompt_id").first(),
         "next": same_model.filter(prompt_index__gt=response.prompt_index).order_by("prompt_index")
         .values_list("pk", "prompt_id").first(),
+        # The next of this model's responses that failed or scored below the grid's default threshold.
+        "next_failure": same_model.filter(prompt_index__gt=response.prompt_index)
+        .filter(Q(status="failed") | Q(score__lt=grid.GridQuery.threshold)).order_by("prompt_index")
+        .values_list("pk", "prompt_id").first(),
     }
     return context
 
@@ -338,6 +391,16 @@ def response_detail(request, run_id, response_id):
     if request.htmx and request.headers.get("HX-Target") == "rendered":
         return render(request, "runs/response_detail.html#rendered", context)
     return render(request, "runs/response_detail.html", context)
+
+
+@require_safe
+@with_csp
+def response_cell(request, run_id, response_id):
+    """A grid cell opened in place: the whole response as text, its error, and every point with its reflection."""
+    run, response = _response_or_404(run_id, response_id)
+    points = list(PointAssessment.objects.filter(response=response).select_related("override").order_by("position"))
+    return render(request, "runs/_cell_detail.html", {"run": run, "response": response, "points": points,
+                                                       "limit": CELL_TEXT_CHARS})
 
 
 @require_safe

@@ -151,3 +151,16 @@ def score_chart(variants, title="Score per model variant"):
                                  f"{mean:.2f}", f" ± {std:.2f}" if std else ""))
     parts.append(mark_safe("</svg>"))
     return mark_safe("".join(str(p) for p in parts))
+
+
+@register.filter
+def percent(value) -> str:
+    """A fraction as a whole percentage: 0.8333 -> "83%"."""
+    value = number(value)
+    return "–" if value is None else f"{value * 100:.0f}%"
+
+
+@register.simple_tag
+def grid_url(query, **changes) -> str:
+    """The results grid's query string with ``changes`` (``runs.grid.GridQuery.url``)."""
+    return query.url(**changes)

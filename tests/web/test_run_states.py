@@ -26,10 +26,12 @@ def _run(text: str, **kwargs) -> Run:
 
 def _pages(client, run: Run) -> dict[str, int]:
     urls = [f"/runs/", f"/runs/?blueprint={run.blueprint.slug}", f"/runs/{run.pk}/", f"/runs/{run.pk}/heatmap",
+            f"/runs/{run.pk}/results", f"/runs/{run.pk}/results?filter=errors&q=paris",
             f"/runs/{run.pk}/prompts/0/", f"/runs/{run.pk}/export.json", f"/runs/{run.pk}/export.csv",
             f"/runs/{run.pk}/report.html", f"/api/runs/{run.pk}", f"/api/runs/{run.pk}/results",
             f"/blueprints/{run.blueprint.slug}/", "/"]
-    urls += [f"/runs/{run.pk}/responses/{pk}/" for pk in Response.objects.filter(run=run).values_list("pk", flat=True)]
+    urls += [f"/runs/{run.pk}/responses/{pk}/{page}" for pk in Response.objects.filter(run=run).values_list("pk", flat=True)
+             for page in ("", "cell")]
     return {url: client.get(url).status_code for url in urls}
 
 

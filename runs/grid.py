@@ -1,0 +1,410 @@
+"""The results grid: prompts x models with the start of each response, filters, search and sort.
+
+Everything the grid shows is decided by a ``GridQuery`` read from the URL (so a view can be
+bookmarked and shared): which cells count (a filter: below a threshold, errors, not evaluated,
+judges disagree, a should-not point met, overridden), a text or regular-expression search over
+prompts, responses and judges' reflections, and the order of the prompts (by score, spread,
+latency or cost). A prompt is listed when one of its cells matches; the other cells of its row
+stay, dimmed. Per model: the pass rate at the threshold, the mean, and how many cells are in each
+state, over the whole run (not the filter).
+
+Costs are bounded for a run of 10,000 responses: one pass over the responses' small columns, one
+query for overrides, one for reflections when searching, and one for the text of the page's
+cells. A regular expression runs in Python's ``regex`` engine (JavaScript syntax, as ``$matches``)
+with a time limit per text and for the whole search; a search that runs out of time says so.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
+
+from django.db.models import Q
+from django.db.models.functions import Left
+
+from blueprints.spec.jsregex import RegexError, compile_js
+from runs.engine.scoring import round2
+
+from .models import PointAssessment, PointOverride, Response, Run
+
+FILTERS = {
+    "all": "Every response",
+    "failures": "Below the threshold",
+    "errors": "Errors",
+    "not-evaluated": "Not evaluated",
+    "disagree": "Judges disagree",
+    "should-not": "Meets a should-not point",
+    "overridden": "Overridden by a reviewer",
+}
+SORTS = {"order": "Blueprint order", "score": "Lowest score first", "spread": "Widest spread first",
+         "latency": "Slowest first", "cost": "Costliest first"}
+PAGE_SIZE = 50
+PREVIEW_CHARS = 160
+MAX_QUERY_CHARS = 200
+REGEX_TIMEOUT_S = 0.05  # per text
+SEARCH_BUDGET_S = 1.0  # for the whole search
+
+
+@dataclass(frozen=True)
+class GridQuery:
+    filter: str = "all"
+    threshold: float = 0.8
+    q: str = ""
+    regex: bool = False
+    sort: str = "order"
+    page: int = 1
+
+    @classmethod
+    def from_params(cls, params) -> tuple[GridQuery, list[str]]:
+        """The query a URL asks for, and what in it could not be used (each with the fix)."""
+        problems = []
+        flt = params.get("filter", "all")
+        if flt not in FILTERS:
+            problems.append(f"unknown filter '{flt[:40]}': use one of {', '.join(FILTERS)}")
+            flt = "all"
+        sort = params.get("sort", "order")
+        if sort not in SORTS:
+            problems.append(f"unknown order '{sort[:40]}': use one of {', '.join(SORTS)}")
+            sort = "order"
+        threshold = 0.8
+        raw = params.get("threshold")
+        if raw not in (None, ""):
+            try:
+                threshold = float(raw)
+                if not (math.isfinite(threshold) and 0 <= threshold <= 1):
+                    raise ValueError
+            except ValueError:
+                problems.append(f"the threshold must be a number from 0 to 1, not '{str(raw)[:40]}'")
+                threshold = 0.8
+        q = params.get("q", "")
+        if len(q) > MAX_QUERY_CHARS:
+            problems.append(f"the search is cut to its first {MAX_QUERY_CHARS} characters")
+            q = q[:MAX_QUERY_CHARS]
+        try:
+            page = max(1, int(params.get("page", 1)))
+        except ValueError:
+            page = 1
+        return cls(flt, threshold, q.strip(), params.get("regex") in ("1", "on", "true"), sort, page), problems
+
+    def url(self, **changes) -> str:
+        """The query string of this view with ``changes`` (defaults left out, so links stay short)."""
+        values = {**self.__dict__, **changes}
+        if "page" not in changes:
+            values["page"] = 1
+        out = {}
+        for key, default in (("filter", "all"), ("threshold", 0.8), ("q", ""), ("regex", False), ("sort", "order"),
+                             ("page", 1)):
+            value = values[key]
+            if value != default:
+                out[key] = "1" if value is True else (f"{value:g}" if isinstance(value, float) else value)
+        return "?" + urlencode(out) if out else "?"
+
+
+@dataclass
+class GridCell:
+    variant_id: str
+    response_id: int | None = None
+    state: str = "missing"  # pending, running, scored, failed, not-evaluated, missing
+    score: float | None = None
+    trials: int = 0
+    violated_should_not: bool = False
+    disagreement: bool = False
+    overridden: bool = False
+    latency_ms: float | None = None
+    cost_usd: float | None = None
+    reason: str = ""
+    matches: bool = True  # the filter and the search keep it
+    below: bool = False  # scored below the query's threshold
+    preview: str = ""  # the start of the response (trial 0)
+
+    @property
+    def bucket(self) -> str:
+        if self.score is None:
+            return "heat-none"
+        return f"heat-{min(10, max(0, int(self.score * 10 + 1e-9)))}"
+
+
+@dataclass
+class GridRow:
+    index: int
+    prompt_id: str
+    summary: str
+    cells: list[GridCell]
+
+    def scores(self) -> list[float]:
+        return [c.score for c in self.cells if c.score is not None]
+
+    @property
+    def mean(self) -> float | None:
+        scores = self.scores()
+        return round2(sum(scores) / len(scores)) if scores else None
+
+
+@dataclass
+class ModelStats:
+    variant_id: str
+    mean: float | None = None
+    passed: int = 0
+    scored: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passed / self.scored if self.scored else None
+
+    @property
+    def not_evaluated(self) -> int:
+        return self.counts.get("not-evaluated", 0)
+
+    @property
+    def failed(self) -> int:
+        return self.counts.get("failed", 0)
+
+    @property
+    def waiting(self) -> int:
+        return self.counts.get("pending", 0) + self.counts.get("running", 0)
+
+
+@dataclass
+class Grid:
+    query: GridQuery
+    models: list[ModelStats]
+    rows: list[GridRow]  # this page's
+    matching: int  # prompts that match, on every page
+    cells_matching: int
+    pages: int
+    problems: list[str]
+    search_partial: bool = False
+
+
+def _summary(prompt) -> str:
+    text = next((m.content for m in prompt.messages if m.role == "user" and m.content), "") or ""
+    text = " ".join(text.split())
+    return text if len(text) <= 120 else text[:119] + "…"
+
+
+def _state(status: str, score: float | None) -> str:
+    if score is not None:
+        return "scored"
+    return {"failed": "failed", "done": "not-evaluated"}.get(status, status)
+
+
+def variant_order(run: Run) -> list[str]:
+    """The grid's columns: models best first once the run has figures; in id order while it works."""
+    variants = sorted(set(Response.objects.filter(run=run).values_list("variant_id", flat=True)))
+    stats = (run.aggregates or {}).get("variants") or {}
+    variants.sort(key=lambda v: (stats.get(v, {}).get("mean") is None, -(stats.get(v, {}).get("mean") or 0), v))
+    return variants
+
+
+def grid_rows(run: Run, bp, variants: list[str], indices=None) -> dict[int, GridRow]:
+    """Rows of cells for the given prompt positions (all when None), from one query."""
+    column = {v: i for i, v in enumerate(variants)}
+    wanted = range(len(bp.prompts)) if indices is None else [i for i in indices if 0 <= i < len(bp.prompts)]
+    rows = {i: GridRow(i, bp.prompts[i].id, _summary(bp.prompts[i]), [GridCell(v) for v in variants])
+            for i in wanted}
+    responses = Response.objects.filter(run=run)
+    overrides = PointOverride.objects.filter(assessment__response__run=run)
+    if indices is not None:
+        responses = responses.filter(prompt_index__in=list(rows))
+        overrides = overrides.filter(assessment__response__prompt_index__in=list(rows))
+    overridden = set(overrides.values_list("assessment__response_id", flat=True))
+    sums: dict[tuple[int, int], list[float]] = {}
+    for (pk, index, variant_id, trial, status, score, violated, disagreement, error, reason, latency,
+         cost) in (responses.order_by("prompt_index", "variant_id", "trial")
+                   .values_list("pk", "prompt_index", "variant_id", "trial", "status", "score",
+                                "violated_should_not", "disagreement", "error", "not_evaluated_reason",
+                                "latency_ms", "cost_usd")):
+        row = rows.get(index)
+        if row is None or variant_id not in column:
+            continue
+        cell = row.cells[column[variant_id]]
+        cell.trials += 1
+        if cell.response_id is None or trial == 0:
+            cell.response_id = pk
+        cell.violated_should_not |= violated
+        cell.disagreement |= disagreement
+        cell.overridden |= pk in overridden
+        if latency is not None:
+            cell.latency_ms = max(cell.latency_ms or 0.0, latency)
+        if cost is not None:
+            cell.cost_usd = (cell.cost_usd or 0.0) + cost
+        if score is not None:
+            sums.setdefault((index, column[variant_id]), []).append(score)
+        elif not cell.reason:
+            cell.reason = error or reason or ""
+        state = _state(status, score)
+        cell.state = state if cell.state in ("missing", state) else _worst(cell.state, state)
+    for (index, col), values in sums.items():
+        cell = rows[index].cells[col]
+        cell.score, cell.state = round2(sum(values) / len(values)), "scored"
+    return rows
+
+
+def build_grid(run: Run, bp, query: GridQuery, problems: list[str] | None = None) -> Grid:
+    problems = list(problems or [])
+    variants = variant_order(run)
+    rows = grid_rows(run, bp, variants)
+    stats = (run.aggregates or {}).get("variants") or {}
+    models = _model_stats(variants, rows.values(), query.threshold, stats)
+    keep = _filter(query)
+    searched, partial = _search(run, bp, query, problems) if query.q else (None, False)
+    matching_rows = []
+    cells_matching = 0
+    for row in rows.values():
+        _mark(row, keep, searched, query.threshold)
+        cells_matching += sum(c.matches for c in row.cells)
+        if any(c.matches for c in row.cells):
+            matching_rows.append(row)
+    matching_rows = _sorted(matching_rows, query.sort)
+    pages = max(1, math.ceil(len(matching_rows) / PAGE_SIZE))
+    page = min(query.page, pages)
+    shown = matching_rows[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
+    _add_previews(shown)
+    return Grid(query, models, shown, len(matching_rows), cells_matching, pages, problems, partial)
+
+
+def _mark(row: GridRow, keep, searched: dict | None, threshold: float) -> None:
+    for cell in row.cells:
+        cell.below = cell.score is not None and cell.score < threshold
+        cell.matches = cell.state != "missing" and keep(cell) and (
+            searched is None or row.index in searched["prompts"] or cell.response_id in searched["responses"])
+
+
+def changed_cells(run: Run, bp, query: GridQuery, since) -> list[tuple[int, int, GridCell]]:
+    """``(prompt index, column, cell)`` for every cell whose response started or finished since ``since``
+    (the live poll: a few cells, not the grid)."""
+    indices = set(Response.objects.filter(run=run).filter(finished_at__gte=since)
+                  .values_list("prompt_index", flat=True))
+    indices |= set(Response.objects.filter(run=run, claimed_at__gte=since).values_list("prompt_index", flat=True))
+    if not indices:
+        return []
+    variants = variant_order(run)
+    rows = grid_rows(run, bp, variants, sorted(indices))
+    keep = _filter(query)
+    out = []
+    for row in rows.values():
+        _mark(row, keep, None, query.threshold)
+        _add_previews([row])
+        out.extend((row.index, col, cell) for col, cell in enumerate(row.cells) if cell.state != "missing")
+    return out
+
+
+_STATE_ORDER = ("failed", "running", "pending", "not-evaluated", "scored")
+
+
+def _worst(a: str, b: str) -> str:
+    return min(a, b, key=lambda s: _STATE_ORDER.index(s) if s in _STATE_ORDER else 0)
+
+
+def _filter(query: GridQuery):
+    t = query.threshold
+    return {
+        "all": lambda c: True,
+        "failures": lambda c: c.score is not None and c.score < t,
+        "errors": lambda c: c.state == "failed",
+        "not-evaluated": lambda c: c.state == "not-evaluated",
+        "disagree": lambda c: c.disagreement,
+        "should-not": lambda c: c.violated_should_not,
+        "overridden": lambda c: c.overridden,
+    }[query.filter]
+
+
+def _model_stats(variants, rows, threshold, stats) -> list[ModelStats]:
+    out = {v: ModelStats(v, mean=(stats.get(v) or {}).get("mean")) for v in variants}
+    for row in rows:
+        for cell in row.cells:
+            if cell.state == "missing":
+                continue
+            model = out[cell.variant_id]
+            model.counts[cell.state] = model.counts.get(cell.state, 0) + 1
+            if cell.score is not None:
+                model.scored += 1
+                model.passed += cell.score >= threshold
+    return list(out.values())
+
+
+def _sorted(rows: list[GridRow], sort: str) -> list[GridRow]:
+    if sort == "score":
+        return sorted(rows, key=lambda r: (r.mean is None, r.mean if r.mean is not None else 0, r.index))
+    if sort == "spread":
+        def spread(r):
+            s = r.scores()
+            return -(max(s) - min(s)) if len(s) > 1 else 0.0
+        return sorted(rows, key=lambda r: (spread(r), r.index))
+    if sort == "latency":
+        return sorted(rows, key=lambda r: (-max((c.latency_ms or 0) for c in r.cells), r.index))
+    if sort == "cost":
+        return sorted(rows, key=lambda r: (-sum((c.cost_usd or 0) for c in r.cells), r.index))
+    return rows
+
+
+def _search(run: Run, bp, query: GridQuery, problems: list[str]) -> tuple[dict, bool]:
+    """Prompts and responses the search finds: in the prompt's text, the response, or what a judge said
+    (a point's reflection or any judge's own)."""
+    found = {"prompts": set(), "responses": set()}
+    if query.regex:
+        try:
+            pattern = compile_js(query.q, ignore_case=True)
+        except RegexError as exc:
+            problems.append(f"the regular expression cannot be read: {exc}; search for it as text, or fix it")
+            return {"prompts": set(), "responses": set()}, False
+        budget = time.monotonic() + SEARCH_BUDGET_S
+
+        def hit(text: str) -> bool | None:
+            if time.monotonic() > budget:
+                return None
+            try:
+                return pattern.search(text or "", timeout=REGEX_TIMEOUT_S, concurrent=True) is not None
+            except TimeoutError:
+                return False
+
+        for i, prompt in enumerate(bp.prompts):
+            if hit(_prompt_text(prompt)):
+                found["prompts"].add(i)
+        partial = False
+        for pk, text in Response.objects.filter(run=run).values_list("pk", "text").iterator(chunk_size=500):
+            result = hit(text or "")
+            if result is None:
+                partial = True
+                break
+            if result:
+                found["responses"].add(pk)
+        if not partial:
+            for response_id, reflection, verdicts in (PointAssessment.objects.filter(response__run=run)
+                                                      .values_list("response_id", "reflection", "verdicts")
+                                                      .iterator(chunk_size=2000)):
+                if response_id in found["responses"]:
+                    continue
+                said = [reflection or ""] + [v.get("reflection") or "" for v in verdicts or () if isinstance(v, dict)]
+                result = hit("\n".join(said))
+                if result is None:
+                    partial = True
+                    break
+                if result:
+                    found["responses"].add(response_id)
+        if partial:
+            problems.append(f"the search stopped after {SEARCH_BUDGET_S:g} s: the results are partial; "
+                            "narrow the expression")
+        return found, partial
+    needle = query.q.lower()
+    found["prompts"] = {i for i, p in enumerate(bp.prompts) if needle in _prompt_text(p).lower()}
+    found["responses"] = set(Response.objects.filter(run=run, text__icontains=query.q).values_list("pk", flat=True))
+    found["responses"] |= set(PointAssessment.objects.filter(response__run=run).filter(
+        Q(reflection__icontains=query.q) | Q(verdicts__icontains=query.q)).values_list("response_id", flat=True))
+    return found, False
+
+
+def _prompt_text(prompt) -> str:
+    return "\n".join([prompt.id] + [m.content or "" for m in prompt.messages])
+
+
+def _add_previews(rows: list[GridRow]) -> None:
+    """The start of each shown cell's response, in one query."""
+    wanted = {c.response_id: c for r in rows for c in r.cells if c.response_id is not None}
+    for pk, start in (Response.objects.filter(pk__in=wanted)
+                      .annotate(start=Left("text", PREVIEW_CHARS + 1)).values_list("pk", "start")):
+        text = " ".join((start or "").split())
+        wanted[pk].preview = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS - 1] + "…"
