@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
 from django.db.models import Q
-from django.db.models.functions import Left
+from django.db.models import TextField
+from django.db.models.functions import Cast, Left
+from django.urls import reverse
 
 from blueprints.spec.jsregex import RegexError, compile_js
 from runs.engine.scoring import round2
@@ -44,7 +46,8 @@ PAGE_SIZE = 50
 PREVIEW_CHARS = 160
 MAX_QUERY_CHARS = 200
 REGEX_TIMEOUT_S = 0.05  # per text
-SEARCH_BUDGET_S = 1.0  # for the whole search
+SEARCH_BUDGET_S = 0.25  # for the whole search: past it the results are partial, and say so
+_PLACEHOLDER = 987654321
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,8 @@ class GridCell:
     matches: bool = True  # the filter and the search keep it
     below: bool = False  # scored below the query's threshold
     preview: str = ""  # the start of the response (trial 0)
+    href: str = ""  # its response page
+    open_href: str = ""  # the fragment that opens it in place
 
     @property
     def bucket(self) -> str:
@@ -203,8 +208,7 @@ def grid_rows(run: Run, bp, variants: list[str], indices=None) -> dict[int, Grid
     """Rows of cells for the given prompt positions (all when None), from one query."""
     column = {v: i for i, v in enumerate(variants)}
     wanted = range(len(bp.prompts)) if indices is None else [i for i in indices if 0 <= i < len(bp.prompts)]
-    rows = {i: GridRow(i, bp.prompts[i].id, _summary(bp.prompts[i]), [GridCell(v) for v in variants])
-            for i in wanted}
+    rows = {i: GridRow(i, bp.prompts[i].id, "", [GridCell(v) for v in variants]) for i in wanted}
     responses = Response.objects.filter(run=run)
     overrides = PointOverride.objects.filter(assessment__response__run=run)
     if indices is not None:
@@ -262,7 +266,9 @@ def build_grid(run: Run, bp, query: GridQuery, problems: list[str] | None = None
     pages = max(1, math.ceil(len(matching_rows) / PAGE_SIZE))
     page = min(query.page, pages)
     shown = matching_rows[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
-    _add_previews(shown)
+    _add_previews(shown, run)
+    for row in shown:
+        row.summary = _summary(bp.prompts[row.index])
     return Grid(query, models, shown, len(matching_rows), cells_matching, pages, problems, partial)
 
 
@@ -287,7 +293,7 @@ def changed_cells(run: Run, bp, query: GridQuery, since) -> list[tuple[int, int,
     out = []
     for row in rows.values():
         _mark(row, keep, None, query.threshold)
-        _add_previews([row])
+        _add_previews([row], run)
         out.extend((row.index, col, cell) for col, cell in enumerate(row.cells) if cell.state != "missing")
     return out
 
@@ -372,14 +378,18 @@ def _search(run: Run, bp, query: GridQuery, problems: list[str]) -> tuple[dict, 
                 break
             if result:
                 found["responses"].add(pk)
-        if not partial:
+        if not partial and len(found["responses"]) < Response.objects.filter(run=run).count():
+            # What judges said, as stored (JSON text, not decoded: a hundred thousand rows must stay cheap).
             for response_id, reflection, verdicts in (PointAssessment.objects.filter(response__run=run)
-                                                      .values_list("response_id", "reflection", "verdicts")
+                                                      .annotate(said=Cast("verdicts", TextField()))
+                                                      .values_list("response_id", "reflection", "said")
                                                       .iterator(chunk_size=2000)):
+                if time.monotonic() > budget:
+                    partial = True
+                    break
                 if response_id in found["responses"]:
                     continue
-                said = [reflection or ""] + [v.get("reflection") or "" for v in verdicts or () if isinstance(v, dict)]
-                result = hit("\n".join(said))
+                result = hit(f"{reflection}\n{verdicts}")
                 if result is None:
                     partial = True
                     break
@@ -401,9 +411,13 @@ def _prompt_text(prompt) -> str:
     return "\n".join([prompt.id] + [m.content or "" for m in prompt.messages])
 
 
-def _add_previews(rows: list[GridRow]) -> None:
-    """The start of each shown cell's response, in one query."""
+def _add_previews(rows: list[GridRow], run: Run) -> None:
+    """The start of each shown cell's response, in one query, and its links (reversed once, not per cell)."""
     wanted = {c.response_id: c for r in rows for c in r.cells if c.response_id is not None}
+    page = reverse("runs:response", args=[run.pk, _PLACEHOLDER])
+    opener = reverse("runs:cell", args=[run.pk, _PLACEHOLDER])
+    for pk, cell in wanted.items():
+        cell.href, cell.open_href = page.replace(str(_PLACEHOLDER), str(pk)), opener.replace(str(_PLACEHOLDER), str(pk))
     for pk, start in (Response.objects.filter(pk__in=wanted)
                       .annotate(start=Left("text", PREVIEW_CHARS + 1)).values_list("pk", "start")):
         text = " ".join((start or "").split())
