@@ -86,6 +86,13 @@
     }
   });
 
+  // The grid's form applies a choice at once; the search box waits for Enter (one request per change,
+  // never a second one when the box loses focus).
+  document.addEventListener("change", function (event) {
+    var form = event.target.closest && event.target.closest("form.grid-tools");
+    if (form && event.target.type !== "search" && form.requestSubmit) form.requestSubmit();
+  });
+
   document.addEventListener("keydown", function (event) {
     if (typing(event)) return;
     var handled = document.querySelector("table.grid") ? gridKeys(event) : responseKeys(event);

@@ -132,6 +132,16 @@ def test_the_live_poll_sends_only_the_cells_that_changed(client, run):
     assert page.count('hx-swap-oob="outerHTML"') == 2  # the changed prompt's row: its two cells
     assert "The Nile is the longest river." in page and "Paris" not in page
     assert 'id="grid-live"' in page and "every 2s" in page
+    # Table cells outside a table are dropped by the browser's parser: each travels in a <template>.
+    assert page.count("<template><td ") == 2
+
+
+def test_a_run_still_working_shows_its_grid_with_the_poll(client, run):
+    Run.objects.filter(pk=run.pk).update(status="running", finished_at=None)
+
+    page = client.get(f"/runs/{run.pk}/results?filter=failures").content.decode()
+
+    assert 'id="grid-live"' in page and f"/runs/{run.pk}/results?filter=failures&amp;since=" in page
 
 
 def _spec(run):
