@@ -139,6 +139,13 @@ class ResponseStatus(models.TextChoices):
     FAILED = "failed"  # generation failed, or every judge call failed: shown, retried by "retry failed"
 
 
+class ResponseManager(models.Manager):
+    """Responses without their call logs: those are read one response at a time (``Response.calls``)."""
+
+    def get_queryset(self):
+        return super().get_queryset().defer("candidate_calls", "judge_calls")
+
+
 class Response(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="responses")
     prompt_id = models.CharField(max_length=300)
@@ -184,6 +191,12 @@ class Response(models.Model):
     score_before_gates = models.FloatField(null=True, blank=True)  # the score a failed gate set to 0
     gates_failed = models.JSONField(default=list, blank=True)  # labels of the failed required checks
     checks = models.JSONField(default=list, blank=True)  # [{id, label, kind, score, gate, minScore, passed}]
+    # Every call as sent and answered (runs/engine/calls.py), zlib-compressed JSON, read when a reviewer asks.
+    # Candidate and judge calls apart: judging again replaces the judges' and keeps the generation's.
+    candidate_calls = models.BinaryField(null=True, blank=True)
+    judge_calls = models.BinaryField(null=True, blank=True)
+
+    objects = ResponseManager()
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -200,6 +213,13 @@ class Response(models.Model):
 
     def __str__(self):
         return f"{self.prompt_id} x {self.variant_id}"
+
+    def call_log(self) -> list[dict]:
+        """Every call this response made, candidate calls first, as ``runs/engine/calls.py`` keeps them."""
+        from runs.engine import calls
+
+        blobs = Response.objects.filter(pk=self.pk).values_list("candidate_calls", "judge_calls").first() or ()
+        return [call for blob in blobs for call in calls.unpack(blob)]
 
     def variant_in(self, variants: list, prompt):
         """This item's model variant among ``Run.variants()`` (None when the revision no longer has it)."""

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from blueprints.spec.schema import Blueprint as SpecBlueprint
 from blueprints.spec.schema import Point, Prompt
+from runs.engine import calls
 from runs.engine.aggregates import ResponseRecord, run_aggregates
 from runs.engine.assess import JudgeUsage, Override, PointAssessment as EnginePoint, ResponseAssessment, \
     apply_overrides, key_point_text
@@ -75,6 +76,8 @@ def _stopped_fields(result: ItemResult) -> tuple[dict, dict]:
             text=response.text, final_text=response.final_text, tool_calls=list(response.tool_calls),
             latency_ms=response.latency_ms, input_tokens=response.usage.input_tokens,
             output_tokens=response.usage.output_tokens, cost_usd=response.cost_usd, cached=response.cached, error="")
+    if complete and result.item.existing is None:
+        fields["candidate_calls"] = calls.pack([c for c in result.calls if c.get("purpose") != "judge"])
     spent = result.item.existing is None  # what generation cost was spent now, kept or not
     counters = dict(
         candidate_input_tokens=(response.usage.input_tokens or 0) if spent else 0,
@@ -82,6 +85,14 @@ def _stopped_fields(result: ItemResult) -> tuple[dict, dict]:
         candidate_cost_usd=(response.cost_usd or 0) if spent else 0,
     )
     return fields, counters
+
+
+def _call_fields(result: ItemResult) -> dict:
+    """The item's call log, candidate and judge calls apart; a re-judged item keeps its generation's calls."""
+    out = {"judge_calls": calls.pack([c for c in result.calls if c.get("purpose") == "judge"])}
+    if result.item.existing is None:
+        out["candidate_calls"] = calls.pack([c for c in result.calls if c.get("purpose") != "judge"])
+    return out
 
 
 def judge_counts(verdict_lists) -> dict:
@@ -132,6 +143,7 @@ def result_fields(result: ItemResult) -> tuple[dict, dict]:
     else:
         fields.update(score=None, judged_score=None, not_evaluated_reason=response.error or "", verdict="",
                       verdict_reason="", score_before_gates=None, gates_failed=[], checks=[])
+    fields.update(_call_fields(result))
     rejudged = result.item.existing is not None  # the generation was counted when it was made
     counters = dict(
         items_done=1, items_failed=1 if failed else 0,

@@ -14,6 +14,7 @@ urlpatterns = [
     path("runs/<int:run_id>/responses/<int:response_id>/", views.response_detail, name="response"),
     path("runs/<int:run_id>/responses/<int:response_id>/text", views.response_text, name="response-text"),
     path("runs/<int:run_id>/responses/<int:response_id>/cell", views.response_cell, name="cell"),
+    path("runs/<int:run_id>/responses/<int:response_id>/calls", views.response_calls, name="calls"),
     path("runs/<int:run_id>/responses/<int:response_id>/points/<int:position>/override", views.override,
          name="override"),
     path("runs/<int:run_id>/compare", views.compare, name="compare"),

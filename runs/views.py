@@ -404,6 +404,14 @@ def response_cell(request, run_id, response_id):
 
 
 @require_safe
+def response_calls(request, run_id, response_id):
+    """Every call this response made (candidate turns, then judges), as sent and as answered; read on demand."""
+    run, response = _response_or_404(run_id, response_id)
+    return render(request, "runs/_calls.html", {"run": run, "response": response,
+                                                 "calls": review.call_views(response.call_log())})
+
+
+@require_safe
 def response_text(request, run_id, response_id):
     """The whole response as plain text (pages render at most the first 50,000 characters)."""
     _, response = _response_or_404(run_id, response_id)

@@ -180,7 +180,7 @@ async def generate(
         request = ChatRequest(
             model_id=variant.base_model_id, messages=tuple(history), temperature=temperature,
             max_tokens=max_tokens, purpose="candidate", use_cache=cache_ok, prompt_id=prompt.id,
-            turn=len(generated), trial=trial,
+            turn=len(generated), trial=trial, label=f"turn {len(generated) + 1}",
         )
         result = await complete(request)
         totals.add(result)

@@ -628,9 +628,12 @@ async def ask_judge(judge: JudgeSpec, task: JudgeTask, plan: JudgePlan, complete
     def readable(text: str) -> bool:
         return parse_judge_answer(text, plan.scale).ok
 
+    criterion = task.criterion if len(task.criterion) <= 120 else task.criterion[:119] + "…"
+    label = f"{judge.label}{'' if role == 'primary' else f' ({role})'} on “{criterion}”"
+
     def request(msgs: tuple[dict, ...]) -> ChatRequest:
         return ChatRequest(model_id=judge.model, messages=msgs, temperature=JUDGE_TEMPERATURE,
-                           max_tokens=JUDGE_MAX_TOKENS, purpose="judge", cacheable=readable)
+                           max_tokens=JUDGE_MAX_TOKENS, purpose="judge", cacheable=readable, label=label)
 
     first = await complete(request(messages))
     if not first.ok:

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Awaitable, Callable, Iterable
 
 from blueprints.spec.schema import Prompt
 
+from . import calls as call_log
 from .assess import ResponseAssessment, assess_response
 from .config import EngineConfig
 from .generate import ModelVariant, generate
@@ -49,6 +50,7 @@ class ItemResult:
     # The run was cancelled while the item was under way: it was not scored and goes back to
     # pending; ``response`` is kept when its generation was complete (a resume judges it).
     stopped: bool = False
+    calls: tuple[dict, ...] = ()  # every chat call the item made, as sent and answered (calls.py)
 
 
 @dataclass
@@ -127,28 +129,31 @@ async def run_items(
                 skipped += 1
                 return
             budget = asyncio.timeout(options.item_budget_s)
-            try:
-                async with budget:
-                    result = await process_item(item, complete=complete, judges=judges, options=options,
-                                                should_stop=should_stop)
-                if NOT_STARTED_CANCELLED in (result.response.error or ""):
-                    skipped += 1  # cancelled while it waited for its first call: it never started
-                    return
-                if result.stopped:  # cancelled under way: stored as pending, with what it generated
-                    skipped += 1
-                    await on_result(result)
-                    return
-            except TimeoutError as exc:
-                if budget.expired():
-                    log.warning("%s x %s: over its budget of %s s", item.prompt.id, item.variant.variant_id,
-                                options.item_budget_s)
-                    result = failed_result(item, budget_exceeded_reason(options.item_budget_s))
-                else:  # a TimeoutError of our own code: a bug like any other
+            with call_log.recording() as made:
+                try:
+                    async with budget:
+                        result = await process_item(item, complete=complete, judges=judges, options=options,
+                                                    should_stop=should_stop)
+                except TimeoutError as exc:
+                    if budget.expired():
+                        log.warning("%s x %s: over its budget of %s s", item.prompt.id, item.variant.variant_id,
+                                    options.item_budget_s)
+                        result = failed_result(item, budget_exceeded_reason(options.item_budget_s))
+                    else:  # a TimeoutError of our own code: a bug like any other
+                        log.exception("internal error on %s x %s", item.prompt.id, item.variant.variant_id)
+                        result = failed_result(item, f"internal error: TimeoutError: {exc}")
+                except Exception as exc:  # a bug: keep it visible on the item, keep the run going
                     log.exception("internal error on %s x %s", item.prompt.id, item.variant.variant_id)
-                    result = failed_result(item, f"internal error: TimeoutError: {exc}")
-            except Exception as exc:  # a bug: keep it visible on the item, keep the run going
-                log.exception("internal error on %s x %s", item.prompt.id, item.variant.variant_id)
-                result = failed_result(item, f"internal error: {type(exc).__name__}: {exc}")
+                    result = failed_result(item, f"internal error: {type(exc).__name__}: {exc}")
+            if made:  # the calls made so far are kept, an item stopped by its budget included
+                result = replace(result, calls=tuple(made))
+            if NOT_STARTED_CANCELLED in (result.response.error or ""):
+                skipped += 1  # cancelled while it waited for its first call: it never started
+                return
+            if result.stopped:  # cancelled under way: stored as pending, with what it generated
+                skipped += 1
+                await on_result(result)
+                return
             await on_result(result)
             finished += 1
 

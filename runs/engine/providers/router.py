@@ -44,6 +44,7 @@ import httpx
 
 from blueprints.spec.model_ids import parse_for_api_call, provider_of
 from blueprints.spec.schema import CustomModel
+from runs.engine import calls as call_log
 from runs.engine.types import NOT_SENT_CANCELLED, NOT_STARTED_CANCELLED, ChatRequest, ChatResult, Usage
 
 from .cache import ResponseCache, cache_key
@@ -103,6 +104,11 @@ class _Outcome:
     rate_limited: bool = False
     adapt: Quirks | None = None
     latency_ms: float | None = None
+    status: int | None = None  # HTTP status; None: no answer (timeout, connection)
+    body: str | None = None  # the answer's raw body, for the call log
+    url: str = ""
+    sent: dict | None = None  # the JSON body as sent
+    attempts: list | None = None  # every attempt, for the call log (set on the last outcome)
 
     @property
     def ok(self) -> bool:
@@ -231,14 +237,18 @@ class Router:
                 if hit is not None and _cacheable(request, hit.get("text")):
                     usage = Usage(hit.get("input_tokens"), hit.get("output_tokens"))
                     # A cache hit spent nothing now; its usage says what the answer took.
-                    return ChatResult(text=hit["text"], usage=usage, latency_ms=_ms(started), attempts=0,
-                                      cached=True, cost_usd=0.0, finish_reason=hit.get("finish_reason"))
+                    result = ChatResult(text=hit["text"], usage=usage, latency_ms=_ms(started), attempts=0,
+                                        cached=True, cost_usd=0.0, finish_reason=hit.get("finish_reason"))
+                    self._log_call(request, endpoint, result, None)
+                    return result
 
         outcome, attempts = await self._send_with_retries(endpoint, request)
         if not outcome.ok:
-            return ChatResult(error=redact(outcome.reason, self._secrets + list(endpoint.secrets)),
-                              retryable=outcome.retryable, attempts=attempts, latency_ms=_ms(started),
-                              usage=outcome.usage)
+            result = ChatResult(error=redact(outcome.reason, self._secrets + list(endpoint.secrets)),
+                                retryable=outcome.retryable, attempts=attempts, latency_ms=_ms(started),
+                                usage=outcome.usage)
+            self._log_call(request, endpoint, result, outcome)
+            return result
         cost = None if endpoint.custom is not None else cost_usd(endpoint.model_id, outcome.usage)
         if key is not None and _cacheable(request, outcome.text):
             await self._cache_set(key, {
@@ -246,8 +256,40 @@ class Router:
                 "output_tokens": outcome.usage.output_tokens, "finish_reason": outcome.finish_reason,
                 "model_id": endpoint.model_id,
             })
-        return ChatResult(text=outcome.text, usage=outcome.usage, latency_ms=outcome.latency_ms, attempts=attempts,
-                          cost_usd=cost, finish_reason=outcome.finish_reason)
+        result = ChatResult(text=outcome.text, usage=outcome.usage, latency_ms=outcome.latency_ms,
+                            attempts=attempts, cost_usd=cost, finish_reason=outcome.finish_reason)
+        self._log_call(request, endpoint, result, outcome)
+        return result
+
+    def _log_call(self, request: ChatRequest, endpoint: Endpoint | None, result: ChatResult,
+                  outcome: _Outcome | None, *, source: str = "") -> None:
+        """Describe this call for the item's call log (when one is being kept): no headers, no keys."""
+        if not call_log.recording_now():
+            return
+        secrets = self._secrets + list(endpoint.secrets if endpoint is not None else ())
+        sent = outcome.sent if outcome is not None and outcome.sent is not None else {
+            "messages": list(request.messages), "temperature": request.temperature, "max_tokens": request.max_tokens}
+        text = json.dumps(sent, ensure_ascii=False, default=str)
+        for secret in secrets:  # a custom model's parameters could name a key's value: never kept
+            if secret and secret in text:
+                text = text.replace(secret, REDACTED)
+                sent = json.loads(text)
+        if len(text) > call_log.MAX_BODY_CHARS:  # kept as shortened text, not as JSON
+            sent = call_log.clip(text)
+        call_log.record({
+            "purpose": request.purpose, "label": request.label,
+            "model": endpoint.model_id if endpoint is not None else request.model_id,
+            "url": redact(call_log.bare_url(outcome.url), secrets) if outcome is not None and outcome.url else "",
+            "source": source or ("cache" if result.cached else "provider"),
+            "request": sent,
+            "attempts": (outcome.attempts or []) if outcome is not None else [],
+            "status": outcome.status if outcome is not None else None,
+            "answer": _kept_body(outcome.body, secrets) if outcome is not None and outcome.body is not None
+            else call_log.clip(result.text),
+            "error": result.error, "latency_ms": result.latency_ms, "input_tokens": result.usage.input_tokens,
+            "output_tokens": result.usage.output_tokens, "cost_usd": result.cost_usd, "cached": result.cached,
+            "finish_reason": result.finish_reason,
+        })
 
     async def embed(self, model_id: str, texts: list[str]) -> list[list[float]] | str:
         """Embeddings of ``texts`` (for similarity to an ideal), or the reason there are none.
@@ -324,9 +366,10 @@ class Router:
         text, problem = self.fixtures.answer(request.prompt_id, model_id, turn=request.turn, trial=request.trial)
         if problem is None and not text.strip():
             problem = f"the fixture for prompt '{request.prompt_id}' and model '{model_id}' is empty"
-        if problem is not None:
-            return ChatResult(error=problem, attempts=0, latency_ms=_ms(started))
-        return ChatResult(text=text.strip(), latency_ms=_ms(started), cost_usd=0.0)
+        result = (ChatResult(error=problem, attempts=0, latency_ms=_ms(started)) if problem is not None
+                  else ChatResult(text=text.strip(), latency_ms=_ms(started), cost_usd=0.0))
+        self._log_call(request, None, result, None, source="fixture")
+        return result
 
     async def _send_with_retries(self, endpoint: Endpoint, request: ChatRequest) -> tuple[_Outcome, int]:
         settings = self.settings
@@ -335,6 +378,7 @@ class Router:
         if semaphore is None:
             semaphore = self._limits[endpoint.limit_key] = asyncio.Semaphore(self.limit_for(endpoint))
         attempts = adaptations = 0
+        tried: list[dict] = []  # each attempt, for the call log
         while True:
             if breaker.open_reason:
                 return _Outcome(reason=breaker.open_reason, retryable=breaker.open_retryable), attempts
@@ -349,17 +393,22 @@ class Router:
                                     retryable=False), attempts
                 attempts += 1
                 outcome = await self._send_once(endpoint, request)
+            outcome.attempts = tried
             if outcome.ok:
                 breaker.failures = 0
+                tried.append(_attempt(outcome, None, ()))
                 return outcome, attempts
             if outcome.adapt is not None and adaptations < 2:
                 self._quirks[endpoint.model_id] = outcome.adapt
                 adaptations += 1
                 attempts -= 1  # the model told us how to ask; that is not a failed attempt
+                tried.append(_attempt(outcome, None, self._secrets + list(endpoint.secrets), keep_body=True,
+                                      note="asked again the way the model accepts"))
                 continue
             if outcome.retryable and attempts < settings.max_attempts:
                 delay = self._delay(outcome, attempts)
                 if delay is not None:
+                    tried.append(_attempt(outcome, delay, self._secrets + list(endpoint.secrets), keep_body=True))
                     await self._notify_wait(endpoint, outcome.short or outcome.reason, attempts + 1,
                                             settings.max_attempts, delay)
                     await asyncio.sleep(delay)
@@ -375,6 +424,7 @@ class Router:
                         f"Circuit breaker for model '{endpoint.model_id}' is open: {breaker.failures} calls in a "
                         f"row failed, so its remaining calls were not sent; last error: {outcome.reason}")
                     breaker.open_retryable = outcome.retryable
+            tried.append(_attempt(outcome, None, self._secrets + list(endpoint.secrets)))
             return outcome, attempts
 
     def _delay(self, outcome: _Outcome, attempts: int) -> float | None:
@@ -417,12 +467,21 @@ class Router:
                     response = await self._client.post(url, content=content, headers=headers)
         except (TimeoutError, httpx.TimeoutException):
             return _Outcome(reason=f"no answer from {label} within {_seconds(timeout)} s (timeout)",
-                            short=f"timeout from {label}", retryable=True, latency_ms=_ms(started))
+                            short=f"timeout from {label}", retryable=True, latency_ms=_ms(started), url=url,
+                            sent=body)
         except httpx.TransportError as exc:
             detail = str(exc) or type(exc).__name__
             return _Outcome(reason=f"connection to {label} failed: {detail}", short=f"connection error to {label}",
-                            retryable=True, latency_ms=_ms(started))
-        latency = _ms(started)
+                            retryable=True, latency_ms=_ms(started), url=url, sent=body)
+        outcome = self._read_answer(endpoint, response, quirks, _ms(started))
+        outcome.status, outcome.url, outcome.sent = response.status_code, url, body
+        if call_log.recording_now():
+            outcome.body = response.content.decode("utf-8", "replace")
+        return outcome
+
+    def _read_answer(self, endpoint: Endpoint, response: httpx.Response | Answer, quirks: Quirks,
+                     latency: float) -> _Outcome:
+        label = endpoint.label
         status = response.status_code
         try:
             data = json.loads(response.content) if response.content else None
@@ -491,6 +550,29 @@ class Router:
                 await result
         except Exception:
             logger.warning("response cache write failed; the answer is kept but not cached", exc_info=True)
+
+
+def _attempt(outcome: _Outcome, waited_s: float | None, secrets: Iterable[str], *, keep_body: bool = False,
+             note: str = "") -> dict:
+    """One attempt for the call log; the body of an answer that was not the last one is kept (shortened)."""
+    entry = {"status": outcome.status, "latency_ms": outcome.latency_ms,
+             "reason": redact(outcome.reason, secrets) if outcome.reason else None}
+    if waited_s is not None:
+        entry["wait_s"] = round(waited_s, 2)
+    if note:
+        entry["note"] = note
+    if keep_body and outcome.body is not None:
+        entry["body"] = redact(call_log.clip(outcome.body, 4_000), secrets)
+    return entry
+
+
+def _kept_body(body: str, secrets: Iterable[str]) -> str:
+    """An answer's raw body as kept: shortened past the limit, any key's value replaced."""
+    body = call_log.clip(body)
+    for secret in secrets:
+        if secret and secret in body:
+            body = body.replace(secret, REDACTED)
+    return body
 
 
 def _adaptation(quirks: Quirks, param: str | None, message: str) -> Quirks | None:

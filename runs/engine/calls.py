@@ -1,0 +1,96 @@
+"""Every call an item makes, as sent and as answered, kept for the reviewer.
+
+The router describes each chat call it answers (:func:`record`): the request
+body as sent (messages and parameters; never headers, which carry keys), the
+URL without its query, each attempt's status, latency and reason, the raw body
+of the answer, tokens, cost, and whether the cache or a fixture answered. The
+pipeline collects them per item (:func:`recording`), and the store keeps them
+as one compressed blob per response (:func:`pack`, :func:`unpack`), read only
+when a reviewer opens them.
+
+Bounded: at most ``MAX_CALLS`` per item and ``MAX_BODY_CHARS`` of any one body
+(the rest is cut with a note), so a model that answers a megabyte, or a prompt
+that makes hundreds of judge calls, costs a known amount of storage.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Iterator
+from urllib.parse import urlsplit, urlunsplit
+
+MAX_CALLS = 200  # per item; more are counted, not kept
+MAX_BODY_CHARS = 64_000  # per request or answer body
+FORMAT = 1  # the version of the packed layout
+
+_current: ContextVar[list | None] = ContextVar("evalsite_calls", default=None)
+
+
+@contextmanager
+def recording() -> Iterator[list[dict]]:
+    """Collect the calls made by the code inside (and the tasks it starts) into the list it yields."""
+    log: list[dict] = []
+    token = _current.set(log)
+    try:
+        yield log
+    finally:
+        _current.reset(token)
+
+
+def recording_now() -> bool:
+    return _current.get() is not None
+
+
+def record(entry: dict) -> None:
+    """Add one call to the item's list, if something is collecting (a run is; a one-off check is not)."""
+    log = _current.get()
+    if log is None:
+        return
+    if len(log) >= MAX_CALLS:
+        if log and log[-1].get("dropped") is not None:
+            log[-1]["dropped"] += 1
+        else:
+            log.append({"dropped": 1})
+        return
+    log.append(entry)
+
+
+def clip(text: str | None, limit: int = MAX_BODY_CHARS) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n… [{len(text) - limit:,} more characters not kept]"
+
+
+def bare_url(url: str) -> str:
+    """The URL without query or fragment (a custom model's URL could carry a key there)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return ""
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+
+
+def pack(entries: list[dict] | tuple[dict, ...] | None) -> bytes | None:
+    """One compressed blob for a response's calls (None when there are none)."""
+    if not entries:
+        return None
+    data = json.dumps({"v": FORMAT, "calls": list(entries)}, ensure_ascii=False, separators=(",", ":"),
+                      default=str)
+    return zlib.compress(data.encode("utf-8"), 6)
+
+
+def unpack(blob: bytes | memoryview | None) -> list[dict]:
+    """The calls of a stored blob; an unreadable blob reads as one entry that says so."""
+    if not blob:
+        return []
+    try:
+        data = json.loads(zlib.decompress(bytes(blob)).decode("utf-8"))
+        calls = data.get("calls") if isinstance(data, dict) else None
+        if not isinstance(calls, list):
+            raise ValueError("no calls list")
+        return [c for c in calls if isinstance(c, dict)]
+    except (zlib.error, ValueError, UnicodeDecodeError) as exc:
+        return [{"unreadable": f"the stored call log could not be read ({exc})"}]
