@@ -16,7 +16,7 @@ import json
 
 from runs.engine.export_shape import evalsite_details, export_response
 
-from .models import PointAssessment, Response, Run
+from .models import Annotation, PointAssessment, Response, Run
 from .records import assessment_of
 from .spec import parsed_blueprint
 
@@ -37,10 +37,15 @@ def assessments_by_response(run: Run) -> dict[int, list[PointAssessment]]:
     return out
 
 
+def annotations_by_response(run: Run) -> dict[int, Annotation]:
+    return {a.response_id: a for a in Annotation.objects.filter(response__run=run)}
+
+
 def run_to_json(run: Run) -> dict:
     bp = parsed_blueprint(run.revision)
     responses = list(Response.objects.filter(run=run).order_by("prompt_index", "variant_id", "trial"))
     assessments = assessments_by_response(run)
+    notes = annotations_by_response(run)
 
     coverage: dict[str, dict[str, dict]] = {}
     finals: dict[str, dict[str, str | None]] = {}
@@ -53,6 +58,7 @@ def run_to_json(run: Run) -> dict:
             "trial": r.trial, "status": r.status, "cached": r.cached, "latencyMs": r.latency_ms,
             "inputTokens": r.input_tokens, "outputTokens": r.output_tokens, "costUsd": r.cost_usd,
             "toolCalls": r.tool_calls, **evalsite_details(assessed),
+            "annotation": notes[r.pk].to_export() if r.pk in notes else None,
         })
         if r.trial:  # the upstream layout has one response per prompt and model: trial 0
             continue
@@ -120,7 +126,7 @@ def run_to_json(run: Run) -> dict:
 
 CSV_COLUMNS = ["run_id", "prompt_id", "model_id", "trial", "response_score", "point_index", "kind", "key_point",
                "path_id", "inverted", "multiplier", "score", "judges_score", "overridden", "reflection", "error",
-               "judges", "disagreement"]
+               "judges", "disagreement", "thumbs", "comment"]
 
 
 def run_to_csv(run: Run) -> str:
@@ -129,14 +135,17 @@ def run_to_csv(run: Run) -> str:
     writer.writerow(CSV_COLUMNS)
     responses = Response.objects.filter(run=run).order_by("prompt_index", "variant_id", "trial")
     assessments = assessments_by_response(run)
+    notes = annotations_by_response(run)
     bp = parsed_blueprint(run.revision)
     for r in responses:
+        note = notes[r.pk].to_export() if r.pk in notes else {"thumbs": None, "comment": ""}
+        annotated = [note["thumbs"] or "", note["comment"]]
         points = assessments.get(r.pk, [])
         assessed = assessment_of(r, points, run.prompt(r.prompt_index, bp))
         score = assessed.score
         if not points:
             writer.writerow([run.pk, r.prompt_id, r.variant_id, r.trial, _num(score), "", "", "", "", "", "", "", "",
-                             "", "", r.error or r.not_evaluated_reason, "", ""])
+                             "", "", r.error or r.not_evaluated_reason, "", "", *annotated])
         for pa in points:
             override = getattr(pa, "override", None)
             judges = "; ".join(f"{v['judgeId']}={_num(v.get('score'))}" if not v.get("error") else
@@ -144,7 +153,7 @@ def run_to_csv(run: Run) -> str:
             writer.writerow([run.pk, r.prompt_id, r.variant_id, r.trial, _num(score), pa.position, pa.kind,
                              pa.key_point_text, pa.path_id, int(pa.inverted), pa.multiplier,
                              _num(pa.effective_score), _num(pa.score), int(override is not None), pa.reflection,
-                             pa.error or pa.warning, judges, int(pa.disagreement)])
+                             pa.error or pa.warning, judges, int(pa.disagreement), *annotated])
     return buffer.getvalue()
 
 

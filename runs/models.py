@@ -195,6 +195,7 @@ class Response(models.Model):
     # Candidate and judge calls apart: judging again replaces the judges' and keeps the generation's.
     candidate_calls = models.BinaryField(null=True, blank=True)
     judge_calls = models.BinaryField(null=True, blank=True)
+    fresh_requested = models.BooleanField(default=False)  # re-run on its own: neither it nor its judges from the cache
 
     objects = ResponseManager()
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -287,6 +288,29 @@ class PointOverride(models.Model):
 
     class Meta:
         constraints = [models.CheckConstraint(condition=Q(score__gte=0) & Q(score__lte=1), name="override_score_0_1")]
+
+
+class Annotation(models.Model):
+    """A reviewer's word on one response: thumbs up or down, a comment, or both. Kept when the response is
+    re-run (it says when it was written); it goes into the exports."""
+
+    THUMBS = ((1, "thumbs up"), (-1, "thumbs down"))
+
+    response = models.OneToOneField(Response, on_delete=models.CASCADE, related_name="annotation")
+    thumbs = models.SmallIntegerField(null=True, blank=True, choices=THUMBS)
+    comment = models.TextField(blank=True)
+    who = models.CharField(max_length=150, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    MAX_COMMENT_CHARS = 10_000
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=Q(thumbs__in=(1, -1)) | Q(thumbs__isnull=True),
+                                              name="annotation_thumbs_up_or_down")]
+
+    def to_export(self) -> dict:
+        return {"thumbs": {1: "up", -1: "down"}.get(self.thumbs), "comment": self.comment, "who": self.who,
+                "updatedAt": self.updated_at.isoformat()}
 
 
 class CachedResponse(models.Model):

@@ -130,6 +130,7 @@ def result_fields(result: ItemResult) -> tuple[dict, dict]:
         latency_ms=response.latency_ms, input_tokens=response.usage.input_tokens,
         output_tokens=response.usage.output_tokens, cost_usd=response.cost_usd, cached=response.cached,
         error=response.error or "", finished_at=timezone.now(), claimed_by="", claimed_at=None,
+        fresh_requested=False,
     )
     if assessment is not None:
         fields.update(

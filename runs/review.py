@@ -23,7 +23,7 @@ from django.db import transaction
 
 from runs.engine.scoring import ScoredPoint, calculate, group_kind, round2
 
-from .models import PointAssessment, PointOverride, Response, Run
+from .models import Annotation, PointAssessment, PointOverride, Response, Run
 from .records import assessment_fields, assessment_of
 from .records import compute_aggregates
 
@@ -467,3 +467,30 @@ def call_views(calls: list[dict]) -> list[dict]:
             "answer": _pretty(call.get("answer")) if call.get("answer") is not None else "",
         })
     return out
+
+
+# --- a reviewer's annotation ------------------------------------------------------------------
+
+
+class AnnotationRefused(Exception):
+    """The annotation cannot be saved; the message names the field and the fix."""
+
+
+def save_annotation(response: Response, *, thumbs: str, comment: str, who: str = "") -> Annotation | None:
+    """Set a response's thumbs ("up", "down" or "" for none) and comment; with neither, the annotation goes."""
+    from django.utils import timezone
+
+    value = {"up": 1, "down": -1, "": None}.get((thumbs or "").strip().lower(), "bad")
+    if value == "bad":
+        raise AnnotationRefused(f"thumbs must be up, down or empty, not {thumbs[:20]!r}")
+    comment = (comment or "").replace("\r\n", "\n").strip()
+    if len(comment) > Annotation.MAX_COMMENT_CHARS:
+        raise AnnotationRefused(f"the comment has {len(comment):,} characters; keep it under "
+                                f"{Annotation.MAX_COMMENT_CHARS:,} (link to a longer note instead)")
+    who = (who or "").strip()[:150]
+    if value is None and not comment:
+        Annotation.objects.filter(response=response).delete()
+        return None
+    annotation, _ = Annotation.objects.update_or_create(
+        response=response, defaults={"thumbs": value, "comment": comment, "who": who, "updated_at": timezone.now()})
+    return annotation

@@ -39,7 +39,7 @@ from . import spec as run_spec
 from . import start as run_start
 from . import work as run_work
 from .exports import run_to_csv, run_to_json
-from .models import PointAssessment, Response, Run, RunStatus
+from .models import Annotation, PointAssessment, Response, Run, RunStatus
 from .rendering import RENDER_MODES, render as render_text
 from .templatetags.results import number
 
@@ -373,6 +373,8 @@ def _response_context(request, run: Run, response: Response) -> dict:
         "next_failure": same_model.filter(prompt_index__gt=response.prompt_index)
         .filter(Q(status="failed") | Q(score__lt=grid.GridQuery.threshold)).order_by("prompt_index")
         .values_list("pk", "prompt_id").first(),
+        "annotation": Annotation.objects.filter(response=response).first(),
+        "overrides": sum(1 for pa in assessments if getattr(pa, "override", None) is not None),
     }
     return context
 
@@ -459,6 +461,53 @@ def override(request, run_id, response_id, position):
     context.update({"override_error": error, "override_position": position, "oob": True,
                     "override_message": None if error else _override_message(position, outcome)})
     return render(request, "runs/response_detail.html#override-result", context)
+
+
+@require_POST
+def rerun_response(request, run_id, response_id):
+    """Generate and judge this one response again, afresh; the page follows it until it is stored."""
+    run, response = _response_or_404(run_id, response_id)
+    try:
+        overrides = run_work.rerun_response(run, response.pk)
+    except run_work.RerunRefused as refused:
+        messages.error(request, f"Not re-run: {refused}.")
+    else:
+        gone = f" Its {overrides} override{'s' if overrides != 1 else ''} went with its old points." if overrides \
+            else ""
+        messages.info(request, f"Re-running {response.prompt_id} × {response.variant_id} afresh (no cached "
+                               f"answers).{gone}")
+    return redirect("runs:response", run.pk, response.pk)
+
+
+@require_safe
+def response_state(request, run_id, response_id):
+    """Polled by a response page while its response is pending or running: the page reloads once it is stored."""
+    _, response = _response_or_404(run_id, response_id)
+    if response.status in ("done", "failed"):
+        out = HttpResponse("")
+        out.headers["HX-Refresh"] = "true"
+        return out
+    return HttpResponse(f"{response.status}…")
+
+
+@require_POST
+def annotate(request, run_id, response_id):
+    """Set or clear a reviewer's thumbs and comment on a response."""
+    run, response = _response_or_404(run_id, response_id)
+    error = None
+    try:
+        review.save_annotation(response, thumbs=request.POST.get("thumbs", ""),
+                               comment=request.POST.get("comment", ""), who=request.POST.get("who", ""))
+    except review.AnnotationRefused as refused:
+        error = str(refused)
+    if not request.htmx:
+        if error:
+            messages.error(request, f"Annotation not saved: {error}.")
+        return redirect(reverse("runs:response", args=(run.pk, response.pk)) + "#annotation")
+    context = {"run": run, "response": response, "annotation_error": error,
+               "annotation": Annotation.objects.filter(response=response).first(), "saved": error is None,
+               "typed": request.POST if error else None}
+    return render(request, "runs/response_detail.html#annotation", context)
 
 
 def _override_message(position, outcome) -> str:

@@ -180,7 +180,8 @@ def _work_items(run: Run, bp: SpecBlueprint, rows: list[Response]) -> list[WorkI
         if variant is None:
             raise RuntimeError(f"run {run.pk}: item {row.prompt_id} x {row.variant_id} no longer matches its revision")
         existing = _stored_generation(row) if row.text and not row.error else None
-        items.append(WorkItem(key=row.pk, prompt=prompt, variant=variant, trial=row.trial, existing=existing))
+        items.append(WorkItem(key=row.pk, prompt=prompt, variant=variant, trial=row.trial, existing=existing,
+                              fresh=row.fresh_requested))
     return items
 
 
@@ -419,6 +420,41 @@ def retry_failed(run: Run) -> int:
             judge_calls_failed=F("judge_calls_failed") - judged["failed"])
         transaction.on_commit(lambda: enqueue_pending(run.pk))
     return count
+
+
+class RerunRefused(Exception):
+    """The response cannot be re-run now; the message says why."""
+
+
+def rerun_response(run: Run, response_id: int) -> int:
+    """Generate and judge one response again, afresh (no answer from the cache, the model's or a judge's).
+
+    Its points and any overrides on them give way to the new ones (the count is returned); its annotation
+    stays. The run works again until the item is stored; its counters count the item once.
+    """
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run.pk)
+        row = Response.objects.select_for_update().filter(run=run, pk=response_id).first()
+        if row is None:
+            raise RerunRefused("this response is not part of the run")
+        if row.status not in (ResponseStatus.DONE, ResponseStatus.FAILED):
+            raise RerunRefused(f"it is {row.status}: it runs already; re-run it once it is finished")
+        points = PointAssessment.objects.filter(response=row)
+        judged = judge_counts(points.values_list("verdicts", flat=True))
+        overrides = points.filter(override__isnull=False).count()
+        points.delete()
+        Response.objects.filter(pk=row.pk).update(
+            status=ResponseStatus.PENDING, claimed_by="", claimed_at=None, attempts=0, fresh_requested=True,
+            text=None, final_text=None, conversation=[], error="", score=None, judged_score=None, finished_at=None)
+        Run.objects.filter(pk=run.pk).update(
+            status=RunStatus.RUNNING, cancel_requested=False,
+            **(_new_stretch(run) if run.is_finished else {}),
+            items_done=F("items_done") - 1,
+            items_failed=F("items_failed") - (1 if row.status == ResponseStatus.FAILED else 0),
+            judge_calls_done=F("judge_calls_done") - judged["ok"],
+            judge_calls_failed=F("judge_calls_failed") - judged["failed"])
+        transaction.on_commit(lambda: enqueue_pending(run.pk))
+    return overrides
 
 
 def _new_stretch(run: Run) -> dict:

@@ -39,6 +39,7 @@ class WorkItem:
     variant: ModelVariant
     trial: int = 0
     existing: GeneratedResponse | None = None  # a kept generation to judge again (retry of failed judge calls)
+    fresh: bool = False  # asked for afresh: no answer of the model or of a judge comes from the cache
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +85,13 @@ def _scoring_sends_requests(prompt: Prompt, options: PipelineOptions) -> bool:
             or bool(prompt.ideal_response and options.embed is not None))
 
 
+def _refreshing(complete: CompleteFn) -> CompleteFn:
+    async def fresh(request):
+        return await complete(replace(request, refresh=True))
+
+    return fresh
+
+
 def _cancelled(error: str | None) -> bool:
     return bool(error) and (NOT_SENT_CANCELLED in error or NOT_STARTED_CANCELLED in error)
 
@@ -91,6 +99,8 @@ def _cancelled(error: str | None) -> bool:
 async def process_item(item: WorkItem, *, complete: CompleteFn, judges: JudgePlan,
                        options: PipelineOptions, should_stop: Callable[[], Awaitable[bool]] | None = None
                        ) -> ItemResult:
+    if item.fresh:
+        complete = _refreshing(complete)
     response = item.existing or await generate(item.prompt, item.variant, complete, max_tokens=options.max_tokens,
                                                use_cache=options.use_cache, trial=item.trial)
     if _cancelled(response.error):  # a later turn was refused: the generation is incomplete

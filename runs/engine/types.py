@@ -56,6 +56,7 @@ class ChatRequest:
     # (an unreadable verdict is asked for again next time, never served from the cache).
     # Empty answers are never cached, whatever this says.
     cacheable: Callable[[str], bool] | None = field(default=None, compare=False)
+    refresh: bool = False  # do not answer from the cache (a cell re-run on its own); the answer is still stored
     label: str = field(default="", compare=False)  # what the call is for, in the call log ("turn 1", a judge's point)
 
 

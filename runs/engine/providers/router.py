@@ -108,6 +108,7 @@ class _Outcome:
     body: str | None = None  # the answer's raw body, for the call log
     url: str = ""
     sent: dict | None = None  # the JSON body as sent
+    sent_bytes: bytes | None = None  # the same, encoded, as it left
     attempts: list | None = None  # every attempt, for the call log (set on the last outcome)
 
     @property
@@ -177,6 +178,7 @@ class Router:
         self._limits: dict[str, asyncio.Semaphore] = {}
         self._breakers: dict[str, _Breaker] = {}
         self._quirks: dict[str, Quirks] = {}
+        self._shown_urls: dict[str, str] = {}  # a URL as the call log shows it
         if transport is None and not settings.proxy:
             transport = PooledTransport()
         # Chat calls go straight to our own transport; httpx's client serves the rest (and a proxy).
@@ -232,7 +234,7 @@ class Router:
             key = cache_key(endpoint.cache_identity(), request.messages, temperature=request.temperature,
                             max_tokens=request.max_tokens if request.max_tokens is not None
                             else endpoint.default_max_tokens, trial=request.trial)
-            if not self.fresh:
+            if not self.fresh and not request.refresh:
                 hit = await self._cache_get(key)
                 if hit is not None and _cacheable(request, hit.get("text")):
                     usage = Usage(hit.get("input_tokens"), hit.get("output_tokens"))
@@ -261,6 +263,12 @@ class Router:
         self._log_call(request, endpoint, result, outcome)
         return result
 
+    def _shown_url(self, url: str, secrets: list[str]) -> str:
+        shown = self._shown_urls.get(url)
+        if shown is None:
+            shown = self._shown_urls[url] = redact(call_log.bare_url(url), secrets)
+        return shown
+
     def _log_call(self, request: ChatRequest, endpoint: Endpoint | None, result: ChatResult,
                   outcome: _Outcome | None, *, source: str = "") -> None:
         """Describe this call for the item's call log (when one is being kept): no headers, no keys."""
@@ -269,17 +277,21 @@ class Router:
         secrets = self._secrets + list(endpoint.secrets if endpoint is not None else ())
         sent = outcome.sent if outcome is not None and outcome.sent is not None else {
             "messages": list(request.messages), "temperature": request.temperature, "max_tokens": request.max_tokens}
-        text = json.dumps(sent, ensure_ascii=False, default=str)
-        for secret in secrets:  # a custom model's parameters could name a key's value: never kept
-            if secret and secret in text:
-                text = text.replace(secret, REDACTED)
-                sent = json.loads(text)
-        if len(text) > call_log.MAX_BODY_CHARS:  # kept as shortened text, not as JSON
-            sent = call_log.clip(text)
+        # What was sent, as the bytes that left (no second encoding) or, from the cache, as it would have been.
+        raw = outcome.sent_bytes if outcome is not None and outcome.sent_bytes is not None else None
+        if raw is None or any(secret and secret.encode() in raw for secret in secrets) \
+                or len(raw) > call_log.MAX_BODY_CHARS:
+            text = json.dumps(sent, ensure_ascii=False, default=str)
+            for secret in secrets:  # a custom model's parameters could name a key's value: never kept
+                if secret and secret in text:
+                    text = text.replace(secret, REDACTED)
+                    sent = json.loads(text)
+            if len(text) > call_log.MAX_BODY_CHARS:  # kept as shortened text, not as JSON
+                sent = call_log.clip(text)
         call_log.record({
             "purpose": request.purpose, "label": request.label,
             "model": endpoint.model_id if endpoint is not None else request.model_id,
-            "url": redact(call_log.bare_url(outcome.url), secrets) if outcome is not None and outcome.url else "",
+            "url": self._shown_url(outcome.url, secrets) if outcome is not None and outcome.url else "",
             "source": source or ("cache" if result.cached else "provider"),
             "request": sent,
             "attempts": (outcome.attempts or []) if outcome is not None else [],
@@ -474,7 +486,7 @@ class Router:
             return _Outcome(reason=f"connection to {label} failed: {detail}", short=f"connection error to {label}",
                             retryable=True, latency_ms=_ms(started), url=url, sent=body)
         outcome = self._read_answer(endpoint, response, quirks, _ms(started))
-        outcome.status, outcome.url, outcome.sent = response.status_code, url, body
+        outcome.status, outcome.url, outcome.sent, outcome.sent_bytes = response.status_code, url, body, content
         if call_log.recording_now():
             outcome.body = response.content.decode("utf-8", "replace")
         return outcome
