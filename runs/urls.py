@@ -8,6 +8,7 @@ urlpatterns = [
     path("runs/", views.run_list, name="list"),
     path("runs/start", views.start, name="start"),
     path("runs/<int:run_id>/", views.detail, name="detail"),
+    path("judges/", views.judges, name="judges"),
     path("runs/<int:run_id>/heatmap", views.heatmap, name="heatmap"),
     path("runs/<int:run_id>/results", views.results, name="results"),
     path("runs/<int:run_id>/prompts/<int:prompt_index>/", views.prompt_detail, name="prompt"),

@@ -34,7 +34,7 @@ from django_htmx.http import HttpResponseStopPolling
 
 from blueprints.models import Blueprint
 
-from . import grid, review, verdicts
+from . import grid, review, trust, verdicts
 from . import spec as run_spec
 from . import start as run_start
 from . import work as run_work
@@ -233,6 +233,8 @@ def _run_context(request, run: Run) -> dict:
     if run.is_finished:
         context.update(_heatmap_context(request, run, _spec(run)))
         context["verdict_tables"] = verdicts.run_verdict_rows(run)
+        context["trust"] = trust.judge_trust(Response.objects.filter(run=run))
+        context["tolerance"] = trust.TOLERANCE
         context["others"] = (Run.objects.filter(blueprint_id=run.blueprint_id).exclude(pk=run.pk)
                              .select_related("revision").only("pk", "created_at", "status", "revision__number")
                              .order_by("-created_at", "-id")[:30])
@@ -250,6 +252,20 @@ def detail(request, run_id):
             response.status_code = HttpResponseStopPolling.status_code
         return response
     return render(request, "runs/run_detail.html", context)
+
+
+@require_safe
+def judges(request):
+    """How far to trust each judge model, across runs (one blueprint's, or every run's)."""
+    slug = request.GET.get("blueprint", "")
+    blueprint = Blueprint.objects.filter(slug=slug).first() if slug else None
+    responses = Response.objects.filter(run__blueprint=blueprint) if blueprint else Response.objects.all()
+    reviewed = (Blueprint.objects.filter(runs__responses__in=Response.objects.filter(
+        Q(assessments__override__isnull=False) | Q(annotation__isnull=False))).distinct().order_by("slug")
+        .values_list("slug", flat=True))
+    return render(request, "runs/judges.html", {
+        "trust": trust.judge_trust(responses), "tolerance": trust.TOLERANCE, "blueprint": blueprint, "slug": slug,
+        "reviewed_blueprints": list(reviewed[:200]), "unknown_blueprint": bool(slug) and blueprint is None})
 
 
 @require_safe

@@ -164,3 +164,12 @@ def percent(value) -> str:
 def grid_url(query, **changes) -> str:
     """The results grid's query string with ``changes`` (``runs.grid.GridQuery.url``)."""
     return query.url(**changes)
+
+
+@register.filter
+def signed2(value) -> str:
+    """A difference with its sign, two places: +0.25, -0.10, 0.00."""
+    value = number(value)
+    if value is None:
+        return "–"
+    return "0.00" if abs(value) < 0.005 else f"{value:+.2f}"

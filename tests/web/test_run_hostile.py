@@ -59,7 +59,7 @@ def assert_nothing_can_run_or_call_home(html, *, frames_allowed=0):
                 or (t == "meta" and "http-equiv" in a)]
     assert all(attrs.get("method") == "post" and attrs.get("action", "/runs/").startswith("/runs/")
                for attrs in tags.named("form"))  # only our own forms: overrides and run controls
-    assert all(attrs.get("id", "").startswith("ov-reason-") for attrs in tags.named("textarea"))
+    assert all(attrs.get("id", "").startswith(("ov-reason-", "annotation-")) for attrs in tags.named("textarea"))
     frames = tags.named("iframe")
     assert len(frames) == frames_allowed and all(f.get("sandbox") == "" and "src" not in f for f in frames)
     return tags
