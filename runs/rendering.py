@@ -86,17 +86,21 @@ def markdown_to_html(text: str, *, links: bool = True) -> str:
                      link_rel=_REL if links else None, filter_style_properties={"text-align"})
 
 
-def sanitize_html(text: str) -> str:
-    """A model's HTML with every script, handler, form, frame, embedded object and non-web URL removed."""
-    return nh3.clean(text, tags=_HTML_TAGS, attributes=_HTML_ATTRIBUTES, url_schemes=_URL_SCHEMES, link_rel=_REL,
+def sanitize_html(text: str, *, links: bool = True) -> str:
+    """A model's HTML with every script, handler, form, frame, embedded object and non-web URL removed.
+
+    ``links=False`` also drops the addresses of links (their text stays): for the offline report."""
+    return nh3.clean(text, tags=_HTML_TAGS if links else _HTML_TAGS - {"a"}, attributes=_HTML_ATTRIBUTES,
+                     url_schemes=_URL_SCHEMES, link_rel=_REL if links else None,
                      filter_style_properties=_SAFE_STYLE_PROPERTIES)
 
 
-def html_document(text: str) -> str:
+def html_document(text: str, *, links: bool = True) -> str:
     """A whole document for an iframe's ``srcdoc``: the sanitised HTML under a policy that forbids every fetch."""
     return (f'<!doctype html><html><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{html.escape(FRAME_CSP)}">'
-            f'<base target="_blank"><style>{_FRAME_STYLE}</style></head><body>{sanitize_html(text)}</body></html>')
+            f'<base target="_blank"><style>{_FRAME_STYLE}</style></head><body>{sanitize_html(text, links=links)}'
+            f'</body></html>')
 
 
 def render(text: str | None, mode: str, *, links: bool = True, limit: int = MAX_RENDERED_CHARS) -> Rendered:
@@ -108,7 +112,7 @@ def render(text: str | None, mode: str, *, links: bool = True, limit: int = MAX_
     if mode == "markdown":
         body = markdown_to_html(shown, links=links)
     elif mode == "html":
-        body = html_document(shown)
+        body = html_document(shown, links=links)
     else:
         body = html.escape(shown)
     return Rendered(mode=mode, html=body, length=len(text), shown=len(shown))

@@ -26,7 +26,6 @@ from django.db.models import Q
 from django.db.models.fields.json import KT
 from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
@@ -41,6 +40,7 @@ from . import work as run_work
 from .exports import run_to_csv, run_to_json
 from .models import Annotation, PointAssessment, Response, Run, RunStatus
 from .rendering import RENDER_MODES, render as render_text
+from .report import report_chunks
 from .templatetags.results import number
 
 CONTROLS = ("cancel", "resume", "retry-failed")
@@ -645,59 +645,10 @@ def export_csv(request, run_id):
                        f"{run.blueprint.slug}-run-{run.pk}.csv")
 
 
-REPORT_CHUNK = 25  # prompts rendered at a time, so a large report streams
-
-
-def _report_chunks(run: Run):
-    spec = _spec(run)
-    columns = review.variant_columns(run)
-    indices = list(range(len(spec.prompts))) if spec else []
-    stats = (run.aggregates or {}).get("variants") or {}
-    yield render_to_string("runs/report.html#head", {
-        "run": run, "variants": [(c, stats[c.variant_id]) for c in columns if c.variant_id in stats],
-        "agreement": (run.aggregates or {}).get("agreement"), "overall": (run.aggregates or {}).get("overall"),
-        "generated_at": timezone.now(), "spec": spec,
-    })
-    for start in range(0, len(indices), review.HEATMAP_PAGE_SIZE):
-        rows = review.heatmap_rows(run, spec, indices[start:start + review.HEATMAP_PAGE_SIZE], columns)
-        yield render_to_string("runs/report.html#heatmap-rows", {"rows": rows, "columns": columns,
-                                                                 "first": start == 0})
-    yield render_to_string("runs/report.html#heatmap-end", {})
-    for start in range(0, len(indices), REPORT_CHUNK):
-        chunk = indices[start:start + REPORT_CHUNK]
-        responses = list(Response.objects.filter(run=run, prompt_index__in=chunk)
-                         .order_by("prompt_index", "variant_id", "trial"))
-        points: dict[int, list[PointAssessment]] = {}
-        for pa in (PointAssessment.objects.filter(response__in=responses).select_related("override")
-                   .order_by("response_id", "position")):
-            points.setdefault(pa.response_id, []).append(pa)
-        prompts = []
-        for index in chunk:
-            prompt = spec.prompts[index]
-            mine = [r for r in responses if r.prompt_index == index]
-            prompts.append({
-                "index": index, "prompt": prompt,
-                "ideal": render_text(prompt.ideal_response, "plaintext") if prompt.ideal_response is not None else None,
-                "responses": [{"response": r, "points": points.get(r.pk, []),
-                               "rendered": _report_render(r.text, prompt.render_as)} for r in mine],
-            })
-        yield render_to_string("runs/report.html#prompts", {"prompts": prompts, "run": run})
-    yield render_to_string("runs/report.html#tail", {})
-
-
-def _report_render(text, render_as):
-    """The report has no frames and no links: markdown without addresses, anything else as its source."""
-    if text is None:
-        return None
-    if render_as == "markdown":
-        return render_text(text, "markdown", links=False)
-    return render_text(text, "plaintext")
-
-
 @require_safe
 def report(request, run_id):
     """One HTML file that opens offline: inline CSS, no script, no address outside the file."""
     run = _run_or_404(run_id)
-    response = StreamingHttpResponse(_report_chunks(run), content_type="text/html; charset=utf-8")
+    response = StreamingHttpResponse(report_chunks(run), content_type="text/html; charset=utf-8")
     response.headers["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'"
     return _attachment(response, f"{run.blueprint.slug}-run-{run.pk}-report.html")

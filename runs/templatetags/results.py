@@ -87,11 +87,23 @@ def alpha_reading(alpha) -> str:
 @register.filter
 def fn_call(pa) -> str:
     """``$fn(args)`` as a point function reads in a blueprint."""
+    return fn_call_text(pa.fn, pa.fn_args)
+
+
+def fn_call_text(fn: str, fn_args) -> str:
     import json
 
-    if pa.fn_args is None:
-        return f"${pa.fn}"
-    return f"${pa.fn}({json.dumps(pa.fn_args, ensure_ascii=False)})"
+    if fn_args is None:
+        return f"${fn}"
+    return f"${fn}({json.dumps(fn_args, ensure_ascii=False)})"
+
+
+@register.filter
+def markdown(text) -> str:
+    """A description written in markdown, rendered and sanitised as responses are (no images)."""
+    from runs.rendering import markdown_to_html
+
+    return mark_safe(markdown_to_html(text)) if text else ""
 
 
 @register.filter
@@ -173,3 +185,10 @@ def signed2(value) -> str:
     if value is None:
         return "–"
     return "0.00" if abs(value) < 0.005 else f"{value:+.2f}"
+
+
+@register.filter
+def times(value) -> str:
+    """A weight as people write it: 0.67, 2, 1.5 (never 0.6666666666666666)."""
+    value = number(value)
+    return "–" if value is None else (f"{value:.2f}".rstrip("0").rstrip(".") or "0")

@@ -35,6 +35,7 @@ PROMPTS = 1000
 MODELS = [f"openai:model-{i}[temp:0]" for i in range(10)]
 TARGET_MS = 300
 POLL_TARGET_MS = 50
+REPORT_TARGET_S = 5
 SEARCH_BUDGET_S = 0.25  # runs.grid.SEARCH_BUDGET_S
 
 PROMPT = """\
@@ -231,8 +232,10 @@ def main():
     median, slowest = timed(client, "post", override, 3, data={"score": "1", "reason": "bench"},
                             HTTP_HX_REQUEST="true")
     print(f"{'override (recomputes the run aggregates)':45s} median {median:6.1f} ms   max {slowest:6.1f} ms")
-    median, _ = timed(client, "get", f"/runs/{run.pk}/report.html", 1)
-    print(f"{'HTML report, streamed (every response)':45s} {median / 1000:.1f} s")
+    median, _ = timed(client, "get", f"/runs/{run.pk}/report.html", 3)
+    print(f"{'HTML report, streamed (every response)':45s} median {median / 1000:.1f} s   target "
+          f"{REPORT_TARGET_S} s: {'OK' if median / 1000 < REPORT_TARGET_S else 'OVER'} (about half of it is "
+          f"rendering 11,000 markdown texts)")
     print(f"pages (every view with any filter or sort): worst median {worst:.1f} ms, target {TARGET_MS} ms: "
           f"{'OK' if worst < TARGET_MS else 'OVER'}")
 

@@ -92,7 +92,33 @@ def test_the_html_report_has_scores_heatmap_responses_points_and_reflections(fak
     assert "<strong>Paris</strong> is the capital of France, on the Seine." in html  # markdown, rendered
     assert "The river is named only in passing." in html  # a judge's reflection
     assert "Not evaluated: `$factcheck` is not supported" in html
-    assert "&lt;h1&gt;Hello&lt;/h1&gt;" in html  # an html response, as its source
+    # An html response is rendered as on the site: sanitised, in a sandboxed frame.
+    frames = re.findall(r'<iframe class="html-frame" sandbox="" srcdoc="([^"]*)"', html)
+    assert len(frames) == 2 and any("&lt;h1&gt;Hello&lt;/h1&gt;&lt;p&gt;A small page.&lt;/p&gt;" in f for f in frames)
+
+
+def test_the_report_renders_descriptions_and_reviewers_words(fake_provider, client):
+    from blueprints.models import Blueprint
+    from runs import review
+
+    from .test_run_support import BLUEPRINT, make_blueprint
+
+    text = BLUEPRINT.replace("description: Exercises every part of the result pages.",
+                             "description: Exercises **every** part, see [the guide](https://example.org/x).")
+    text = text.replace("  ideal: \"**Paris** is the capital of France.\"",
+                        "  description: A *capital* question.\n  ideal: \"**Paris** is the capital of France.\"")
+    blueprint = make_blueprint(text, slug="described")
+    run = make_run(fake_provider, blueprint=blueprint)
+    response = Response.objects.get(run=run, prompt_id="capital", model_id__endswith="cand-bad")
+    review.save_annotation(response, thumbs="down", comment="Lyon <again>.", who="Ana")
+
+    _, html = report_of(client, run)
+
+    assert "Exercises <strong>every</strong> part, see the guide." in html  # markdown; the link keeps its text
+    assert "example.org" not in html
+    assert "A <em>capital</em> question." in html
+    assert "Reviewer Ana: 👎 thumbs down “Lyon &lt;again&gt;.”" in html
+    assert Blueprint.objects.filter(slug="described").exists()
 
 
 def test_a_large_report_streams_in_chunks(client):

@@ -128,7 +128,7 @@ def test_required_points_show_score_kind_weight_citation_judges_and_reflections(
     html = page_of(client, response_of(run, "capital")).content.decode()
     card = point_card(html, "Names Paris as the capital.")
     assert '<span class="score-chip heat-10">1.00</span>' in card
-    assert ">judged<" in card and "weight 2" in card and "Citation: Geography 101" in card
+    assert ">judged<" in card and "weight ×2" in card and "Citation: Geography 101" in card
     assert card.count('<li class="verdict-item') == 2
     assert "holistic-judge-a(openai:judge-a)" in card and "holistic-judge-b(openai:judge-b)" in card
     assert '<p class="reflection">It names Paris as the capital.</p>' in card

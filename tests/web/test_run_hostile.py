@@ -128,7 +128,15 @@ def test_the_run_page_and_report_stay_clean(hostile, client):
     assert_nothing_can_run_or_call_home(html)
     report = b"".join(client.get(f"/runs/{run.pk}/report.html").streaming_content).decode()
     tags = Tags(report)
-    assert not tags.named("script", "iframe", "img", "object", "link", "base", "form")
+    assert not tags.named("script", "img", "object", "link", "base", "form")
+    # An HTML response is in a sandboxed frame (as on the site) whose document loads and runs nothing.
+    frames = tags.named("iframe")
+    assert frames and all(f.get("sandbox") == "" and "src" not in f for f in frames)
+    for frame in frames:
+        inside = Tags(frame["srcdoc"])
+        assert not [t for t, _ in inside.tags if t in ("script", "img", "form", "iframe", "object", "link", "a")]
+        assert not [(t, a) for t, a in inside.tags if any(k.startswith("on") for k in a)]
+        assert "http" not in frame["srcdoc"].split("</style>", 1)[1]  # no address left, not even a link's
     assert all(not a.startswith("on") for _, attrs in tags.tags for a in attrs)
     assert all(attrs.get("href", "#").startswith("#") for attrs in tags.named("a"))  # in-document links only
     assert len(tags.named("style")) == 1  # the report's own
