@@ -152,11 +152,13 @@ def result_fields(result: ItemResult) -> tuple[dict, dict]:
         candidate_input_tokens=0 if rejudged else (response.usage.input_tokens or 0),
         candidate_output_tokens=0 if rejudged else (response.usage.output_tokens or 0),
         candidate_cost_usd=0 if rejudged else (response.cost_usd or 0),
-        candidate_cost_unknown=0 if rejudged or response.cost_usd is not None or response.cached else 1,
+        # Every call of unknown price counts: one per generated turn.
+        candidate_cost_unknown=0 if rejudged or response.cost_usd is not None or response.cached else
+        max(1, sum(1 for t in response.conversation if t.generated)),
         judge_input_tokens=usage.input_tokens if usage else 0,
         judge_output_tokens=usage.output_tokens if usage else 0,
         judge_cost_usd=(usage.cost_usd or 0) if usage else 0,
-        judge_cost_unknown=1 if usage and usage.calls and usage.cost_usd is None else 0,
+        judge_cost_unknown=usage.unknown_cost_calls if usage else 0,
     )
     return fields, counters
 

@@ -475,6 +475,7 @@ def override(request, run_id, response_id, position):
     response.refresh_from_db()
     context = _response_context(request, run, response)
     context.update({"override_error": error, "override_position": position, "oob": True,
+                    "override_typed": request.POST if error else None,
                     "override_message": None if error else _override_message(position, outcome)})
     return render(request, "runs/response_detail.html#override-result", context)
 

@@ -14,6 +14,7 @@ from typing import Iterable, Sequence
 from blueprints.spec.schema import Prompt
 
 from .scoring import VERDICTS, Rating, TrialOutcome, aggregate_trials, model_stats, round2, run_stats, textbook_alpha
+from .assess import unknown_cost_calls
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +83,7 @@ def run_aggregates(records: Sequence[ResponseRecord], prompts: Sequence[Prompt],
             "judgeInputTokens": sum(u.get("inputTokens", 0) for u in usage),
             "judgeOutputTokens": sum(u.get("outputTokens", 0) for u in usage),
             "judgeCostUsd": sum(u.get("costUsd") or 0 for u in usage),
-            "judgeCostUnknown": sum(1 for u in usage if u.get("calls") and u.get("costUsd") is None),
+            "judgeCostUnknown": sum(unknown_cost_calls(u) for u in usage),
             "latencyMs": sum(latencies) / len(latencies) if latencies else None,
             "violatedShouldNot": sum(1 for r in mine if r.violated_should_not),
             "disagreements": sum(1 for r in mine if r.disagreement),

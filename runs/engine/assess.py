@@ -120,35 +120,50 @@ class JudgeUsage:
     cached_verdicts: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    cost_usd: float | None = 0.0  # None: some call's price is unknown
+    cost_usd: float | None = 0.0  # what the calls of known price cost; None: no call's price is known
+    unknown_cost_calls: int = 0  # calls whose price is not known (each call counts, repairs included)
 
     def __add__(self, other: JudgeUsage) -> JudgeUsage:
-        cost = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
+        cost = None if self.cost_usd is None and other.cost_usd is None else \
+            (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
         return JudgeUsage(self.calls + other.calls, self.failed_verdicts + other.failed_verdicts,
                           self.cached_verdicts + other.cached_verdicts, self.input_tokens + other.input_tokens,
-                          self.output_tokens + other.output_tokens, cost)
+                          self.output_tokens + other.output_tokens, cost,
+                          self.unknown_cost_calls + other.unknown_cost_calls)
 
     @classmethod
     def of(cls, verdicts: list[JudgeVerdict]) -> JudgeUsage:
-        costs = [v.cost_usd for v in verdicts if v.calls]
+        known = [v.cost_usd for v in verdicts if v.calls and v.cost_usd is not None]
+        unknown = sum(v.calls for v in verdicts if v.calls and v.cost_usd is None)
         return cls(
             calls=sum(v.calls for v in verdicts),
             failed_verdicts=sum(1 for v in verdicts if not v.ok),
             cached_verdicts=sum(1 for v in verdicts if v.cached),
             input_tokens=sum(v.input_tokens or 0 for v in verdicts),
             output_tokens=sum(v.output_tokens or 0 for v in verdicts),
-            cost_usd=None if any(c is None for c in costs) else float(sum(costs)),
+            cost_usd=float(sum(known)) if known or not unknown else None,
+            unknown_cost_calls=unknown,
         )
 
     def to_dict(self) -> dict:
         return {"calls": self.calls, "failedVerdicts": self.failed_verdicts, "cachedVerdicts": self.cached_verdicts,
-                "inputTokens": self.input_tokens, "outputTokens": self.output_tokens, "costUsd": self.cost_usd}
+                "inputTokens": self.input_tokens, "outputTokens": self.output_tokens, "costUsd": self.cost_usd,
+                "unknownCostCalls": self.unknown_cost_calls}
 
     @classmethod
     def from_dict(cls, data: dict) -> JudgeUsage:
         return cls(calls=data.get("calls") or 0, failed_verdicts=data.get("failedVerdicts") or 0,
                    cached_verdicts=data.get("cachedVerdicts") or 0, input_tokens=data.get("inputTokens") or 0,
-                   output_tokens=data.get("outputTokens") or 0, cost_usd=data.get("costUsd", 0.0))
+                   output_tokens=data.get("outputTokens") or 0, cost_usd=data.get("costUsd", 0.0),
+                   unknown_cost_calls=unknown_cost_calls(data))
+
+
+def unknown_cost_calls(usage: dict) -> int:
+    """Judge calls of unknown price in a stored usage dict (stored before the count was kept: every call
+    of a response whose judge cost was unknown)."""
+    if "unknownCostCalls" in usage:
+        return usage.get("unknownCostCalls") or 0
+    return (usage.get("calls") or 0) if usage.get("costUsd") is None else 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -112,15 +112,22 @@ def took(run) -> str:
     from django.utils import timezone
 
     seconds = run.elapsed_s(timezone.now())
+    if run.finished_at is not None and (seconds is None or seconds < 1):
+        # A working time that was never measured (no start stamp, a stretch cut short) must not read as
+        # "0 s" for a run that took longer: the span from its start (or creation) to its end says.
+        span = (run.finished_at - (run.started_at or run.created_at)).total_seconds()
+        if span >= 1:
+            seconds = span
     if seconds is None:
         return "–"
     if seconds < 1:
         return "under 1 s"
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    if seconds < 3600:
-        return f"{seconds // 60:.0f} min {seconds % 60:.0f} s"
-    return f"{seconds // 3600:.0f} h {seconds % 3600 // 60:.0f} min"
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60} s"
+    return f"{whole // 3600} h {whole % 3600 // 60} min"
 
 
 ROW = 34
@@ -192,3 +199,13 @@ def times(value) -> str:
     """A weight as people write it: 0.67, 2, 1.5 (never 0.6666666666666666)."""
     value = number(value)
     return "–" if value is None else (f"{value:.2f}".rstrip("0").rstrip(".") or "0")
+
+
+MIN_ALPHA_POINTS = 10  # fewer points scored by two judges than this, and alpha says nothing
+
+
+@register.filter
+def too_few_for_alpha(agreement) -> bool:
+    """Whether an agreement figure rests on too few points to read (alpha over 3 points is noise)."""
+    points = number((agreement or {}).get("points"))
+    return points is None or points < MIN_ALPHA_POINTS

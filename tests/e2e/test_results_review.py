@@ -96,7 +96,7 @@ def test_a_reviewer_reads_switches_overrides_and_sees_the_score_change(page, liv
     summary = page.locator("#score-summary")
     expect(summary.locator(".score-big")).to_have_text("1.00")
     expect(summary).to_contain_text("a reviewer's override applies")
-    expect(summary).to_contain_text("the judges gave 0.90")
+    expect(summary).to_contain_text("0.90 before overrides")
     point = page.locator("article.point-card", has_text="Mentions the Seine river.")
     expect(point.locator(".override-note")).to_contain_text("The judges' score was 0.50")
     expect(point.locator(".override-saved")).to_be_focused()

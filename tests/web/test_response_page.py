@@ -202,7 +202,7 @@ def test_an_override_changes_the_score_keeps_the_verdict_and_updates_the_run(fak
     assert body.lstrip().startswith('<div id="review">')
     assert '<section id="score-summary" class="score-summary" hx-swap-oob="true"' in body
     assert '<span class="score-chip score-big heat-10">1.00</span>' in body
-    assert "a reviewer's override applies" in body and "the judges gave 0.90" in body
+    assert "a reviewer's override applies" in body and "0.90 before overrides" in body
     assert "Override on point 3 saved: the response&#x27;s score is 1.00 (it was 0.90)." in body
     assert "The judges' score was 0.50." in body
 
@@ -269,6 +269,19 @@ def test_a_bad_override_is_refused_with_the_reason_in_the_form(fake_provider, cl
     assert not PointOverride.objects.exists()
     response.refresh_from_db()
     assert response.score == 0.9
+    # What the reviewer typed is still in the form, to fix and send again.
+    card = body.split('id="point-3"')[1].split("</article>")[0]
+    assert f'value="{data["score"]}"' in card and f">{data['reason']}</textarea>" in card
+
+
+def test_the_summary_and_a_function_points_override_do_not_credit_the_judges(fake_provider, client):
+    run = make_run(fake_provider)
+    response = response_of(run, "capital")
+    function_point = PointAssessment.objects.get(response=response, kind="function", fn="icontains")
+    client.post(override_url(response, function_point.position), {"score": "0", "reason": "checked"})
+    body = client.get(f"/runs/{run.pk}/responses/{response.pk}/").content.decode()
+    assert "The function's score was 1.00." in body and "The judges' score was 1.00" not in body
+    assert "before overrides" in body and "the judges gave" not in body
 
 
 def test_override_needs_post_and_a_point_of_this_response(fake_provider, client):
