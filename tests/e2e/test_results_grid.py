@@ -111,3 +111,44 @@ def test_cells_fill_in_while_a_run_works(page, live_server, fake_provider, scree
     expect(page.locator("td.gcell.cell-pending")).to_have_count(0, timeout=20_000)
     expect(page.locator("td.gcell", has_text="Slowly: Paris.")).to_have_count(3, timeout=20_000)
     assert problems == []
+
+
+def test_see_a_raw_call_annotate_and_rerun_one_cell(page, live_server, fake_provider, screenshot):
+    run = made_off_the_loop(make_run, fake_provider)
+    response = Response.objects.get(run=run, prompt_id="capital", model_id__endswith="cand-bad")
+    problems = watch_console(page)
+    page.goto(f"{live_server.url}/runs/{run.pk}/responses/{response.pk}/")
+
+    # Every call, on demand: the candidate's request as sent and the raw body it got back.
+    page.get_by_text("Show each call to the model and the judges").click()
+    calls = page.locator(".calls details.call")
+    expect(calls.first).to_be_visible()
+    assert calls.count() == 1 + 6  # the candidate, then one call per judged point and judge
+    first = calls.first
+    first.locator("summary").click()
+    expect(first).to_contain_text("Request as sent")
+    expect(first.locator(".call-cols")).to_contain_text("What is the capital of France?")
+    expect(first.locator(".call-cols")).to_contain_text('"content": "I think it is Lyon."')
+    expect(first).to_contain_text("HTTP 200")
+    page.evaluate("document.getElementById('calls-heading').scrollIntoView()")
+    screenshot(page, "response-calls")
+
+    # An annotation: thumbs down and a comment, saved in place.
+    box = page.locator("#annotation")
+    box.get_by_label("👎 down").check()
+    box.get_by_label("Comment").fill("Names the wrong city.")
+    box.get_by_role("button", name="Save annotation").click()
+    expect(page.locator("#annotation")).to_contain_text("Saved.")
+    expect(page.locator("#annotation textarea")).to_have_value("Names the wrong city.")
+    page.evaluate("document.getElementById('annotation').scrollIntoView()")
+    screenshot(page, "response-annotation")
+
+    # Re-run this one cell: the model is asked again (not the cache) and now answers differently.
+    made_off_the_loop(script, fake_provider,
+                      [{"model": "cand-bad", "match": "capital of France", "reply": "Paris, on the Seine."}])
+    page.get_by_text("Re-run this cell…").click()
+    page.get_by_role("button", name=re.compile(r"^Re-run capital")).click()
+    expect(page.locator(".messages")).to_contain_text("Re-running capital")
+    expect(page.locator("#rendered")).to_contain_text("Paris, on the Seine.", timeout=20_000)
+    expect(page.locator("#annotation")).to_contain_text("Written before this response was re-run")
+    assert problems == []
