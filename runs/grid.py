@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import time
+from itertools import groupby
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
@@ -379,17 +380,15 @@ def _search(run: Run, bp, query: GridQuery, problems: list[str]) -> tuple[dict, 
             if result:
                 found["responses"].add(pk)
         if not partial and len(found["responses"]) < Response.objects.filter(run=run).count():
-            # What judges said, as stored (JSON text, not decoded: a hundred thousand rows must stay cheap).
-            for response_id, reflection, verdicts in (PointAssessment.objects.filter(response__run=run)
-                                                      .annotate(said=Cast("verdicts", TextField()))
-                                                      .values_list("response_id", "reflection", "said")
-                                                      .iterator(chunk_size=2000)):
-                if time.monotonic() > budget:
-                    partial = True
-                    break
+            # What judges said, as stored (JSON text, not decoded: a hundred thousand rows must stay cheap),
+            # one search per response over all its points (the regex call, not the text, is what costs).
+            rows = (PointAssessment.objects.filter(response__run=run)
+                    .annotate(said=Cast("verdicts", TextField())).order_by("response_id")
+                    .values_list("response_id", "reflection", "said").iterator(chunk_size=2000))
+            for response_id, group in groupby(rows, key=lambda row: row[0]):
                 if response_id in found["responses"]:
                     continue
-                result = hit(f"{reflection}\n{verdicts}")
+                result = hit("\n\n".join(f"{reflection}\n{said}" for _, reflection, said in group))
                 if result is None:
                     partial = True
                     break
