@@ -4,18 +4,22 @@ Responses are rendered as the site renders them (runs/rendering.py): markdown sa
 sanitised and shown in a sandboxed frame whose own policy forbids every fetch, plain text escaped;
 links keep their text and lose their address. Descriptions are markdown, as on the blueprint page.
 
-Speed: a run of 10,000 responses and 100,000 points is written in a few seconds. The summary and the
-heatmap go through templates (a few hundred rows); each prompt's responses and points are built here
+Speed: a run of 10,000 responses and 100,000 points is written in under 4 s (tests/bench/bench_results.py).
+The summary goes through a template; the heatmap and each prompt's responses and points are built here
 from plain rows (``values_list``, no model objects) with ``html.escape``, because Django's template
-engine spent two thirds of the time on the 100,000 points (measured with cProfile: 26 s of 39).
-The report streams, ``REPORT_CHUNK`` prompts at a time, so memory stays flat.
+engine spent two thirds of the time on the 100,000 points (cProfile: 26 s of 39), and the JSON columns
+are read as text and decoded here (Django's per-row JSON converters cost a further quarter). Most of
+what remains is markdown-it. The report streams, ``REPORT_CHUNK`` prompts at a time, so memory stays flat.
 """
 
 from __future__ import annotations
 
+import json
 from html import escape
 from typing import Iterable, Iterator
 
+from django.db.models import TextField
+from django.db.models.functions import Cast
 from django.template.loader import render_to_string
 from django.utils import timezone
 
@@ -29,8 +33,14 @@ REPORT_CHUNK = 50  # prompts rendered at a time
 
 _RESPONSE_FIELDS = ("pk", "prompt_index", "variant_id", "trial", "score", "not_evaluated_reason", "error",
                     "violated_should_not", "disagreement", "text")
-_POINT_FIELDS = ("response_id", "kind", "text", "fn", "fn_args", "path_id", "inverted", "multiplier", "score",
-                 "error", "reflection", "verdicts", "override__score", "override__reason")
+_POINT_FIELDS = ("response_id", "kind", "text", "fn", "args_text", "path_id", "inverted", "multiplier", "score",
+                 "error", "reflection", "verdicts_text", "override__score", "override__reason")
+_read_json = json.JSONDecoder().raw_decode
+
+
+def _json(text):
+    """A JSON column read as text (SQL NULL and JSON null both read as None)."""
+    return None if text is None else _read_json(text)[0]
 _THUMBS = {1: "👍 thumbs up", -1: "👎 thumbs down"}
 
 
@@ -46,14 +56,33 @@ def report_chunks(run: Run) -> Iterator[str]:
         "generated_at": timezone.now(), "spec": spec,
         "description_html": markdown_to_html(spec.description, links=False) if spec and spec.description else "",
     })
+    yield ('<table class="heatmap">\n  <thead><tr><th scope="col">Prompt</th>'
+           + "".join(f'<th scope="col"><code>{escape(c.variant_id)}</code></th>' for c in columns)
+           + "</tr></thead>\n  <tbody>\n")
     for start in range(0, len(indices), review.HEATMAP_PAGE_SIZE):
         rows = review.heatmap_rows(run, spec, indices[start:start + review.HEATMAP_PAGE_SIZE], columns)
-        yield render_to_string("runs/report.html#heatmap-rows", {"rows": rows, "columns": columns,
-                                                                 "first": start == 0})
+        yield "".join(_heatmap_row(row) for row in rows)
     yield render_to_string("runs/report.html#heatmap-end", {})
     for start in range(0, len(indices), REPORT_CHUNK):
         yield _prompts_html(run, spec, indices[start:start + REPORT_CHUNK])
     yield render_to_string("runs/report.html#tail", {})
+
+
+_CELL_TEXT = {"failed": "failed", "not-evaluated": "n/e"}
+
+
+def _heatmap_row(row) -> str:
+    cells = []
+    for cell in row.cells:
+        if not cell.response_id:
+            cells.append('<td class="cell heat-none">–</td>')
+            continue
+        scored = cell.state == "scored"
+        shown = f"{cell.score:.2f}" if scored and cell.score is not None else _CELL_TEXT.get(cell.state, "…")
+        cells.append(f'<td class="cell {heat(cell.score) if scored else "heat-none"}"><a href="#r-{cell.response_id}">'
+                     f'{shown}{_flags(cell.violated_should_not, cell.disagreement)}</a></td>')
+    return (f'<tr><th scope="row"><a href="#prompt-{row.index}"><code>{escape(row.prompt_id)}</code></a></th>'
+            f'{"".join(cells)}</tr>\n')
 
 
 def _prompts_html(run: Run, spec, chunk: list[int]) -> str:
@@ -61,7 +90,9 @@ def _prompts_html(run: Run, spec, chunk: list[int]) -> str:
     responses = (Response.objects.filter(**in_chunk).order_by("prompt_index", "variant_id", "trial")
                  .values_list(*_RESPONSE_FIELDS))
     points: dict[int, list[tuple]] = {}
+    # The JSON columns come as text and are read here (Django's per-row converters were a fifth of the time).
     for row in (PointAssessment.objects.filter(**{f"response__{k}": v for k, v in in_chunk.items()})
+                .annotate(args_text=Cast("fn_args", TextField()), verdicts_text=Cast("verdicts", TextField()))
                 .order_by("response_id", "position").values_list(*_POINT_FIELDS)):
         points.setdefault(row[0], []).append(row)
     notes = {pk: (thumbs, comment, who) for pk, thumbs, comment, who in Annotation.objects.filter(
@@ -147,6 +178,7 @@ def _chip(score: float | None) -> str:
 def _point_html(point: tuple) -> str:
     _, kind, text, fn, fn_args, path_id, inverted, multiplier, score, error, reflection, verdicts, \
         override, override_reason = point
+    fn_args, verdicts = _json(fn_args), _json(verdicts)
     effective = override if override is not None else score
     parts = [f'      <div class="point{" ne" if effective is None else ""}">{_chip(effective)}']
     if path_id:

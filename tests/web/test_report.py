@@ -91,6 +91,7 @@ def test_the_html_report_has_scores_heatmap_responses_points_and_reflections(fak
         assert f'id="r-{response.pk}"' in html
     assert "<strong>Paris</strong> is the capital of France, on the Seine." in html  # markdown, rendered
     assert "The river is named only in passing." in html  # a judge's reflection
+    assert "<code>$icontains(&quot;paris&quot;)</code>" in html  # a function point with its arguments
     assert "Not evaluated: `$factcheck` is not supported" in html
     # An html response is rendered as on the site: sanitised, in a sandboxed frame.
     frames = re.findall(r'<iframe class="html-frame" sandbox="" srcdoc="([^"]*)"', html)
