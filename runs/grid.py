@@ -291,9 +291,13 @@ def changed_cells(run: Run, bp, query: GridQuery, since) -> list[tuple[int, int,
     variants = variant_order(run)
     rows = grid_rows(run, bp, variants, sorted(indices))
     keep = _filter(query)
+    searched = None
+    if query.q:  # the search, over the changed responses alone
+        ids = {c.response_id for row in rows.values() for c in row.cells if c.response_id}
+        searched, _ = _search(run, bp, query, [], only=ids)
     out = []
     for row in rows.values():
-        _mark(row, keep, None, query.threshold)
+        _mark(row, keep, searched, query.threshold)
         _add_previews([row], run)
         out.extend((row.index, col, cell) for col, cell in enumerate(row.cells) if cell.state != "missing")
     return out
@@ -348,10 +352,15 @@ def _sorted(rows: list[GridRow], sort: str) -> list[GridRow]:
     return rows
 
 
-def _search(run: Run, bp, query: GridQuery, problems: list[str]) -> tuple[dict, bool]:
+def _search(run: Run, bp, query: GridQuery, problems: list[str], only: set[int] | None = None
+            ) -> tuple[dict, bool]:
     """Prompts and responses the search finds: in the prompt's text, the response, or what a judge said
-    (a point's reflection or any judge's own)."""
+    (a point's reflection or any judge's own). ``only``: look at these responses alone (the live poll)."""
     found = {"prompts": set(), "responses": set()}
+    responses = Response.objects.filter(run=run)
+    points = PointAssessment.objects.filter(response__run=run)
+    if only is not None:
+        responses, points = responses.filter(pk__in=only), points.filter(response_id__in=only)
     if query.regex:
         try:
             pattern = compile_js(query.q, ignore_case=True)
@@ -372,17 +381,17 @@ def _search(run: Run, bp, query: GridQuery, problems: list[str]) -> tuple[dict, 
             if hit(_prompt_text(prompt)):
                 found["prompts"].add(i)
         partial = False
-        for pk, text in Response.objects.filter(run=run).values_list("pk", "text").iterator(chunk_size=500):
+        for pk, text in responses.values_list("pk", "text").iterator(chunk_size=500):
             result = hit(text or "")
             if result is None:
                 partial = True
                 break
             if result:
                 found["responses"].add(pk)
-        if not partial and len(found["responses"]) < Response.objects.filter(run=run).count():
+        if not partial and len(found["responses"]) < responses.count():
             # What judges said, as stored (JSON text, not decoded: a hundred thousand rows must stay cheap),
             # one search per response over all its points (the regex call, not the text, is what costs).
-            rows = (PointAssessment.objects.filter(response__run=run)
+            rows = (points
                     .annotate(said=Cast("verdicts", TextField())).order_by("response_id")
                     .values_list("response_id", "reflection", "said").iterator(chunk_size=2000))
             for response_id, group in groupby(rows, key=lambda row: row[0]):
@@ -400,8 +409,8 @@ def _search(run: Run, bp, query: GridQuery, problems: list[str]) -> tuple[dict, 
         return found, partial
     needle = query.q.lower()
     found["prompts"] = {i for i, p in enumerate(bp.prompts) if needle in _prompt_text(p).lower()}
-    found["responses"] = set(Response.objects.filter(run=run, text__icontains=query.q).values_list("pk", flat=True))
-    found["responses"] |= set(PointAssessment.objects.filter(response__run=run).filter(
+    found["responses"] = set(responses.filter(text__icontains=query.q).values_list("pk", flat=True))
+    found["responses"] |= set(points.filter(
         Q(reflection__icontains=query.q) | Q(verdicts__icontains=query.q)).values_list("response_id", flat=True))
     return found, False
 

@@ -4,6 +4,8 @@ path, against the fake LLM server."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.utils import timezone
 
@@ -134,6 +136,11 @@ def test_the_live_poll_sends_only_the_cells_that_changed(client, run):
     assert 'id="grid-live"' in page and "every 2s" in page
     # Table cells outside a table are dropped by the browser's parser: each travels in a <template>.
     assert page.count("<template><td ") == 2
+    # A search in the view applies to the polled cells too: the bad model's Thames cell does not match "longest".
+    for q, regex in (("longest", ""), ("\\blongest\\b", "1")):
+        page = client.get(f"/runs/{run.pk}/results?q={q}&regex={regex}&since={since}", **htmx()).content.decode()
+        cells = re.findall(r'<td id="cell-1-\d" class="([^"]*)"', page)
+        assert len(cells) == 2 and sum("dim" in c for c in cells) == 1, cells
 
 
 def test_a_run_still_working_shows_its_grid_with_the_poll(client, run):
