@@ -25,11 +25,12 @@ from blueprints.models import Blueprint, ModelCollection
 from blueprints.editing import create_from_text
 from blueprints.spec.extensions import MAX_TRIALS
 
+from . import review, trust
 from . import spec as run_spec
 from . import start as run_start
 from . import work as run_work
 from .exports import run_to_json
-from .models import Run
+from .models import Annotation, Response, Run
 
 
 def _error(status: int, message: str, **extra) -> JsonResponse:
@@ -208,6 +209,84 @@ def control(request, run_id, action):
         run_work.retry_failed(run)
     run.refresh_from_db()
     return JsonResponse(run_status(run, request))
+
+
+# --- one response: re-run it, annotate it ---------------------------------------------------------
+
+
+def _response_or_404(run_id: int, response_id: int) -> tuple[Run, Response]:
+    run = _run_or_404(run_id)
+    response = Response.objects.filter(run=run, pk=response_id).first()
+    if response is None:
+        raise Http404(f"run {run_id} has no response with the id {response_id}")
+    return run, response
+
+
+@api_view
+@require_POST
+def response_rerun(request, run_id, response_id):
+    """Generate and judge one response again, afresh; answers with the run's status (202: it is queued)."""
+    run, response = _response_or_404(run_id, response_id)
+    try:
+        overrides = run_work.rerun_response(run, response.pk)
+    except run_work.RerunRefused as refused:
+        return _error(409, str(refused))
+    run.refresh_from_db()
+    return JsonResponse({**run_status(run, request), "overridesRemoved": overrides}, status=202)
+
+
+@api_view
+@require_http_methods(["GET", "POST", "DELETE"])
+def response_annotation(request, run_id, response_id):
+    """GET the annotation (null when none); POST {"thumbs": "up"|"down"|null, "comment": "...", "who": "..."}
+    sets it; DELETE removes it."""
+    _, response = _response_or_404(run_id, response_id)
+    if request.method == "DELETE":
+        review.save_annotation(response, thumbs="", comment="")
+    elif request.method == "POST":
+        data = _body(request)
+        if isinstance(data, JsonResponse):
+            return data
+        wrong = [k for k in ("thumbs", "comment", "who") if data.get(k) is not None and not isinstance(data[k], str)]
+        if wrong:
+            return _error(400, f"{', '.join(wrong)} must be text (thumbs: \"up\", \"down\" or null)")
+        unknown = sorted(set(data) - {"thumbs", "comment", "who"})
+        if unknown:
+            return _error(400, f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}: send thumbs, "
+                               f"comment and who")
+        try:
+            review.save_annotation(response, thumbs=data.get("thumbs") or "", comment=data.get("comment") or "",
+                                   who=data.get("who") or "")
+        except review.AnnotationRefused as refused:
+            return _error(400, str(refused))
+    annotation = Annotation.objects.filter(response=response).first()
+    return JsonResponse({"response": response.pk, "annotation": annotation.to_export() if annotation else None},
+                        json_dumps_params={"ensure_ascii": False})
+
+
+@api_view
+@require_GET
+def judges(request):
+    """How far to trust each judge model, from reviewers' overrides (``?blueprint=<slug>``, ``?run=<id>``)."""
+    responses = Response.objects.all()
+    if request.GET.get("blueprint"):
+        responses = responses.filter(run__blueprint=_blueprint_or_404(request.GET["blueprint"]))
+    if request.GET.get("run"):
+        try:
+            responses = responses.filter(run=_run_or_404(int(request.GET["run"])))
+        except ValueError:
+            return _error(400, "run must be a run's number")
+    report = trust.judge_trust(responses)
+    return JsonResponse({
+        "reviewedResponses": report.reviewed_responses, "overrides": report.overrides,
+        "tolerance": trust.TOLERANCE,
+        "judges": [{"model": j.model, "points": j.points, "stands": j.stands, "agreement": j.agreement,
+                    "meanBias": j.mean_bias, "overridden": j.overridden, "runs": sorted(j.runs),
+                    "wrong": [{"run": w.run_id, "response": w.response_id, "position": w.position,
+                               "promptId": w.prompt_id, "model": w.variant_id, "point": w.text,
+                               "judgeScore": w.judge_score, "reviewerScore": w.human_score} for w in j.wrong],
+                    "wrongCount": j.wrong_count} for j in report.judges],
+    }, json_dumps_params={"ensure_ascii": False})
 
 
 # --- the library: blueprints and collections -----------------------------------------------------
