@@ -30,7 +30,7 @@ from django.urls import reverse
 from blueprints.spec.jsregex import RegexError, compile_js
 from runs.engine.scoring import round2
 
-from .models import PointAssessment, PointOverride, Response, Run
+from .models import Annotation, PointAssessment, PointOverride, Response, Run
 
 FILTERS = {
     "all": "Every response",
@@ -40,6 +40,8 @@ FILTERS = {
     "disagree": "Judges disagree",
     "should-not": "Meets a should-not point",
     "overridden": "Overridden by a reviewer",
+    "thumbs-down": "Thumbs down from a reviewer",
+    "annotated": "Annotated by a reviewer",
 }
 SORTS = {"order": "Blueprint order", "score": "Lowest score first", "spread": "Widest spread first",
          "latency": "Slowest first", "cost": "Costliest first"}
@@ -116,6 +118,7 @@ class GridCell:
     violated_should_not: bool = False
     disagreement: bool = False
     overridden: bool = False
+    thumbs: int | None = None  # a reviewer's annotation: 1 up, -1 down, 0 a comment alone; None: none
     latency_ms: float | None = None
     cost_usd: float | None = None
     reason: str = ""
@@ -216,6 +219,10 @@ def grid_rows(run: Run, bp, variants: list[str], indices=None) -> dict[int, Grid
         responses = responses.filter(prompt_index__in=list(rows))
         overrides = overrides.filter(assessment__response__prompt_index__in=list(rows))
     overridden = set(overrides.values_list("assessment__response_id", flat=True))
+    notes = Annotation.objects.filter(response__run=run)
+    if indices is not None:
+        notes = notes.filter(response__prompt_index__in=list(rows))
+    thumbs = {pk: value or 0 for pk, value in notes.values_list("response_id", "thumbs")}
     sums: dict[tuple[int, int], list[float]] = {}
     for (pk, index, variant_id, trial, status, score, violated, disagreement, error, reason, latency,
          cost) in (responses.order_by("prompt_index", "variant_id", "trial")
@@ -232,6 +239,8 @@ def grid_rows(run: Run, bp, variants: list[str], indices=None) -> dict[int, Grid
         cell.violated_should_not |= violated
         cell.disagreement |= disagreement
         cell.overridden |= pk in overridden
+        if pk in thumbs and (cell.thumbs is None or thumbs[pk] < cell.thumbs):
+            cell.thumbs = thumbs[pk]  # over trials, the sternest word
         if latency is not None:
             cell.latency_ms = max(cell.latency_ms or 0.0, latency)
         if cost is not None:
@@ -320,6 +329,8 @@ def _filter(query: GridQuery):
         "disagree": lambda c: c.disagreement,
         "should-not": lambda c: c.violated_should_not,
         "overridden": lambda c: c.overridden,
+        "thumbs-down": lambda c: c.thumbs == -1,
+        "annotated": lambda c: c.thumbs is not None,
     }[query.filter]
 
 

@@ -155,3 +155,17 @@ def _spec(run):
     from runs.spec import parsed_blueprint
 
     return parsed_blueprint(run.revision)
+
+
+def test_a_reviewers_thumbs_show_on_the_cell_and_filter_the_grid(client, run):
+    from runs import review
+
+    bad = Response.objects.get(run=run, prompt_id="river", variant_id__startswith="openai:bad")
+    good = Response.objects.get(run=run, prompt_id="capital", variant_id__startswith="openai:good")
+    review.save_annotation(bad, thumbs="down", comment="Not the longest.")
+    review.save_annotation(good, thumbs="", comment="Fine.")
+
+    down = client.get(f"/runs/{run.pk}/results?filter=thumbs-down").content.decode()
+    assert _cells(down) == 1 and "👎" in down
+    annotated = client.get(f"/runs/{run.pk}/results?filter=annotated").content.decode()
+    assert _cells(annotated) == 2 and "💬" in annotated
