@@ -76,6 +76,14 @@ def test_a_provider_that_echoes_the_key_never_puts_it_in_the_log(client, fake_pr
     assert "401" in page and FAKE_KEY not in page and FAKE_KEY[:12] not in page
 
 
+def test_an_error_body_that_echoes_part_of_a_key_loses_that_word():
+    from runs.engine.providers.router import _kept_body
+
+    kept = _kept_body('{"error": "Incorrect API key provided: sk-test-not-a-re****3456"}', [FAKE_KEY], 401)
+    assert "sk-test-not-a-re" not in kept and "[redacted]" in kept and "Incorrect API key" in kept
+    assert _kept_body('{"ok": "sk-test-not-a-re"}', [FAKE_KEY], 200) == '{"ok": "sk-test-not-a-re"}'
+
+
 def test_the_log_is_bounded_and_a_broken_blob_says_so():
     many = [{"purpose": "judge", "answer": "x" * 10} for _ in range(calls.MAX_CALLS)]
     with calls.recording() as log:

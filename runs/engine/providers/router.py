@@ -296,8 +296,8 @@ class Router:
             "request": sent,
             "attempts": (outcome.attempts or []) if outcome is not None else [],
             "status": outcome.status if outcome is not None else None,
-            "answer": _kept_body(outcome.body, secrets) if outcome is not None and outcome.body is not None
-            else call_log.clip(result.text),
+            "answer": (_kept_body(outcome.body, secrets, outcome.status)
+                       if outcome is not None and outcome.body is not None else call_log.clip(result.text)),
             "error": result.error, "latency_ms": result.latency_ms, "input_tokens": result.usage.input_tokens,
             "output_tokens": result.usage.output_tokens, "cost_usd": result.cost_usd, "cached": result.cached,
             "finish_reason": result.finish_reason,
@@ -578,8 +578,11 @@ def _attempt(outcome: _Outcome, waited_s: float | None, secrets: Iterable[str], 
     return entry
 
 
-def _kept_body(body: str, secrets: Iterable[str]) -> str:
-    """An answer's raw body as kept: shortened past the limit, any key's value replaced."""
+def _kept_body(body: str, secrets: Iterable[str], status: int | None) -> str:
+    """An answer's raw body as kept: shortened past the limit, any key's value replaced; an error's body (a
+    401 may echo part of the key) also loses every word that shares 8 characters with a key."""
+    if status is None or not 200 <= status < 300:
+        return redact(call_log.clip(body, 4_000), secrets)
     body = call_log.clip(body)
     for secret in secrets:
         if secret and secret in body:
