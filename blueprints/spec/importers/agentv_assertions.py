@@ -183,40 +183,37 @@ class AssertionBuilder:
         if isinstance(value, str) or is_number(value):
             return str(value)
         self.error(f"`{item.get('type')}` needs `value:` (text)", item, "value" if "value" in item else None,
-                   (*path, "value"), f"e.g. `value: \"DENIED\"`", "value")
+                   (*path, "value"), "e.g. `value: \"DENIED\"`", "value")
         return None
 
-    def _fn(self, fn, args, origin, weight, check_id, negate, label):
-        return [function_point(fn, args, weight=weight, origin=origin, check_id=check_id, inverted=negate,
-                               label=label)]
+    def _fn(self, a: Assertion, fn, args, *, inverted: bool | None = None):
+        """One function point for the assertion (inverted as the assertion says, unless told)."""
+        return [function_point(fn, args, weight=a.weight, origin=a.origin, check_id=a.check_id,
+                               inverted=a.negate if inverted is None else inverted, label=a.label)]
 
     def build_contains(self, a: Assertion, fn="contains"):
-        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
-        rep, label = a.rep, a.label
+        item, path, negate, rep = a.item, a.path, a.negate, a.rep
         self.unknown_item_keys(item, path, ("value",))
         value = self._value(item, path)
         if value is None:
             return []
         rep.map(f"{item['type']} -> ${'not_' if negate else ''}{fn}")
-        return self._fn(("not_" if negate else "") + fn, value, origin, weight, check_id, False, label)
+        return self._fn(a, ("not_" if negate else "") + fn, value, inverted=False)
 
     def build_contains_any(self, a: Assertion, fn="contains_any_of"):
-        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
-        rep, label = a.rep, a.label
+        item, path, negate, rep = a.item, a.path, a.negate, a.rep
         self.unknown_item_keys(item, path, ("value",))
         values = self._value(item, path, want_list=True)
         if values is None:
             return []
         rep.map(f"{item['type']} -> ${'not_' if negate else ''}{fn}")
-        return self._fn(("not_" if negate else "") + fn, values, origin, weight, check_id, False, label)
+        return self._fn(a, ("not_" if negate else "") + fn, values, inverted=False)
 
-
-    def _js_check(self, expression, origin, weight, check_id, negate, label):
-        return self._fn("js", f"!({expression})" if negate else expression, origin, weight, check_id, False, label)
+    def _js_check(self, a: Assertion, expression):
+        return self._fn(a, "js", f"!({expression})" if a.negate else expression, inverted=False)
 
     def build_contains_all(self, a: Assertion, lower=False):
-        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
-        rep, label = a.rep, a.label
+        item, path, rep = a.item, a.path, a.rep
         self.unknown_item_keys(item, path, ("value",))
         values = self._value(item, path, want_list=True)
         if values is None:
@@ -224,32 +221,28 @@ class AssertionBuilder:
         subject = "r.toLowerCase()" if lower else "r"
         wanted = json.dumps([v.lower() for v in values] if lower else values, ensure_ascii=False)
         rep.map(f"{item['type']} -> $js (every value, all or nothing)")
-        return self._js_check(f"{wanted}.every(v => {subject}.includes(v))", origin, weight, check_id, negate, label)
+        return self._js_check(a, f"{wanted}.every(v => {subject}.includes(v))")
 
     def build_starts_with(self, a: Assertion, method="startsWith"):
-        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
-        rep, label = a.rep, a.label
+        item, path, rep = a.item, a.path, a.rep
         self.unknown_item_keys(item, path, ("value",))
         value = self._value(item, path)
         if value is None:
             return []
         rep.map(f"{item['type']} -> $js (both sides trimmed, as AgentV)")
-        return self._js_check(f"r.trim().{method}({json.dumps(value.strip(), ensure_ascii=False)})", origin, weight,
-                              check_id, negate, label)
+        return self._js_check(a, f"r.trim().{method}({json.dumps(value.strip(), ensure_ascii=False)})")
 
     def build_equals(self, a: Assertion):
-        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
-        rep, label = a.rep, a.label
+        item, path, rep = a.item, a.path, a.rep
         self.unknown_item_keys(item, path, ("value",))
         value = self._value(item, path)
         if value is None:
             return []
         rep.map(f"{item['type']} -> $equals (trimmed)")
-        return self._fn("equals", value, origin, weight, check_id, negate, label)
+        return self._fn(a, "equals", value)
 
     def build_regex(self, a: Assertion):
-        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
-        rep, label = a.rep, a.label
+        item, path, negate, rep = a.item, a.path, a.negate, a.rep
         from ..jsregex import RegexError, compile_js
 
         self.unknown_item_keys(item, path, ("value", "flags"))
@@ -270,17 +263,15 @@ class AssertionBuilder:
         rep.map(f"{item['type']} -> $matches")
         if flags in ("", "i", "g", "gi", "ig"):
             fn = ("not_" if negate else "") + ("imatches" if "i" in flags else "matches")
-            return self._fn(fn, value, origin, weight, check_id, False, label)
+            return self._fn(a, fn, value, inverted=False)
         expression = f"new RegExp({json.dumps(value)}, {json.dumps(flags.replace('g', ''))}).test(r)"
-        return self._js_check(expression, origin, weight, check_id, negate, label)
+        return self._js_check(a, expression)
 
     def build_is_json(self, a: Assertion):
-        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
-        rep, label = a.rep, a.label
+        item, path, rep = a.item, a.path, a.rep
         self.unknown_item_keys(item, path, ())
         rep.map("is_json -> $js (any JSON value, as AgentV)")
-        return self._js_check("(() => { try { JSON.parse(r); return true } catch (e) { return false } })()", origin,
-                              weight, check_id, negate, label)
+        return self._js_check(a, "(() => { try { JSON.parse(r); return true } catch (e) { return false } })()")
 
     # rubrics
 
@@ -455,8 +446,7 @@ class AssertionBuilder:
         return []
 
     def build_code_judge(self, a: Assertion):
-        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
-        rep, label = a.rep, a.label
+        item, path, rep, label = a.item, a.path, a.rep, a.label
         self.unknown_item_keys(item, path, ("script", "command", "cwd", "target", "config", "timeout_s"))
         key = "command" if "command" in item else ("script" if "script" in item else None)
         if key is None:
@@ -516,7 +506,7 @@ class AssertionBuilder:
         args["reference_answer"] = expected.get("reference") or ""
         args["expected_output"] = expected.get("messages")
         rep.map(f"code_judge {label} -> $code_judge (runs only where the operator allows script graders)")
-        return self._fn("code_judge", args, origin, weight, check_id, negate, label)
+        return self._fn(a, "code_judge", args)
 
     def build_composite(self, a: Assertion):
         item, path, weight, check_id, negate, prompt = a.item, a.path, a.weight, a.check_id, a.negate, a.prompt
@@ -566,8 +556,7 @@ class AssertionBuilder:
         return points
 
     def build_tool_trajectory(self, a: Assertion):
-        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
-        rep, label = a.rep, a.label
+        item, path, rep = a.item, a.path, a.rep
         self.unknown_item_keys(item, path, ("mode", "expected", "minimums", "args_match"))
         mode = item.get("mode")
         if mode not in TRAJECTORY_MODES_ALL:
@@ -626,11 +615,10 @@ class AssertionBuilder:
         rep.map(f"tool_trajectory ({mode}) -> $tool_trajectory")
         rep.approx("tool calls", "read from the TOOL_CALL lines the model writes (trace-only), not native tool "
                                  "calling")
-        return self._fn("tool_trajectory", args, origin, weight, check_id, negate, label)
+        return self._fn(a, "tool_trajectory", args)
 
     def build_field_accuracy(self, a: Assertion):
-        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
-        rep, label = a.rep, a.label
+        item, path, rep = a.item, a.path, a.rep
         self.unknown_item_keys(item, path, ("fields", "aggregation"))
         fields = item.get("fields")
         if not isinstance(fields, list) or not fields:
@@ -671,7 +659,7 @@ class AssertionBuilder:
             self.error(problem, item, "fields", (*path, "fields"), code="field-accuracy")
             return []
         rep.map("field_accuracy -> $field_accuracy")
-        return self._fn("field_accuracy", args, origin, weight, check_id, negate, label)
+        return self._fn(a, "field_accuracy", args)
 
     def _limit(self, item, path, keys, what, positive=True):
         for key in keys:
@@ -685,28 +673,25 @@ class AssertionBuilder:
         return None
 
     def build_latency(self, a: Assertion):
-        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
-        rep, label = a.rep, a.label
+        item, path, rep = a.item, a.path, a.rep
         self.unknown_item_keys(item, path, ("threshold", "max_ms"))
         limit = self._limit(item, path, ("threshold", "max_ms"), "a number of milliseconds above 0")
         if limit is None:
             return []
         rep.map("latency -> $latency_under")
-        return self._fn("latency_under", limit, origin, weight, check_id, negate, label)
+        return self._fn(a, "latency_under", limit)
 
     def build_cost(self, a: Assertion):
-        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
-        rep, label = a.rep, a.label
+        item, path, rep = a.item, a.path, a.rep
         self.unknown_item_keys(item, path, ("budget", "max_usd"))
         limit = self._limit(item, path, ("budget", "max_usd"), "an amount in US dollars", positive=False)
         if limit is None:
             return []
         rep.map("cost -> $cost_under")
-        return self._fn("cost_under", limit, origin, weight, check_id, negate, label)
+        return self._fn(a, "cost_under", limit)
 
     def build_token_usage(self, a: Assertion):
-        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
-        rep, label = a.rep, a.label
+        item, path, rep = a.item, a.path, a.rep
         self.unknown_item_keys(item, path, ("max_total", "max_input", "max_output"))
         caps = {}
         for key, name in (("max_total", "total"), ("max_input", "input"), ("max_output", "output")):
@@ -721,7 +706,7 @@ class AssertionBuilder:
             return []
         rep.map("token_usage -> $tokens_under")
         rep.approx("token_usage max_total", "total is input + output tokens (cached tokens are not reported apart)")
-        return self._fn("tokens_under", caps, origin, weight, check_id, negate, label)
+        return self._fn(a, "tokens_under", caps)
 
     def build_execution_metrics(self, a: Assertion):
         item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
