@@ -64,20 +64,23 @@ def assessment_fields(assessment: ResponseAssessment) -> dict:
     )
 
 
+def _generation_fields(response) -> dict:
+    """The Response columns of what the candidate generated, and what it took."""
+    return dict(
+        conversation=[{"role": t.role, "content": t.content, "generated": t.generated} for t in response.conversation],
+        text=response.text, final_text=response.final_text, tool_calls=list(response.tool_calls),
+        latency_ms=response.latency_ms, input_tokens=response.usage.input_tokens,
+        output_tokens=response.usage.output_tokens, cost_usd=response.cost_usd, cached=response.cached,
+    )
+
+
 def _stopped_fields(result: ItemResult) -> tuple[dict, dict]:
     """An item the cancel stopped under way: back to pending, keeping a complete generation (and counting its cost)."""
     response = result.response
     fields = dict(status=ResponseStatus.PENDING, claimed_by="", claimed_at=None)
     complete = not response.error and bool(response.text)
     if complete and result.item.existing is None:
-        fields.update(
-            conversation=[{"role": t.role, "content": t.content, "generated": t.generated}
-                          for t in response.conversation],
-            text=response.text, final_text=response.final_text, tool_calls=list(response.tool_calls),
-            latency_ms=response.latency_ms, input_tokens=response.usage.input_tokens,
-            output_tokens=response.usage.output_tokens, cost_usd=response.cost_usd, cached=response.cached, error="")
-    if complete and result.item.existing is None:
-        fields["candidate_calls"] = calls.pack([c for c in result.calls if c.get("purpose") != "judge"])
+        fields.update(_generation_fields(response), error="", candidate_calls=_candidate_calls(result))
     spent = result.item.existing is None  # what generation cost was spent now, kept or not
     counters = dict(
         candidate_input_tokens=(response.usage.input_tokens or 0) if spent else 0,
@@ -91,8 +94,12 @@ def _call_fields(result: ItemResult) -> dict:
     """The item's call log, candidate and judge calls apart; a re-judged item keeps its generation's calls."""
     out = {"judge_calls": calls.pack([c for c in result.calls if c.get("purpose") == "judge"])}
     if result.item.existing is None:
-        out["candidate_calls"] = calls.pack([c for c in result.calls if c.get("purpose") != "judge"])
+        out["candidate_calls"] = _candidate_calls(result)
     return out
+
+
+def _candidate_calls(result: ItemResult) -> bytes | None:
+    return calls.pack([c for c in result.calls if c.get("purpose") != "judge"])
 
 
 def judge_counts(verdict_lists) -> dict:
@@ -124,11 +131,7 @@ def result_fields(result: ItemResult) -> tuple[dict, dict]:
     failed = failed or assessment.judges_all_failed
     usage = assessment.judge_usage if assessment else None
     fields = dict(
-        status=ResponseStatus.FAILED if failed else ResponseStatus.DONE,
-        conversation=[{"role": t.role, "content": t.content, "generated": t.generated} for t in response.conversation],
-        text=response.text, final_text=response.final_text, tool_calls=list(response.tool_calls),
-        latency_ms=response.latency_ms, input_tokens=response.usage.input_tokens,
-        output_tokens=response.usage.output_tokens, cost_usd=response.cost_usd, cached=response.cached,
+        status=ResponseStatus.FAILED if failed else ResponseStatus.DONE, **_generation_fields(response),
         error=response.error or "", finished_at=timezone.now(), claimed_by="", claimed_at=None,
         fresh_requested=False,
     )

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from runs.engine import calls as calls_log
 from runs.engine.scoring import ScoredPoint, calculate, group_kind, round2
 
 from .models import Annotation, PointAssessment, PointOverride, Response, Run
@@ -425,7 +426,7 @@ def text_diff(before: str, after: str) -> list[DiffPiece]:
 
 # --- the calls a response made ---------------------------------------------------------------
 
-_SHOWN_CHARS = 64_000  # a body shown on the page; the stored one is bounded the same way
+_SHOWN_CHARS = calls_log.MAX_BODY_CHARS  # a body shown on the page, as bounded as the stored one
 
 
 def _pretty(value) -> str:
@@ -442,25 +443,23 @@ def _pretty(value) -> str:
 def call_views(calls: list[dict]) -> list[dict]:
     """The stored call log as the calls page shows it: one entry per call, in the order they were made."""
     out = []
-    for n, call in enumerate(calls, 1):
+    for call in calls:
         if "dropped" in call or "unreadable" in call:
             out.append({"note": call.get("unreadable") or f"{call['dropped']} more calls were made and not kept "
-                                                           f"(at most 200 per response are kept)"})
+                                                           f"(at most {calls_log.MAX_CALLS} per response are kept)"})
             continue
         request = call.get("request")
         messages = request.get("messages") if isinstance(request, dict) else None
         params = ({k: v for k, v in request.items() if k not in ("messages", "contents", "system")}
                   if isinstance(request, dict) else None)
-        attempts = call.get("attempts") or []
         out.append({
-            "n": n, "purpose": call.get("purpose") or "candidate", "label": call.get("label") or "",
+            "purpose": call.get("purpose") or "candidate", "label": call.get("label") or "",
             "model": call.get("model") or "", "url": call.get("url") or "", "source": call.get("source") or "",
             "status": call.get("status"), "error": call.get("error"), "latency_ms": call.get("latency_ms"),
             "input_tokens": call.get("input_tokens"), "output_tokens": call.get("output_tokens"),
             "cost_usd": call.get("cost_usd"), "cached": bool(call.get("cached")),
             "finish_reason": call.get("finish_reason"),
-            "retries": [a for a in attempts if a.get("reason")],
-            "attempts": max(len(attempts), 1 if call.get("source") == "provider" else 0),
+            "retries": [a for a in call.get("attempts") or () if a.get("reason")],
             "messages": messages if isinstance(messages, list) else None,
             "params": _pretty(params) if params else "",
             "request": _pretty(request) if request is not None else "",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Q, QuerySet
 
-from .models import Annotation, PointAssessment, PointOverride
+from .models import PointAssessment
 
 TOLERANCE = 0.25  # one step of the 5-step scale
 SHOWN_WRONG = 10  # the worst points listed per judge
@@ -114,7 +114,3 @@ def judge_trust(responses: QuerySet) -> TrustReport:
     judges = sorted(by_model.values(), key=lambda t: (t.agreement if t.agreement is not None else 2, t.model))
     return TrustReport(judges=judges, reviewed_responses=len(seen_responses), overrides=overrides)
 
-
-def has_reviews(responses: QuerySet) -> bool:
-    return (PointOverride.objects.filter(assessment__response__in=responses.values("pk")).exists()
-            or Annotation.objects.filter(response__in=responses.values("pk")).exists())
