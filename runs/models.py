@@ -295,6 +295,7 @@ class Annotation(models.Model):
     re-run (it says when it was written); it goes into the exports."""
 
     THUMBS = ((1, "thumbs up"), (-1, "thumbs down"))
+    WORDS = {1: "up", -1: "down"}  # as the forms, the API and the exports write them
 
     response = models.OneToOneField(Response, on_delete=models.CASCADE, related_name="annotation")
     thumbs = models.SmallIntegerField(null=True, blank=True, choices=THUMBS)
@@ -309,7 +310,7 @@ class Annotation(models.Model):
                                               name="annotation_thumbs_up_or_down")]
 
     def to_export(self) -> dict:
-        return {"thumbs": {1: "up", -1: "down"}.get(self.thumbs), "comment": self.comment, "who": self.who,
+        return {"thumbs": self.WORDS.get(self.thumbs), "comment": self.comment, "who": self.who,
                 "updatedAt": self.updated_at.isoformat()}
 
 

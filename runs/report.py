@@ -41,7 +41,7 @@ _read_json = json.JSONDecoder().raw_decode
 def _json(text):
     """A JSON column read as text (SQL NULL and JSON null both read as None)."""
     return None if text is None else _read_json(text)[0]
-_THUMBS = {1: "👍 thumbs up", -1: "👎 thumbs down"}
+_THUMBS = {n: f"{'👍' if n > 0 else '👎'} {label}" for n, label in Annotation.THUMBS}
 
 
 def report_chunks(run: Run) -> Iterator[str]:

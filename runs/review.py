@@ -479,7 +479,7 @@ def save_annotation(response: Response, *, thumbs: str, comment: str, who: str =
     """Set a response's thumbs ("up", "down" or "" for none) and comment; with neither, the annotation goes."""
     from django.utils import timezone
 
-    value = {"up": 1, "down": -1, "": None}.get((thumbs or "").strip().lower(), "bad")
+    value = {**{word: n for n, word in Annotation.WORDS.items()}, "": None}.get((thumbs or "").strip().lower(), "bad")
     if value == "bad":
         raise AnnotationRefused(f"thumbs must be up, down or empty, not {thumbs[:20]!r}")
     comment = (comment or "").replace("\r\n", "\n").strip()

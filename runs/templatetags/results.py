@@ -209,3 +209,8 @@ def too_few_for_alpha(agreement) -> bool:
     """Whether an agreement figure rests on too few points to read (alpha over 3 points is noise)."""
     points = number((agreement or {}).get("points"))
     return points is None or points < MIN_ALPHA_POINTS
+
+
+@register.simple_tag
+def min_alpha_points() -> int:
+    return MIN_ALPHA_POINTS
