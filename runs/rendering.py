@@ -75,6 +75,17 @@ class Rendered:
     def truncated(self) -> bool:
         return self.shown < self.length
 
+    def as_html(self, label: str) -> str:
+        """As every page and the report show it, safe to insert: markdown inline, HTML in a frame sandboxed
+        from scripts, forms and our origin (its document carries its own no-fetch policy), text as text."""
+        if self.mode == "html":
+            return (f'<iframe class="html-frame" sandbox="" srcdoc="{html.escape(self.html)}" '
+                    f'title="{html.escape(label)}, rendered as HTML in a sandbox where no script runs" '
+                    f'referrerpolicy="no-referrer"></iframe>')
+        if self.mode == "plaintext":
+            return f'<pre class="response-text">{self.html}</pre>'
+        return f'<div class="response-markdown">{self.html}</div>'
+
 
 def markdown_to_html(text: str, *, links: bool = True) -> str:
     """Markdown -> sanitised HTML. Raw HTML in the source is escaped, images are never loaded.

@@ -126,14 +126,8 @@ def _prompt_head(index: int, prompt) -> str:
 
 
 def _rendered(r, label: str) -> str:
-    """As the site's runs/_rendered.html shows it: markdown inline, HTML in a sandboxed frame, text as text."""
-    if r.mode == "html":
-        body = (f'<iframe class="html-frame" sandbox="" srcdoc="{escape(r.html)}" title="{escape(label)}, rendered '
-                f'as HTML in a sandbox where no script runs" referrerpolicy="no-referrer"></iframe>')
-    elif r.mode == "plaintext":
-        body = f"<pre>{r.html}</pre>"
-    else:
-        body = f'<div class="response-markdown">{r.html}</div>'
+    """As the site shows it (``Rendered.as_html``), and how much of it when it is long."""
+    body = r.as_html(label)
     if r.truncated:
         body += (f'<p class="muted small">The first {thousands(r.shown)} of {thousands(r.length)} '
                  f"characters.</p>")

@@ -214,3 +214,9 @@ def too_few_for_alpha(agreement) -> bool:
 @register.simple_tag
 def min_alpha_points() -> int:
     return MIN_ALPHA_POINTS
+
+
+@register.filter
+def as_html(rendered, label) -> str:
+    """A rendered text as every page shows it (``runs.rendering.Rendered.as_html``)."""
+    return mark_safe(rendered.as_html(str(label)))
