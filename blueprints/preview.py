@@ -74,10 +74,6 @@ class PointGroup:
     def is_path(self) -> bool:
         return self.kind in ("path", "not_path")
 
-    @property
-    def is_negative(self) -> bool:
-        return self.kind in ("not_required", "not_path")
-
 
 @dataclass
 class MessageView:
@@ -102,10 +98,6 @@ class PromptView:
     @property
     def id(self):
         return self.prompt.id
-
-    @property
-    def path_groups(self):
-        return [g for g in self.groups if g.is_path]
 
     @property
     def ends_with_user(self) -> bool:

@@ -1,6 +1,6 @@
 from django.urls import path, register_converter
 
-from blueprints import views
+from blueprints import api, views
 from blueprints.models import BLUEPRINT_ID_RE
 
 
@@ -35,4 +35,9 @@ urlpatterns = [
     path("blueprints/<bpid:slug>/history/", views.history, name="history"),
     path("blueprints/<bpid:slug>/revisions/<int:number>/", views.revision, name="revision"),
     path("blueprints/<bpid:slug>/revisions/<int:number>/restore/", views.restore, name="restore"),
+    # Any stored id, even one that could not be made today, can be read and removed through the API.
+    path("api/blueprints/<str:slug>", api.blueprint_detail, name="api-blueprint"),
+    path("api/blueprints/<str:slug>/rename", api.blueprint_rename, name="api-blueprint-rename"),
+    path("api/collections/<str:name>", api.collection_detail, name="api-collection"),
+    path("api/collections/<str:name>/rename", api.collection_rename, name="api-collection-rename"),
 ]

@@ -14,10 +14,11 @@ import csv
 import io
 import json
 
-from runs.engine.export_shape import evalsite_details, export_response
+from runs.engine.export_shape import evalsite_details, export_cell, export_response
+from runs.engine.matrix import STATE_LABELS
 
 from .models import Annotation, PointAssessment, Response, Run
-from .records import assessment_of
+from .records import assessment_of, run_matrix
 from .spec import parsed_blueprint
 
 IDEAL_MODEL_ID = "IDEAL_BENCHMARK"
@@ -46,6 +47,8 @@ def run_to_json(run: Run) -> dict:
     responses = list(Response.objects.filter(run=run).order_by("prompt_index", "variant_id", "trial"))
     assessments = assessments_by_response(run)
     notes = annotations_by_response(run)
+    matrix = run_matrix(run, bp.prompts)
+    shown = {c.response_id for c in matrix.cells.values()}
 
     coverage: dict[str, dict[str, dict]] = {}
     finals: dict[str, dict[str, str | None]] = {}
@@ -60,14 +63,21 @@ def run_to_json(run: Run) -> dict:
             "toolCalls": r.tool_calls, **evalsite_details(assessed),
             "annotation": notes[r.pk].to_export() if r.pk in notes else None,
         })
-        if r.trial:  # the upstream layout has one response per prompt and model: trial 0
+        if r.pk not in shown:  # the upstream layout has one response per prompt and model: the cell's
             continue
+        cell = matrix.cell(r.prompt_index, r.variant_id)
         if r.error:
             errors.setdefault(r.prompt_id, {})[r.variant_id] = r.error
         finals.setdefault(r.prompt_id, {})[r.variant_id] = r.final_text
         histories.setdefault(r.prompt_id, {})[r.variant_id] = [
             {"role": t["role"], "content": t["content"]} for t in r.conversation]
-        coverage.setdefault(r.prompt_id, {})[r.variant_id] = export_response(assessed)
+        coverage.setdefault(r.prompt_id, {})[r.variant_id] = export_cell(export_response(assessed), cell.score,
+                                                                         cell.k)
+    for cell in matrix.cells.values():
+        extra = extras.get(cell.prompt_id, {}).get(cell.variant_id)
+        if extra is not None:
+            extra.update({"cellScore": cell.shown, "state": cell.state, "aggregation": cell.outcome.aggregation,
+                          "shownTrial": cell.shown_trial})
 
     for prompt in bp.prompts:
         if prompt.ideal_response is not None:
@@ -77,7 +87,7 @@ def run_to_json(run: Run) -> dict:
         effective.append(IDEAL_MODEL_ID)
     system_of = {}
     for r in responses:
-        if r.trial == 0 and r.variant_id not in system_of:
+        if r.pk in shown and r.variant_id not in system_of:
             first = r.conversation[0] if r.conversation else None
             system_of[r.variant_id] = first["content"] if first and first["role"] == "system" else None
     config = bp.to_upstream()
@@ -126,34 +136,92 @@ def run_to_json(run: Run) -> dict:
 
 CSV_COLUMNS = ["run_id", "prompt_id", "model_id", "trial", "response_score", "point_index", "kind", "key_point",
                "path_id", "inverted", "multiplier", "score", "judges_score", "overridden", "reflection", "error",
-               "judges", "disagreement", "thumbs", "comment"]
+               "judges", "disagreement", "thumbs", "comment", "cell_score", "cell_state", "prompt_text",
+               "response_text"]
+
+
+def prompt_text(prompt) -> str:
+    """A prompt's messages as one readable text (``role: content`` a message, a blank line between)."""
+    if prompt is None:
+        return ""
+    return "\n\n".join(f"{m.role}: {m.content if m.content is not None else '(to be generated)'}"
+                        for m in prompt.messages)
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def safe_cell(value) -> str:
+    """A CSV cell that a spreadsheet will not run (OWASP's CSV injection advice): text starting with
+    ``= + - @``, a tab or a carriage return gets a leading single quote. Every CSV we write goes through it."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, (int, float)):
+        return str(value)
+    text = str(value)
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def _writer(buffer):
+    writer = csv.writer(buffer, lineterminator="\n")
+    return lambda row: writer.writerow([safe_cell(v) for v in row])
 
 
 def run_to_csv(run: Run) -> str:
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
+    write = _writer(buffer)
+    write(CSV_COLUMNS)
     responses = Response.objects.filter(run=run).order_by("prompt_index", "variant_id", "trial")
     assessments = assessments_by_response(run)
     notes = annotations_by_response(run)
     bp = parsed_blueprint(run.revision)
+    matrix = run_matrix(run, bp.prompts)
+    texts: dict[int, str] = {}
     for r in responses:
         note = notes[r.pk].to_export() if r.pk in notes else {"thumbs": None, "comment": ""}
-        annotated = [note["thumbs"] or "", note["comment"]]
+        cell = matrix.cell(r.prompt_index, r.variant_id)
+        prompt = run.prompt(r.prompt_index, bp)
+        if r.prompt_index not in texts:
+            texts[r.prompt_index] = prompt_text(prompt)
+        tail = [note["thumbs"] or "", note["comment"], _num(cell.shown if cell else None),
+                STATE_LABELS.get(cell.state, "") if cell else "", texts[r.prompt_index], r.text or ""]
         points = assessments.get(r.pk, [])
-        assessed = assessment_of(r, points, run.prompt(r.prompt_index, bp))
+        assessed = assessment_of(r, points, prompt)
         score = assessed.score
         if not points:
-            writer.writerow([run.pk, r.prompt_id, r.variant_id, r.trial, _num(score), "", "", "", "", "", "", "", "",
-                             "", "", r.error or r.not_evaluated_reason, "", "", *annotated])
+            write([run.pk, r.prompt_id, r.variant_id, r.trial, _num(score), "", "", "", "", "", "", "", "",
+                   "", "", r.error or r.not_evaluated_reason, "", "", *tail])
         for pa in points:
             override = getattr(pa, "override", None)
             judges = "; ".join(f"{v['judgeId']}={_num(v.get('score'))}" if not v.get("error") else
                                f"{v['judgeId']}=error" for v in pa.verdicts)
-            writer.writerow([run.pk, r.prompt_id, r.variant_id, r.trial, _num(score), pa.position, pa.kind,
-                             pa.key_point_text, pa.path_id, int(pa.inverted), pa.multiplier,
-                             _num(pa.effective_score), _num(pa.score), int(override is not None), pa.reflection,
-                             pa.error or pa.warning, judges, int(pa.disagreement), *annotated])
+            write([run.pk, r.prompt_id, r.variant_id, r.trial, _num(score), pa.position, pa.kind,
+                   pa.key_point_text, pa.path_id, int(pa.inverted), pa.multiplier,
+                   _num(pa.effective_score), _num(pa.score), int(override is not None), pa.reflection,
+                   pa.error or pa.warning, judges, int(pa.disagreement), *tail])
+    return buffer.getvalue()
+
+
+GRID_CSV_COLUMNS = ["run_id", "prompt_id", "model_id", "cell_score", "cell_state", "aggregation", "trials",
+                    "should_not_met", "judges_disagree", "overridden", "thumbs", "reason", "prompt_text",
+                    "response_text"]
+
+
+def grid_to_csv(run: Run, bp, grid) -> str:
+    """The results grid's matching cells (every page of its view), one row each, with the texts to read."""
+    buffer = io.StringIO()
+    write = _writer(buffer)
+    write(GRID_CSV_COLUMNS)
+    cells = [(row, c) for row in grid.matching_rows for c in row.cells if c.matches and c.cell is not None]
+    texts = dict(Response.objects.filter(pk__in=[c.response_id for _, c in cells]).values_list("pk", "text"))
+    words = {1: "up", -1: "down", 0: "comment"}
+    for row, c in cells:
+        write([run.pk, row.prompt_id, c.variant_id, _num(c.score), STATE_LABELS.get(c.state, c.state), c.rule,
+               c.trials, int(c.violated_should_not), int(c.disagreement), int(c.overridden),
+               words.get(c.thumbs, ""), c.reason, prompt_text(bp.prompts[row.index]),
+               texts.get(c.response_id) or ""])
     return buffer.getvalue()
 
 

@@ -28,15 +28,17 @@ from django.db.models.functions import Cast, Left
 from django.urls import reverse
 
 from blueprints.spec.jsregex import RegexError, compile_js
-from runs.engine.scoring import round2
+from runs.engine.matrix import AGGREGATION_WORDS, STATE_LABELS, Cell, Matrix, VariantSummary, prompt_summary
 
-from .models import Annotation, PointAssessment, PointOverride, Response, Run
+from .models import PointAssessment, Response, Run
+from .records import run_matrix
 
 FILTERS = {
     "all": "Every response",
     "failures": "Below the threshold",
     "errors": "Errors",
     "not-evaluated": "Not evaluated",
+    "not-run": "Not run (the run stopped first)",
     "disagree": "Judges disagree",
     "should-not": "Meets a should-not point",
     "overridden": "Overridden by a reviewer",
@@ -110,29 +112,52 @@ class GridQuery:
 
 @dataclass
 class GridCell:
+    """One cell as the grid shows it: the matrix's cell (every figure comes from it) and what this view adds."""
+
     variant_id: str
-    response_id: int | None = None
-    state: str = "missing"  # pending, running, scored, failed, not-evaluated, missing
-    score: float | None = None
-    trials: int = 0
-    violated_should_not: bool = False
-    disagreement: bool = False
-    overridden: bool = False
-    thumbs: int | None = None  # a reviewer's annotation: 1 up, -1 down, 0 a comment alone; None: none
-    latency_ms: float | None = None
-    cost_usd: float | None = None
-    reason: str = ""
+    cell: Cell | None = None
     matches: bool = True  # the filter and the search keep it
     below: bool = False  # scored below the query's threshold
-    preview: str = ""  # the start of the response (trial 0)
+    preview: str = ""  # the start of the response it links to
     href: str = ""  # its response page
     open_href: str = ""  # the fragment that opens it in place
 
     @property
+    def state(self) -> str:
+        return self.cell.state if self.cell is not None else "missing"
+
+    @property
+    def state_label(self) -> str:
+        return STATE_LABELS.get(self.state, self.state)
+
+    @property
+    def score(self) -> float | None:
+        return self.cell.shown if self.cell is not None else None
+
+    @property
     def bucket(self) -> str:
-        if self.score is None:
-            return "heat-none"
-        return f"heat-{min(10, max(0, int(self.score * 10 + 1e-9)))}"
+        return self.cell.heat if self.cell is not None else "heat-none"
+
+    @property
+    def response_id(self) -> int | None:
+        return self.cell.response_id if self.cell is not None else None
+
+    @property
+    def trials(self) -> int:
+        return self.cell.k if self.cell is not None else 0
+
+    @property
+    def rule(self) -> str:
+        return AGGREGATION_WORDS.get(self.cell.outcome.aggregation, "mean") if self.cell is not None else ""
+
+    # Flags and figures: the matrix cell's own.
+    violated_should_not = property(lambda self: bool(self.cell and self.cell.violated_should_not))
+    disagreement = property(lambda self: bool(self.cell and self.cell.disagreement))
+    overridden = property(lambda self: bool(self.cell and self.cell.overridden))
+    thumbs = property(lambda self: self.cell.thumbs if self.cell else None)
+    latency_ms = property(lambda self: self.cell.latency_ms if self.cell else None)
+    cost_usd = property(lambda self: self.cell.cost_usd if self.cell else None)
+    reason = property(lambda self: self.cell.reason if self.cell else "")
 
 
 @dataclass
@@ -141,23 +166,26 @@ class GridRow:
     prompt_id: str
     summary: str
     cells: list[GridCell]
-
-    def scores(self) -> list[float]:
-        return [c.score for c in self.cells if c.score is not None]
-
-    @property
-    def mean(self) -> float | None:
-        scores = self.scores()
-        return round2(sum(scores) / len(scores)) if scores else None
+    mean: float | None = None  # the matrix's row mean
+    spread: float | None = None
 
 
 @dataclass
 class ModelStats:
+    """One model's line over the whole run: the matrix's summary and its pass rate at the view's threshold."""
+
     variant_id: str
-    mean: float | None = None
+    summary: VariantSummary | None
     passed: int = 0
     scored: int = 0
-    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def mean(self) -> float | None:
+        return self.summary.mean if self.summary else None
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return self.summary.counts if self.summary else {}
 
     @property
     def pass_rate(self) -> float | None:
@@ -166,6 +194,10 @@ class ModelStats:
     @property
     def not_evaluated(self) -> int:
         return self.counts.get("not-evaluated", 0)
+
+    @property
+    def not_run(self) -> int:
+        return self.counts.get("not-run", 0)
 
     @property
     def failed(self) -> int:
@@ -186,83 +218,30 @@ class Grid:
     pages: int
     problems: list[str]
     search_partial: bool = False
+    matching_rows: list[GridRow] = field(default_factory=list, repr=False)  # every page's (the CSV download)
 
 
-def _summary(prompt) -> str:
-    text = next((m.content for m in prompt.messages if m.role == "user" and m.content), "") or ""
-    text = " ".join(text.split())
-    return text if len(text) <= 120 else text[:119] + "…"
+def grid_rows(matrix: Matrix) -> dict[int, GridRow]:
+    """A row per prompt of the matrix, a cell per column."""
+    return {i: GridRow(i, p.id, "", [GridCell(v, matrix.cell(i, v)) for v in matrix.variants],
+                       matrix.row_mean(i), matrix.row_spread(i))
+            for i, p in enumerate(matrix.prompts)}
 
 
-def _state(status: str, score: float | None) -> str:
-    if score is not None:
-        return "scored"
-    return {"failed": "failed", "done": "not-evaluated"}.get(status, status)
+def model_stats(matrix: Matrix, threshold: float) -> list[ModelStats]:
+    out = []
+    for v in matrix.variants:
+        passed, scored = matrix.pass_rate(v, threshold)
+        out.append(ModelStats(v, matrix.summaries.get(v), passed, scored))
+    return out
 
 
-def variant_order(run: Run) -> list[str]:
-    """The grid's columns: models best first once the run has figures; in id order while it works."""
-    variants = sorted(set(Response.objects.filter(run=run).values_list("variant_id", flat=True)))
-    stats = (run.aggregates or {}).get("variants") or {}
-    variants.sort(key=lambda v: (stats.get(v, {}).get("mean") is None, -(stats.get(v, {}).get("mean") or 0), v))
-    return variants
-
-
-def grid_rows(run: Run, bp, variants: list[str], indices=None) -> dict[int, GridRow]:
-    """Rows of cells for the given prompt positions (all when None), from one query."""
-    column = {v: i for i, v in enumerate(variants)}
-    wanted = range(len(bp.prompts)) if indices is None else [i for i in indices if 0 <= i < len(bp.prompts)]
-    rows = {i: GridRow(i, bp.prompts[i].id, "", [GridCell(v) for v in variants]) for i in wanted}
-    responses = Response.objects.filter(run=run)
-    overrides = PointOverride.objects.filter(assessment__response__run=run)
-    if indices is not None:
-        responses = responses.filter(prompt_index__in=list(rows))
-        overrides = overrides.filter(assessment__response__prompt_index__in=list(rows))
-    overridden = set(overrides.values_list("assessment__response_id", flat=True))
-    notes = Annotation.objects.filter(response__run=run)
-    if indices is not None:
-        notes = notes.filter(response__prompt_index__in=list(rows))
-    thumbs = {pk: value or 0 for pk, value in notes.values_list("response_id", "thumbs")}
-    sums: dict[tuple[int, int], list[float]] = {}
-    for (pk, index, variant_id, trial, status, score, violated, disagreement, error, reason, latency,
-         cost) in (responses.order_by("prompt_index", "variant_id", "trial")
-                   .values_list("pk", "prompt_index", "variant_id", "trial", "status", "score",
-                                "violated_should_not", "disagreement", "error", "not_evaluated_reason",
-                                "latency_ms", "cost_usd")):
-        row = rows.get(index)
-        if row is None or variant_id not in column:
-            continue
-        cell = row.cells[column[variant_id]]
-        cell.trials += 1
-        if cell.response_id is None or trial == 0:
-            cell.response_id = pk
-        cell.violated_should_not |= violated
-        cell.disagreement |= disagreement
-        cell.overridden |= pk in overridden
-        if pk in thumbs and (cell.thumbs is None or thumbs[pk] < cell.thumbs):
-            cell.thumbs = thumbs[pk]  # over trials, the sternest word
-        if latency is not None:
-            cell.latency_ms = max(cell.latency_ms or 0.0, latency)
-        if cost is not None:
-            cell.cost_usd = (cell.cost_usd or 0.0) + cost
-        if score is not None:
-            sums.setdefault((index, column[variant_id]), []).append(score)
-        elif not cell.reason:
-            cell.reason = error or reason or ""
-        state = _state(status, score)
-        cell.state = state if cell.state in ("missing", state) else _worst(cell.state, state)
-    for (index, col), values in sums.items():
-        cell = rows[index].cells[col]
-        cell.score, cell.state = round2(sum(values) / len(values)), "scored"
-    return rows
-
-
-def build_grid(run: Run, bp, query: GridQuery, problems: list[str] | None = None) -> Grid:
+def build_grid(run: Run, bp, query: GridQuery, problems: list[str] | None = None, *, matrix: Matrix | None = None
+               ) -> Grid:
     problems = list(problems or [])
-    variants = variant_order(run)
-    rows = grid_rows(run, bp, variants)
-    stats = (run.aggregates or {}).get("variants") or {}
-    models = _model_stats(variants, rows.values(), query.threshold, stats)
+    matrix = matrix if matrix is not None else run_matrix(run, bp.prompts)
+    rows = grid_rows(matrix)
+    models = model_stats(matrix, query.threshold)
     keep = _filter(query)
     searched, partial = _search(run, bp, query, problems) if query.q else (None, False)
     matching_rows = []
@@ -278,45 +257,41 @@ def build_grid(run: Run, bp, query: GridQuery, problems: list[str] | None = None
     shown = matching_rows[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
     _add_previews(shown, run)
     for row in shown:
-        row.summary = _summary(bp.prompts[row.index])
-    return Grid(query, models, shown, len(matching_rows), cells_matching, pages, problems, partial)
+        row.summary = prompt_summary(bp.prompts[row.index])
+    return Grid(query, models, shown, len(matching_rows), cells_matching, pages, problems, partial, matching_rows)
 
 
 def _mark(row: GridRow, keep, searched: dict | None, threshold: float) -> None:
     for cell in row.cells:
         cell.below = cell.score is not None and cell.score < threshold
         cell.matches = cell.state != "missing" and keep(cell) and (
-            searched is None or row.index in searched["prompts"] or cell.response_id in searched["responses"])
+            searched is None or row.index in searched["prompts"]
+            or any(t.response_id in searched["responses"] for t in cell.cell.trials))
 
 
-def changed_cells(run: Run, bp, query: GridQuery, since) -> list[tuple[int, int, GridCell]]:
+def changed_cells(run: Run, bp, query: GridQuery, since) -> tuple[list[tuple[int, int, GridCell]], list[ModelStats]]:
     """``(prompt index, column, cell)`` for every cell whose response started or finished since ``since``
-    (the live poll: a few cells, not the grid)."""
+    (the live poll: a few cells, not the grid), and the per-model lines over the whole run."""
     indices = set(Response.objects.filter(run=run).filter(finished_at__gte=since)
                   .values_list("prompt_index", flat=True))
     indices |= set(Response.objects.filter(run=run, claimed_at__gte=since).values_list("prompt_index", flat=True))
+    matrix = run_matrix(run, bp.prompts)
+    models = model_stats(matrix, query.threshold)
     if not indices:
-        return []
-    variants = variant_order(run)
-    rows = grid_rows(run, bp, variants, sorted(indices))
+        return [], models
+    rows = grid_rows(matrix)
     keep = _filter(query)
     searched = None
     if query.q:  # the search, over the changed responses alone
-        ids = {c.response_id for row in rows.values() for c in row.cells if c.response_id}
+        ids = {t.response_id for i in indices if i in rows for c in rows[i].cells if c.cell for t in c.cell.trials}
         searched, _ = _search(run, bp, query, [], only=ids)
     out = []
-    for row in rows.values():
+    changed = [rows[i] for i in sorted(indices) if i in rows]
+    _add_previews(changed, run)
+    for row in changed:
         _mark(row, keep, searched, query.threshold)
-        _add_previews([row], run)
         out.extend((row.index, col, cell) for col, cell in enumerate(row.cells) if cell.state != "missing")
-    return out
-
-
-_STATE_ORDER = ("failed", "running", "pending", "not-evaluated", "scored")
-
-
-def _worst(a: str, b: str) -> str:
-    return min(a, b, key=lambda s: _STATE_ORDER.index(s) if s in _STATE_ORDER else 0)
+    return out, models
 
 
 def _filter(query: GridQuery):
@@ -325,6 +300,7 @@ def _filter(query: GridQuery):
         "all": lambda c: True,
         "failures": lambda c: c.score is not None and c.score < t,
         "errors": lambda c: c.state == "failed",
+        "not-run": lambda c: c.state == "not-run",
         "not-evaluated": lambda c: c.state == "not-evaluated",
         "disagree": lambda c: c.disagreement,
         "should-not": lambda c: c.violated_should_not,
@@ -334,28 +310,11 @@ def _filter(query: GridQuery):
     }[query.filter]
 
 
-def _model_stats(variants, rows, threshold, stats) -> list[ModelStats]:
-    out = {v: ModelStats(v, mean=(stats.get(v) or {}).get("mean")) for v in variants}
-    for row in rows:
-        for cell in row.cells:
-            if cell.state == "missing":
-                continue
-            model = out[cell.variant_id]
-            model.counts[cell.state] = model.counts.get(cell.state, 0) + 1
-            if cell.score is not None:
-                model.scored += 1
-                model.passed += cell.score >= threshold
-    return list(out.values())
-
-
 def _sorted(rows: list[GridRow], sort: str) -> list[GridRow]:
     if sort == "score":
         return sorted(rows, key=lambda r: (r.mean is None, r.mean if r.mean is not None else 0, r.index))
     if sort == "spread":
-        def spread(r):
-            s = r.scores()
-            return -(max(s) - min(s)) if len(s) > 1 else 0.0
-        return sorted(rows, key=lambda r: (spread(r), r.index))
+        return sorted(rows, key=lambda r: (r.spread is None, -(r.spread or 0.0), r.index))
     if sort == "latency":
         return sorted(rows, key=lambda r: (-max((c.latency_ms or 0) for c in r.cells), r.index))
     if sort == "cost":

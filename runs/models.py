@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 
@@ -127,9 +127,6 @@ class Run(models.Model):
     def overall_score(self) -> float | None:
         return (self.aggregates or {}).get("overall", {}).get("mean")
 
-    def add_progress(self, **deltas) -> None:
-        """Add to counters in one UPDATE, so concurrent workers never lose each other's counts."""
-        Run.objects.filter(pk=self.pk).update(**{name: F(name) + value for name, value in deltas.items() if value})
 
 
 class ResponseStatus(models.TextChoices):
@@ -288,6 +285,15 @@ class PointOverride(models.Model):
 
     class Meta:
         constraints = [models.CheckConstraint(condition=Q(score__gte=0) & Q(score__lte=1), name="override_score_0_1")]
+
+
+class PointConfirmation(models.Model):
+    """A reviewer's word that the judges are right about one point: the score stands, and the point counts
+    as reviewed when judges' trust is worked out (an unreviewed point says nothing either way)."""
+
+    assessment = models.OneToOneField(PointAssessment, on_delete=models.CASCADE, related_name="confirmation")
+    who = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
 
 
 class Annotation(models.Model):

@@ -11,16 +11,18 @@ the functions the conformance tests check (``export_response``,
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Iterator, NamedTuple
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from blueprints.spec.schema import Blueprint as SpecBlueprint
 from blueprints.spec.schema import Point, Prompt
 from runs.engine import calls
-from runs.engine.aggregates import ResponseRecord, run_aggregates
+from runs.engine.aggregates import aggregates_of, stored_totals
+from runs.engine.matrix import Matrix, ResponseRecord, build_matrix
+from runs.engine.trust import ReviewedPoint
 from runs.engine.assess import JudgeUsage, Override, PointAssessment as EnginePoint, ResponseAssessment, \
     apply_overrides, key_point_text
 from runs.engine.judge import JudgePlan, JudgeSpec, JudgeVerdict, scale_for
@@ -28,7 +30,7 @@ from runs.engine.pipeline import ItemResult
 from runs.engine.scoring import CheckResult, JudgeAgreement, Rating, calculate
 
 from .bulk import insert, update_each
-from .models import FINISHED, PointAssessment, Response, ResponseStatus, Run, RunStatus
+from .models import FINISHED, Annotation, PointAssessment, PointOverride, Response, ResponseStatus, Run, RunStatus
 from .spec import parsed_blueprint
 
 # --- engine -> rows -----------------------------------------------------------------------
@@ -315,35 +317,111 @@ def maybe_finish(run_id: int) -> bool:
 
 
 def finish_run(run_id: int, status: str = RunStatus.DONE) -> bool:
-    """Store the aggregates and mark the run finished; only one caller wins."""
-    aggregates = compute_aggregates(run_id)
+    """Store the aggregates and the counters (the sum of what is stored) and mark the run finished;
+    only one caller wins."""
+    aggregates, totals = compute_aggregates(run_id, totals=True)
     with transaction.atomic():
         won = Run.objects.filter(pk=run_id).exclude(status__in=FINISHED).update(
-            status=status, aggregates=aggregates, finished_at=timezone.now(), waiting={})
+            status=status, aggregates=aggregates, finished_at=timezone.now(), waiting={}, **totals)
     return bool(won)
 
 
-def compute_aggregates(run_id: int, *, agreement: dict | None = None) -> dict:
+def compute_aggregates(run_id: int, *, agreement: dict | None = None, totals: bool = False):
     """Per model variant, per cell, overall, judge agreement (``runs.engine.aggregates``), from the stored rows.
 
     ``agreement`` reuses a known judge-agreement figure: a reviewer's override changes
     scores, never the judges' verdicts, so there is no need to read them all again.
+    With ``totals``, also the run's counters as the sum of what is stored: ``(aggregates, totals)``.
     """
     run = Run.objects.select_related("revision").get(pk=run_id)
-    records = [ResponseRecord(prompt_index=r["prompt_index"], variant_id=r["variant_id"], trial=r["trial"],
-                              score=r["score"], failed=r["status"] == ResponseStatus.FAILED,
-                              latency_ms=r["latency_ms"], input_tokens=r["input_tokens"],
-                              output_tokens=r["output_tokens"], cost_usd=r["cost_usd"],
-                              judge_usage=r["judge_usage"] or {}, violated_should_not=r["violated_should_not"],
-                              disagreement=r["disagreement"], verdict=r["verdict"] or None)
-               for r in Response.objects.filter(run_id=run_id).values(
-                   "prompt_index", "variant_id", "trial", "score", "status", "latency_ms", "input_tokens",
-                   "output_tokens", "cost_usd", "judge_usage", "violated_should_not", "disagreement", "verdict")]
+    records = response_records(run_id, usage=True, reviews=False)
     ratings = []
-    if agreement is None:
-        for verdicts in PointAssessment.objects.filter(response__run_id=run_id, kind="judged").values_list(
-                "verdicts", flat=True):
+    judged = {"ok": 0, "failed": 0}
+    if agreement is None or totals:
+        for kind, verdicts in PointAssessment.objects.filter(response__run_id=run_id).values_list("kind", "verdicts"):
+            if not verdicts:
+                continue
             answered = [JudgeVerdict.from_dict(v) for v in verdicts]
-            ratings.append([Rating(v.judge.label, v.score, v.judge.model, v.judge.approach)
-                            for v in answered if v.score is not None and v.role == "primary"])
-    return run_aggregates(records, parsed_blueprint(run.revision).prompts, agreement=agreement, ratings=ratings)
+            primary = [v for v in answered if v.role == "primary"]
+            ok = sum(1 for v in primary if v.ok)
+            judged["ok"] += ok
+            judged["failed"] += len(primary) - ok
+            if kind == "judged":
+                ratings.append([Rating(v.judge.label, v.score, v.judge.model, v.judge.approach)
+                                for v in primary if v.score is not None])
+    prompts = parsed_blueprint(run.revision).prompts
+    matrix = build_matrix(records, prompts, stopped=run.status in STOPPED)
+    aggregates = aggregates_of(matrix, records, agreement=agreement, ratings=ratings)
+    if not totals:
+        return aggregates
+    return aggregates, stored_totals(records, judged, _unknown_candidate_calls(run_id))
+
+
+def _unknown_candidate_calls(run_id: int) -> int:
+    """Candidate calls of unknown price among the stored generations: one per generated turn."""
+    unknown = 0
+    for conversation in Response.objects.filter(run_id=run_id, cost_usd__isnull=True, cached=False).exclude(
+            text__isnull=True).values_list("conversation", flat=True):
+        unknown += max(1, sum(1 for t in conversation or () if t.get("generated")))
+    return unknown
+
+
+def reviewed_points(responses) -> Iterator[ReviewedPoint]:
+    """The judged points of ``responses`` (a queryset) that a reviewer overrode or confirmed."""
+    rows = (PointAssessment.objects.filter(response__in=responses.values("pk"), kind="judged")
+            .filter(Q(override__isnull=False) | Q(confirmation__isnull=False))
+            .values_list("response_id", "response__run_id", "response__prompt_id", "response__variant_id",
+                         "position", "key_point_text", "text", "inverted", "score", "verdicts", "override__score",
+                         "confirmation__pk"))
+    for (response_id, run_id, prompt_id, variant_id, position, key_text, text, inverted, score, verdicts, override,
+         confirmation) in rows.iterator(chunk_size=2000):
+        yield ReviewedPoint(run_id, response_id, position, prompt_id, variant_id, key_text or text, inverted, score,
+                            tuple(JudgeVerdict.from_dict(v) for v in verdicts or ()), override,
+                            confirmation is not None)
+
+
+# --- rows -> the results matrix ------------------------------------------------------------
+
+STOPPED = (RunStatus.CANCELLED, RunStatus.FAILED)  # what still waits in such a run will not run
+
+_RECORD_COLUMNS = ("pk", "prompt_index", "variant_id", "trial", "status", "score", "latency_ms", "input_tokens",
+                   "output_tokens", "cost_usd", "violated_should_not", "disagreement", "verdict", "error",
+                   "not_evaluated_reason")
+
+
+def response_records(run_id: int, *, indices=None, usage: bool = False, reviews: bool = True
+                     ) -> list[ResponseRecord]:
+    """Every response of a run (or of the prompts at ``indices``) as the matrix's records: one query for the
+    responses' small columns, and with ``reviews`` one each for overridden responses and annotations.
+    ``usage`` adds the judges' token and cost use (a JSON column: only the stored aggregates need it)."""
+    rows = Response.objects.filter(run_id=run_id)
+    overrides = PointOverride.objects.filter(assessment__response__run_id=run_id)
+    notes = Annotation.objects.filter(response__run_id=run_id)
+    if indices is not None:
+        indices = list(indices)
+        rows = rows.filter(prompt_index__in=indices)
+        overrides = overrides.filter(assessment__response__prompt_index__in=indices)
+        notes = notes.filter(response__prompt_index__in=indices)
+    overridden: set[int] = set()
+    thumbs: dict[int, int] = {}
+    if reviews:
+        overridden = set(overrides.values_list("assessment__response_id", flat=True))
+        thumbs = {pk: value or 0 for pk, value in notes.values_list("response_id", "thumbs")}
+    columns = _RECORD_COLUMNS + (("judge_usage",) if usage else ())
+    out = []
+    for row in rows.order_by("prompt_index", "variant_id", "trial").values_list(*columns):
+        (pk, index, variant_id, trial, status, score, latency, tokens_in, tokens_out, cost, violated, disagreement,
+         verdict, error, reason) = row[:15]
+        out.append(ResponseRecord(
+            prompt_index=index, variant_id=variant_id, trial=trial, score=score, status=status,
+            failed=status == ResponseStatus.FAILED, response_id=pk, latency_ms=latency, input_tokens=tokens_in,
+            output_tokens=tokens_out, cost_usd=cost, judge_usage=(row[15] or {}) if usage else {},
+            violated_should_not=violated, disagreement=disagreement, verdict=verdict or None,
+            overridden=pk in overridden, thumbs=thumbs.get(pk), reason=error or reason or ""))
+    return out
+
+
+def run_matrix(run: Run, prompts, *, indices=None) -> Matrix:
+    """The run's results matrix from its stored rows (``indices``: only those prompts' rows; their cells are
+    whole, the per-model figures then cover only them)."""
+    return build_matrix(response_records(run.pk, indices=indices), prompts, stopped=run.status in STOPPED)

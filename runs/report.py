@@ -23,8 +23,11 @@ from django.db.models.functions import Cast
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from . import review
+from runs.engine.matrix import AGGREGATION_WORDS, heat_class
+
+from . import heatmap
 from .models import Annotation, PointAssessment, Response, Run
+from .records import run_matrix
 from .rendering import markdown_to_html, render as render_text
 from .spec import parsed_blueprint
 from .templatetags.results import fn_call_text, heat, score2, thousands, times
@@ -46,7 +49,8 @@ _THUMBS = {n: f"{'👍' if n > 0 else '👎'} {label}" for n, label in Annotatio
 
 def report_chunks(run: Run) -> Iterator[str]:
     spec = parsed_blueprint(run.revision)
-    columns = review.variant_columns(run)
+    matrix = run_matrix(run, spec.prompts)
+    columns = heatmap.columns(matrix)
     indices = list(range(len(spec.prompts))) if spec else []
     aggregates = run.aggregates or {}
     stats = aggregates.get("variants") or {}
@@ -59,33 +63,39 @@ def report_chunks(run: Run) -> Iterator[str]:
     yield ('<table class="heatmap">\n  <thead><tr><th scope="col">Prompt</th>'
            + "".join(f'<th scope="col"><code>{escape(c.variant_id)}</code></th>' for c in columns)
            + "</tr></thead>\n  <tbody>\n")
-    for start in range(0, len(indices), review.HEATMAP_PAGE_SIZE):
-        rows = review.heatmap_rows(run, spec, indices[start:start + review.HEATMAP_PAGE_SIZE], columns)
+    for start in range(0, len(indices), heatmap.HEATMAP_PAGE_SIZE):
+        rows = heatmap.rows(matrix, indices[start:start + heatmap.HEATMAP_PAGE_SIZE])
         yield "".join(_heatmap_row(row) for row in rows)
     yield render_to_string("runs/report.html#heatmap-end", {})
     for start in range(0, len(indices), REPORT_CHUNK):
-        yield _prompts_html(run, spec, indices[start:start + REPORT_CHUNK])
+        yield _prompts_html(run, spec, indices[start:start + REPORT_CHUNK], matrix)
     yield render_to_string("runs/report.html#tail", {})
 
 
-_CELL_TEXT = {"failed": "failed", "not-evaluated": "n/e"}
+_CELL_TEXT = {"failed": "failed", "not-evaluated": "n/e", "not-run": "not run"}
+
+
+def _cell_text(cell) -> str:
+    """A matrix cell's figure: its score by its rule, or its state; with trials, how they were combined."""
+    shown = f"{cell.shown:.2f}" if cell.state == "scored" else _CELL_TEXT.get(cell.state, "…")
+    if cell.k > 1:
+        shown += f' <span class="muted small">{AGGREGATION_WORDS.get(cell.outcome.aggregation, "mean")} of {cell.k}</span>'
+    return shown
 
 
 def _heatmap_row(row) -> str:
     cells = []
     for cell in row.cells:
-        if not cell.response_id:
+        if cell is None or not cell.response_id:
             cells.append('<td class="cell heat-none">–</td>')
             continue
-        scored = cell.state == "scored"
-        shown = f"{cell.score:.2f}" if scored and cell.score is not None else _CELL_TEXT.get(cell.state, "…")
-        cells.append(f'<td class="cell {heat(cell.score) if scored else "heat-none"}"><a href="#r-{cell.response_id}">'
-                     f'{shown}{_flags(cell.violated_should_not, cell.disagreement)}</a></td>')
+        cells.append(f'<td class="cell {cell.heat}"><a href="#r-{cell.response_id}">'
+                     f'{_cell_text(cell)}{_flags(cell.violated_should_not, cell.disagreement)}</a></td>')
     return (f'<tr><th scope="row"><a href="#prompt-{row.index}"><code>{escape(row.prompt_id)}</code></a></th>'
             f'{"".join(cells)}</tr>\n')
 
 
-def _prompts_html(run: Run, spec, chunk: list[int]) -> str:
+def _prompts_html(run: Run, spec, chunk: list[int], matrix) -> str:
     in_chunk = {"run": run, "prompt_index__in": chunk}
     responses = (Response.objects.filter(**in_chunk).order_by("prompt_index", "variant_id", "trial")
                  .values_list(*_RESPONSE_FIELDS))
@@ -104,6 +114,11 @@ def _prompts_html(run: Run, spec, chunk: list[int]) -> str:
     for index in chunk:
         prompt = spec.prompts[index]
         out.append(_prompt_head(index, prompt))
+        cells = [c for c in matrix.row(index) if c is not None and c.k > 1]
+        if cells:
+            out.append('  <p class="muted small">Cells over trials: ' + "; ".join(
+                f'<code>{escape(c.variant_id)}</code> <span class="chip {c.heat}">{_cell_text(c)}</span>'
+                for c in cells) + "</p>\n")
         for row in by_prompt.get(index, ()):
             out.append(_response_html(row, prompt.render_as, points.get(row[0], ()), notes.get(row[0])))
         out.append("</section>\n")
@@ -166,7 +181,7 @@ def _chip(score: float | None) -> str:
     """A score's chip, as the ``heat`` and ``score2`` filters draw it (inlined: 100,000 points a report)."""
     if score is None:
         return '<span class="chip heat-none">n/e</span>'
-    return f'<span class="chip heat-{min(10, max(0, int(score * 10 + 1e-9)))}">{score:.2f}</span>'
+    return f'<span class="chip {heat_class(score)}">{score:.2f}</span>'
 
 
 def _point_html(point: tuple) -> str:

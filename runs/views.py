@@ -33,12 +33,13 @@ from django_htmx.http import HttpResponseStopPolling
 
 from blueprints.models import Blueprint
 
-from . import grid, review, trust, verdicts
+from . import actions, call_views, compare as run_compare, grid, heatmap as heat_map, response_page, trust, verdicts
 from . import spec as run_spec
 from . import start as run_start
 from . import work as run_work
-from .exports import run_to_csv, run_to_json
+from .exports import grid_to_csv, run_to_csv, run_to_json
 from .models import Annotation, PointAssessment, Response, Run, RunStatus
+from .records import run_matrix
 from .rendering import RENDER_MODES, render as render_text
 from .report import report_chunks
 from .templatetags.results import number
@@ -119,15 +120,12 @@ def control(request, run_id, action):
     if action not in CONTROLS:
         raise Http404("unknown action")
     run = get_object_or_404(Run, pk=run_id)
-    if action == "cancel":
-        run_work.cancel_run(run)
-        messages.info(request, "Cancelled: no new item starts; finished items are kept.")
-    elif action == "resume":
-        count = run_work.resume_run(run)
-        messages.info(request, f"Resumed: {count} item{'s' if count != 1 else ''} handed to the workers.")
-    elif action == "retry-failed":
-        count = run_work.retry_failed(run)
-        messages.info(request, f"Retrying {count} item{'s' if count != 1 else ''} that ended in error.")
+    try:
+        done = {"cancel": actions.cancel, "resume": actions.resume, "retry-failed": actions.retry_failed}[action](run)
+    except actions.Refused as refused:
+        messages.error(request, refused.message)
+    else:
+        messages.info(request, done.message)
     return redirect("runs:detail", run.pk)
 
 
@@ -150,9 +148,9 @@ def delete(request, run_id):
 def rename(request, run_id):
     run = get_object_or_404(Run, pk=run_id)
     try:
-        run.rename(request.POST.get("name", ""))
-    except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
+        actions.rename(run, request.POST.get("name", ""))
+    except actions.Refused as refused:
+        messages.error(request, refused.message)
     return redirect("runs:detail", run.pk)
 
 
@@ -201,37 +199,47 @@ def _percent(done, total) -> int:
     return int(100 * done / total) if total else 100
 
 
+def _matrix(run: Run, spec):
+    """The run's results matrix, built once per request (``runs.records.run_matrix``)."""
+    cached = getattr(run, "_matrix", None)
+    if cached is None and spec is not None:
+        cached = run._matrix = run_matrix(run, spec.prompts)
+    return cached
+
+
 def _heatmap_context(request, run: Run, spec) -> dict:
     sort = request.GET.get("sort", "order")
-    if sort not in review.HEATMAP_SORTS:
+    if sort not in heat_map.HEATMAP_SORTS:
         sort = "order"
     if spec is None:
         return {"heatmap": None}
-    columns = review.variant_columns(run)
-    order = review.prompt_order(run, spec, sort)
-    page = Paginator(order, review.HEATMAP_PAGE_SIZE).get_page(request.GET.get("page"))
-    rows = review.heatmap_rows(run, spec, list(page.object_list), columns)
-    return {"heatmap": {"columns": columns, "rows": rows, "page": page, "sort": sort,
-                        "sorts": review.HEATMAP_SORTS.items(), "prompts": len(spec.prompts)}}
+    matrix = _matrix(run, spec)
+    page = Paginator(matrix.prompt_order(sort), heat_map.HEATMAP_PAGE_SIZE).get_page(request.GET.get("page"))
+    return {"heatmap": {"columns": heat_map.columns(matrix), "rows": heat_map.rows(matrix, list(page.object_list)),
+                        "page": page, "sort": sort, "sorts": heat_map.HEATMAP_SORTS.items(),
+                        "prompts": len(spec.prompts)}}
 
 
 def _run_context(request, run: Run) -> dict:
     aggregates = run.aggregates or {}
     stats = aggregates.get("variants") or {}
-    columns = review.variant_columns(run) if stats else []
+    spec = _spec(run)
+    matrix = _matrix(run, spec) if run.is_finished else None
+    columns = heat_map.columns(matrix) if matrix is not None and stats else []
     context = {
         "run": run,
         "phase": _phase(run),
         "items_percent": _percent(run.items_done, run.items_total),
         "judge_percent": _percent(run.judge_calls_done + run.judge_calls_failed, run.judge_calls_total),
-        "variants": [(c, stats[c.variant_id]) for c in columns],
+        "variants": [(c, stats[c.variant_id]) for c in columns if c.variant_id in stats],
         "agreement": aggregates.get("agreement"),
         "overall": aggregates.get("overall"),
+        "not_run": sum(s.counts.get("not-run", 0) for s in matrix.summaries.values()) if matrix else 0,
         "failures": (Response.objects.filter(run=run, status="failed").order_by("-finished_at")
                      .only("pk", "prompt_id", "variant_id", "error")[:5]),
     }
     if run.is_finished:
-        context.update(_heatmap_context(request, run, _spec(run)))
+        context.update(_heatmap_context(request, run, spec))
         context["verdict_tables"] = verdicts.run_verdict_rows(run)
         context["trust"] = trust.judge_trust(Response.objects.filter(run=run))
         context["tolerance"] = trust.TOLERANCE
@@ -313,10 +321,10 @@ def _grid_changes(request, run: Run, spec, query, since: str):
         since_at = datetime.fromtimestamp(int(since) / 1000, tz=dt_timezone.utc)
     except (ValueError, OverflowError, OSError):
         since_at = timezone.now()
-    changed = grid.changed_cells(run, spec, query, since_at)
+    changed, models = grid.changed_cells(run, spec, query, since_at)
     response = render(request, "runs/results.html#changes",
-                      {"run": run, "changed": changed, "now_ms": _now_ms() - POLL_OVERLAP_MS, "query": query,
-                       **_live_context(run)})
+                      {"run": run, "changed": changed, "models": models, "now_ms": _now_ms() - POLL_OVERLAP_MS,
+                       "query": query, "ended": run.is_finished, **_live_context(run)})
     if run.is_finished:
         response.status_code = HttpResponseStopPolling.status_code
     return response
@@ -359,8 +367,8 @@ def _response_context(request, run: Run, response: Response) -> dict:
     mode = request.GET.get("as") or render_as
     if mode not in RENDER_MODES:
         mode = render_as
-    assessments = list(PointAssessment.objects.filter(response=response).select_related("override")
-                       .order_by("position"))
+    assessments = list(PointAssessment.objects.filter(response=response)
+                       .select_related("override", "confirmation").order_by("position"))
     siblings = Response.objects.filter(run=run)
     same_model = siblings.filter(variant_id=response.variant_id, trial=response.trial)
     context = {
@@ -373,7 +381,7 @@ def _response_context(request, run: Run, response: Response) -> dict:
         "rendered": render_text(response.text, mode) if response.text is not None else None,
         "ideal": render_text(prompt.ideal_response, mode) if prompt and prompt.ideal_response is not None else None,
         "conversation": _conversation(response, prompt, run, spec),
-        "review": review.review_response(response, assessments),
+        "review": response_page.review_response(response, assessments),
         "assessments": assessments,
         "judge_errors": sum(1 for pa in assessments for v in pa.verdicts if v.get("error")),
         "verdict": verdicts.response_verdict_context(run, response, assessments),
@@ -427,7 +435,7 @@ def response_calls(request, run_id, response_id):
     """Every call this response made (candidate turns, then judges), as sent and as answered; read on demand."""
     run, response = _response_or_404(run_id, response_id)
     return render(request, "runs/_calls.html", {"run": run, "response": response,
-                                                 "calls": review.call_views(response.call_log())})
+                                                 "calls": call_views.call_views(response.call_log())})
 
 
 @require_safe
@@ -454,19 +462,12 @@ def override(request, run_id, response_id, position):
     assessment = get_object_or_404(PointAssessment.objects.select_related("override"), response=response,
                                    position=position)
     error = None
-    if request.POST.get("action") == "remove":
-        score = None
-    else:
-        try:
-            score = float(request.POST.get("score", ""))
-        except ValueError:
-            score, error = None, "Give a score between 0 and 1."
-    if error is None:
-        try:
-            outcome = review.apply_override(assessment, score, reason=request.POST.get("reason", ""),
-                                            who=request.POST.get("who", ""))
-        except review.OverrideRefused as refused:
-            error = str(refused)
+    score = None if request.POST.get("action") == "remove" else request.POST.get("score", "")
+    try:
+        outcome = actions.override(assessment, score, reason=request.POST.get("reason", ""),
+                                   who=request.POST.get("who", ""))
+    except actions.Refused as refused:
+        error = refused.message
     if not request.htmx:
         if error:
             messages.error(request, f"Point {position + 1}: {error}")
@@ -482,18 +483,28 @@ def override(request, run_id, response_id, position):
 
 
 @require_POST
+def confirm(request, run_id, response_id, position):
+    """Say the judges are right about one point (``action=remove`` takes it back); the score does not change."""
+    run, response = _response_or_404(run_id, response_id)
+    assessment = get_object_or_404(PointAssessment, response=response, position=position)
+    try:
+        done = actions.confirm(assessment, confirmed=request.POST.get("action") != "remove",
+                               who=request.POST.get("who", ""))
+    except actions.Refused as refused:
+        messages.error(request, f"Point {position + 1}: {refused.message}")
+    else:
+        messages.success(request, done.message)
+    return redirect(reverse("runs:response", args=(run.pk, response.pk)) + f"#point-{position + 1}")
+
+
+@require_POST
 def rerun_response(request, run_id, response_id):
     """Generate and judge this one response again, afresh; the page follows it until it is stored."""
     run, response = _response_or_404(run_id, response_id)
     try:
-        overrides = run_work.rerun_response(run, response.pk)
-    except run_work.RerunRefused as refused:
-        messages.error(request, f"Not re-run: {refused}.")
-    else:
-        gone = f" Its {overrides} override{'s' if overrides != 1 else ''} went with its old points." if overrides \
-            else ""
-        messages.info(request, f"Re-running {response.prompt_id} × {response.variant_id} afresh (no cached "
-                               f"answers).{gone}")
+        messages.info(request, actions.rerun(run, response).message)
+    except actions.Refused as refused:
+        messages.error(request, refused.message)
     return redirect("runs:response", run.pk, response.pk)
 
 
@@ -514,10 +525,10 @@ def annotate(request, run_id, response_id):
     run, response = _response_or_404(run_id, response_id)
     error = None
     try:
-        review.save_annotation(response, thumbs=request.POST.get("thumbs", ""),
-                               comment=request.POST.get("comment", ""), who=request.POST.get("who", ""))
-    except review.AnnotationRefused as refused:
-        error = str(refused)
+        actions.annotate(response, thumbs=request.POST.get("thumbs", ""), comment=request.POST.get("comment", ""),
+                         who=request.POST.get("who", ""))
+    except actions.Refused as refused:
+        error = refused.message
     if not request.htmx:
         if error:
             messages.error(request, f"Annotation not saved: {error}.")
@@ -547,7 +558,7 @@ def prompt_detail(request, run_id, prompt_index):
     if not responses:
         raise Http404("no such prompt in this run")
     prompt = run.prompt(prompt_index, spec) if spec else None
-    columns = [c.variant_id for c in review.variant_columns(run)]
+    columns = _matrix(run, spec).variants if spec else []
     rank = {v: i for i, v in enumerate(columns)}
     responses.sort(key=lambda r: (rank.get(r.variant_id, len(rank)), r.variant_id))
     points: dict[int, dict[int, PointAssessment]] = {}
@@ -592,8 +603,8 @@ def compare(request, run_id):
                                   "compare runs of the same blueprint.")
             base = None
     if base is not None:
-        changes = review.compare_runs(base, run)
-        page = Paginator(changes, review.COMPARE_PAGE_SIZE).get_page(request.GET.get("page"))
+        changes = run_compare.compare_runs(base, run)
+        page = Paginator(changes, run_compare.COMPARE_PAGE_SIZE).get_page(request.GET.get("page"))
         deltas = [c.delta for c in changes if c.delta is not None]
         context.update({
             "base": base, "page": page,
@@ -612,13 +623,13 @@ def diff(request, run_id, base_id):
         raise Http404("these runs are of different blueprints")
     prompt_id, variant_id = request.GET.get("prompt", ""), request.GET.get("variant", "")
     pair = []
-    for r in (base, run):
-        pair.append(Response.objects.filter(run=r, prompt_id=prompt_id, variant_id=variant_id)
-                    .order_by("trial").first())
+    for r in (base, run):  # the response each run's cell stands for (its matrix's rule)
+        pk = run_compare.cell_response(r, prompt_id, variant_id)
+        pair.append(Response.objects.filter(pk=pk).first() if pk else None)
     if pair == [None, None]:
         raise Http404("neither run has this prompt and model")
     before, after = pair
-    pieces = review.text_diff(before.text if before else "", after.text if after else "")
+    pieces = run_compare.text_diff(before.text if before else "", after.text if after else "")
     context = {"run": run, "base": base, "before": before, "after": after, "pieces": pieces,
                "prompt_id": prompt_id, "variant_id": variant_id,
                "changed": any(p.op != "equal" for p in pieces)}
@@ -645,6 +656,19 @@ def export_csv(request, run_id):
     run = _run_or_404(run_id)
     return _attachment(HttpResponse(run_to_csv(run), content_type="text/csv; charset=utf-8"),
                        f"{run.blueprint.slug}-run-{run.pk}.csv")
+
+
+@require_safe
+def results_csv(request, run_id):
+    """The results grid's view (its filter, search and order from the URL) as CSV: one row per matching cell."""
+    run = _run_or_404(run_id)
+    spec = _spec(run)
+    if spec is None:
+        raise Http404("this run's blueprint revision can no longer be read")
+    query, problems = grid.GridQuery.from_params(request.GET)
+    built = grid.build_grid(run, spec, query, problems, matrix=_matrix(run, spec))
+    return _attachment(HttpResponse(grid_to_csv(run, spec, built), content_type="text/csv; charset=utf-8"),
+                       f"{run.blueprint.slug}-run-{run.pk}-results.csv")
 
 
 @require_safe

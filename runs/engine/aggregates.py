@@ -8,32 +8,13 @@ overrides a point (``runs.records.compute_aggregates`` only loads the rows).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from blueprints.spec.schema import Prompt
 
-from .scoring import VERDICTS, Rating, TrialOutcome, aggregate_trials, model_stats, round2, run_stats, textbook_alpha
+from .matrix import Matrix, ResponseRecord, build_matrix
+from .scoring import VERDICTS, Rating, round2, run_stats, textbook_alpha
 from .assess import unknown_cost_calls
-
-
-@dataclass(frozen=True, slots=True)
-class ResponseRecord:
-    """What the aggregates read of one response (a ``Response`` row's columns)."""
-
-    prompt_index: int
-    variant_id: str
-    trial: int = 0
-    score: float | None = None  # overrides applied; None: not evaluated
-    failed: bool = False  # generation failed
-    latency_ms: float | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cost_usd: float | None = None
-    judge_usage: dict = field(default_factory=dict)
-    violated_should_not: bool = False
-    disagreement: bool = False
-    verdict: str | None = None
 
 
 def run_aggregates(records: Sequence[ResponseRecord], prompts: Sequence[Prompt], *,
@@ -45,38 +26,33 @@ def run_aggregates(records: Sequence[ResponseRecord], prompts: Sequence[Prompt],
     given (an override changes scores, never the judges' verdicts); else the textbook
     alpha over ``ratings`` (one list of the primary judges' ratings per judged point).
     """
-    weights = {i: p.weight for i, p in enumerate(prompts)}
-    by_cell: dict[tuple[int, str], list[TrialOutcome]] = {}
-    by_variant: dict[str, list[ResponseRecord]] = {}
-    for r in records:
-        by_cell.setdefault((r.prompt_index, r.variant_id), []).append(TrialOutcome(r.trial, r.score, r.verdict or None))
-        by_variant.setdefault(r.variant_id, []).append(r)
+    matrix = build_matrix(records, prompts)
+    return aggregates_of(matrix, records, agreement=agreement, ratings=ratings)
 
+
+def aggregates_of(matrix: Matrix, records: Sequence[ResponseRecord], *, agreement: dict | None = None,
+                  ratings: Iterable[Sequence[Rating]] = ()) -> dict:
+    """The stored figures of a run, read off its matrix (cell scores, variant means) and its records (usage)."""
     cells: dict[str, dict[str, float | None]] = {}
     details: dict[str, dict[str, dict]] = {}
-    cell_scores: dict[str, list[tuple[float | None, float | None]]] = {}
-    for (index, variant_id), trials in by_cell.items():
-        prompt = prompts[index] if 0 <= index < len(prompts) else None
-        prompt_id = prompt.id if prompt is not None else str(index)
-        outcome = aggregate_trials(trials, prompt.trial_aggregation if prompt else None,
-                                   verdicts=prompt.verdicts if prompt else None,
-                                   use_verdicts=bool(prompt and prompt.has_verdicts),
-                                   threshold=prompt.trial_threshold if prompt else None)
-        cell_scores.setdefault(variant_id, []).append((outcome.score, weights.get(index)))
-        cells.setdefault(prompt_id, {})[variant_id] = round2(outcome.score) if outcome.score is not None else None
-        if len(trials) > 1 or (prompt is not None and prompt.has_verdicts):
-            details.setdefault(prompt_id, {})[variant_id] = outcome.to_dict()
-
+    for cell in matrix.cells.values():
+        prompt = matrix.prompts[cell.prompt_index] if 0 <= cell.prompt_index < len(matrix.prompts) else None
+        cells.setdefault(cell.prompt_id, {})[cell.variant_id] = cell.shown
+        if cell.k > 1 or (prompt is not None and prompt.has_verdicts):
+            details.setdefault(cell.prompt_id, {})[cell.variant_id] = cell.outcome.to_dict()
+    by_variant: dict[str, list[ResponseRecord]] = {}
+    for r in records:
+        by_variant.setdefault(r.variant_id, []).append(r)
     variants: dict[str, dict] = {}
     for variant_id in sorted(by_variant):
         mine = by_variant[variant_id]
-        stats = model_stats(cell_scores.get(variant_id, ()))
+        stats = matrix.summaries[variant_id]
         latencies = [r.latency_ms for r in mine if r.latency_ms is not None]
         costs = [r.cost_usd for r in mine if r.cost_usd is not None]
         usage = [r.judge_usage or {} for r in mine]
         variants[variant_id] = {
-            "mean": stats.mean, "std": stats.std, "n": stats.n, "notEvaluated": stats.n_not_evaluated,
-            "failed": sum(1 for r in mine if r.failed),
+            "mean": stats.mean, "std": stats.std, "n": stats.n, "notEvaluated": stats.not_evaluated,
+            "failed": sum(1 for r in mine if r.failed), "states": dict(stats.counts),
             "inputTokens": sum(r.input_tokens or 0 for r in mine),
             "outputTokens": sum(r.output_tokens or 0 for r in mine),
             "costUsd": sum(costs) if costs else None, "costUnknown": len(mine) - len(costs),
@@ -105,3 +81,26 @@ def run_aggregates(records: Sequence[ResponseRecord], prompts: Sequence[Prompt],
     if details:  # trials and verdicts, per cell: only for blueprints that use them
         out["cellDetails"] = details
     return out
+
+
+def stored_totals(records: Sequence[ResponseRecord], judge_calls: dict[str, int],
+                  unknown_candidate_calls: int) -> dict:
+    """A run's counters as the sum of what is stored: items, judge calls (``judge_calls``: primary verdicts
+    that answered and that failed), tokens and costs. A finished run writes these over the counters it kept
+    while working, so a retry, a resume or a re-run can never leave them counting something twice."""
+    finished = [r for r in records if r.status in ("done", "failed") or r.failed]
+    usage = [r.judge_usage or {} for r in finished]
+    return {
+        "items_done": len(finished),
+        "items_failed": sum(1 for r in finished if r.failed),
+        "judge_calls_done": judge_calls.get("ok", 0),
+        "judge_calls_failed": judge_calls.get("failed", 0),
+        "candidate_input_tokens": sum(r.input_tokens or 0 for r in records),
+        "candidate_output_tokens": sum(r.output_tokens or 0 for r in records),
+        "candidate_cost_usd": float(sum(r.cost_usd or 0 for r in records)),
+        "candidate_cost_unknown": unknown_candidate_calls,
+        "judge_input_tokens": sum(u.get("inputTokens") or 0 for u in usage),
+        "judge_output_tokens": sum(u.get("outputTokens") or 0 for u in usage),
+        "judge_cost_usd": float(sum(u.get("costUsd") or 0 for u in usage)),
+        "judge_cost_unknown": sum(unknown_cost_calls(u) for u in usage),
+    }

@@ -11,6 +11,7 @@ value would be undefined upstream are left out.
 from __future__ import annotations
 
 from .assess import PointAssessment, ResponseAssessment
+from .scoring import round2
 
 
 def export_point(pa: PointAssessment) -> dict:
@@ -61,6 +62,21 @@ def export_response(ra: ResponseAssessment) -> dict:
         out["judgeAgreement"] = ra.judge_agreement.to_upstream()
     if ra.score is None and ra.not_evaluated_reason:
         out["error"] = ra.not_evaluated_reason
+    return out
+
+
+def export_cell(shown: dict, cell_score: float | None, trials: int) -> dict:
+    """A cell with trials in the upstream layout, which has one response per prompt and model:
+    ``shown`` is the export of the trial the cell stands for (``matrix.representative_trial``: its points
+    are listed), and ``avgCoverageExtent`` is the cell's score by its prompt's rule (mean, best, pass@k),
+    rounded to 2 places, the figure every page shows."""
+    if trials <= 1 or "pointAssessments" not in shown:
+        return shown
+    if shown.get("avgCoverageExtent") is None and "error" not in shown:
+        return shown  # scored by similarity alone: no coverage to give
+    out = {**shown, "avgCoverageExtent": None if cell_score is None else round2(cell_score)}
+    if cell_score is not None:
+        out.pop("error", None)
     return out
 
 

@@ -8,6 +8,8 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
+from runs.engine.matrix import AGGREGATION_WORDS, STATE_LABELS, heat_class
+
 register = template.Library()
 
 
@@ -35,11 +37,19 @@ def score2(value) -> str:
 
 @register.filter
 def heat(value) -> str:
-    """The heatmap colour class: ``heat-0`` .. ``heat-10`` by floor(score x 10), ``heat-none`` without a score."""
-    value = number(value)
-    if value is None:
-        return "heat-none"
-    return f"heat-{min(10, max(0, int(value * 10 + 1e-9)))}"
+    """The heatmap colour class (``runs.engine.matrix.heat_class``: floor(score x 10), ``heat-none`` without one)."""
+    return heat_class(number(value))
+
+
+@register.filter
+def aggregation_word(value) -> str:
+    """How a cell's trials are combined, in words: mean, best, pass@k."""
+    return AGGREGATION_WORDS.get(value or "mean", str(value))
+
+
+@register.filter
+def state_label(value) -> str:
+    return STATE_LABELS.get(value, str(value))
 
 
 @register.filter

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from runs import review
+from runs import annotations, overrides
 from runs.models import PointAssessment, Response
 from tests.web.test_run_support import fake_llm, fake_llm_server, fake_provider, make_run, script  # noqa: F401
 
@@ -56,7 +56,7 @@ def test_rerun_one_response_through_the_api(client, fake_provider):
 def test_judge_trust_through_the_api(client, fake_provider):
     run = make_run(fake_provider, models=("openai:cand-good",))
     seine = PointAssessment.objects.get(response__run=run, response__prompt_id="capital", text__icontains="Seine")
-    review.apply_override(seine, 1.0, reason="It names the Seine.")
+    overrides.apply_override(seine, 1.0, reason="It names the Seine.")
 
     data = client.get(f"/api/judges?run={run.pk}").json()
 

@@ -216,7 +216,7 @@ def test_result_pages_show_verdicts_gates_trials_and_metric_checks(fake_provider
     assert "verdict-" in prompt_page and "Trials</strong> (3, best)" in prompt_page
 
     # A reviewer who lifts the failed gate lifts the zero too; the verdict follows.
-    from runs.review import apply_override
+    from runs.overrides import apply_override
 
     gate_point = PointAssessment.objects.get(response=gated, fn="tool_trajectory")
     apply_override(gate_point, 1.0, reason="the calls were made, in another format")

@@ -17,7 +17,7 @@ from blueprints.importing import import_files
 from runs import start as run_start
 from runs import work as run_work
 from runs.models import PointAssessment, PointOverride, Response, Run
-from runs.review import apply_override
+from runs.overrides import apply_override
 
 from .conftest import judge_rules
 

@@ -1,6 +1,8 @@
 """Runs end to end through the worker path (tasks run inline): a real corpus blueprint, the fake LLM server
 as candidates and judges, and every stored field checked."""
 
+import csv
+import io
 import json
 from pathlib import Path
 
@@ -103,7 +105,11 @@ def test_the_export_has_the_upstream_layout_and_our_extras_apart(fake_provider):
     assert FAKE_KEY not in json.dumps(data)
     csv_text = run_to_csv(Run.objects.get(pk=run.pk))
     assert csv_text.splitlines()[0].startswith("run_id,prompt_id,model_id,trial")
-    assert len(csv_text.splitlines()) == 1 + 4 * 6  # one row per point assessment (6 points a prompt)
+    rows = list(csv.reader(io.StringIO(csv_text)))  # cells hold the prompt's and the response's texts, lines and all
+    assert len(rows) == 1 + 4 * 6  # one row per point assessment (6 points a prompt)
+    header = rows[0]
+    assert header[-4:] == ["cell_score", "cell_state", "prompt_text", "response_text"]
+    assert rows[1][header.index("prompt_text")].startswith("user: ")
 
 
 def test_an_override_changes_the_score_and_keeps_the_judges_verdict(fake_provider):

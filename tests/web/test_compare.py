@@ -6,7 +6,7 @@ import re
 import pytest
 
 from runs.models import Response
-from runs.review import text_diff
+from runs.compare import text_diff
 
 from .conftest import htmx
 from .test_run_support import (  # noqa: F401

@@ -100,7 +100,7 @@ def test_the_html_report_has_scores_heatmap_responses_points_and_reflections(fak
 
 def test_the_report_renders_descriptions_and_reviewers_words(fake_provider, client):
     from blueprints.models import Blueprint
-    from runs import review
+    from runs import annotations, overrides
 
     from .test_run_support import BLUEPRINT, make_blueprint
 
@@ -111,7 +111,7 @@ def test_the_report_renders_descriptions_and_reviewers_words(fake_provider, clie
     blueprint = make_blueprint(text, slug="described")
     run = make_run(fake_provider, blueprint=blueprint)
     response = Response.objects.get(run=run, prompt_id="capital", model_id__endswith="cand-bad")
-    review.save_annotation(response, thumbs="down", comment="Lyon <again>.", who="Ana")
+    annotations.save_annotation(response, thumbs="down", comment="Lyon <again>.", who="Ana")
 
     _, html = report_of(client, run)
 

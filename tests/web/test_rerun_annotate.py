@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from runs import review
+from runs import annotations, overrides
 from runs.models import Annotation, PointAssessment, PointOverride, Response, Run
 from tests.web.conftest import htmx
 from tests.web.test_run_support import fake_llm, fake_llm_server, fake_provider, make_run, script  # noqa: F401
@@ -28,7 +28,7 @@ def test_rerunning_a_cell_asks_the_model_and_judges_again_not_the_cache(client, 
     assert before.text == "I think it is Lyon."
     PointOverride.objects.create(assessment=PointAssessment.objects.filter(response=before).first(), score=1.0,
                                  reason="checked by hand")
-    review.save_annotation(before, thumbs="down", comment="Wrong city.")
+    annotations.save_annotation(before, thumbs="down", comment="Wrong city.")
     done_before = Run.objects.get(pk=run.pk).items_done
     sent_before = len(fake_provider.requests())
     # The model now answers differently; only a call that skips the cache can see it.

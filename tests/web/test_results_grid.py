@@ -131,7 +131,8 @@ def test_the_live_poll_sends_only_the_cells_that_changed(client, run):
 
     page = client.get(f"/runs/{run.pk}/results?since={since}", **htmx()).content.decode()
 
-    assert page.count('hx-swap-oob="outerHTML"') == 2  # the changed prompt's row: its two cells
+    assert page.count("<template><td id=\"cell-") == 2  # the changed prompt's row: its two cells
+    assert page.count('hx-swap-oob="outerHTML"') == 3  # and the per-model table, over the whole run
     assert "The Nile is the longest river." in page and "Paris" not in page
     assert 'id="grid-live"' in page and "every 2s" in page
     # Table cells outside a table are dropped by the browser's parser: each travels in a <template>.
@@ -158,12 +159,12 @@ def _spec(run):
 
 
 def test_a_reviewers_thumbs_show_on_the_cell_and_filter_the_grid(client, run):
-    from runs import review
+    from runs import annotations, overrides
 
     bad = Response.objects.get(run=run, prompt_id="river", variant_id__startswith="openai:bad")
     good = Response.objects.get(run=run, prompt_id="capital", variant_id__startswith="openai:good")
-    review.save_annotation(bad, thumbs="down", comment="Not the longest.")
-    review.save_annotation(good, thumbs="", comment="Fine.")
+    annotations.save_annotation(bad, thumbs="down", comment="Not the longest.")
+    annotations.save_annotation(good, thumbs="", comment="Fine.")
 
     down = client.get(f"/runs/{run.pk}/results?filter=thumbs-down").content.decode()
     assert _cells(down) == 1 and "👎" in down

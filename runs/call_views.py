@@ -1,0 +1,48 @@
+"""The calls a response made, as its 'Every call' section shows them."""
+
+from __future__ import annotations
+
+import json
+
+from runs.engine import calls as calls_log
+
+_SHOWN_CHARS = calls_log.MAX_BODY_CHARS  # a body shown on the page, as bounded as the stored one
+
+
+def _pretty(value) -> str:
+    """JSON indented for reading; text that is not JSON as it came."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value[:_SHOWN_CHARS]
+    text = json.dumps(value, ensure_ascii=False, indent=2)
+    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "\n…"
+
+
+def call_views(calls: list[dict]) -> list[dict]:
+    """The stored call log as the calls page shows it: one entry per call, in the order they were made."""
+    out = []
+    for call in calls:
+        if "dropped" in call or "unreadable" in call:
+            out.append({"note": call.get("unreadable") or f"{call['dropped']} more calls were made and not kept "
+                                                           f"(at most {calls_log.MAX_CALLS} per response are kept)"})
+            continue
+        request = call.get("request")
+        messages = request.get("messages") if isinstance(request, dict) else None
+        params = ({k: v for k, v in request.items() if k not in ("messages", "contents", "system")}
+                  if isinstance(request, dict) else None)
+        out.append({
+            "purpose": call.get("purpose") or "candidate", "label": call.get("label") or "",
+            "model": call.get("model") or "", "url": call.get("url") or "", "source": call.get("source") or "",
+            "status": call.get("status"), "error": call.get("error"), "latency_ms": call.get("latency_ms"),
+            "input_tokens": call.get("input_tokens"), "output_tokens": call.get("output_tokens"),
+            "cost_usd": call.get("cost_usd"), "cached": bool(call.get("cached")),
+            "finish_reason": call.get("finish_reason"),
+            "retries": [a for a in call.get("attempts") or () if a.get("reason")],
+            "messages": messages if isinstance(messages, list) else None,
+            "params": _pretty(params) if params else "",
+            "request": _pretty(request) if request is not None else "",
+            "answer": _pretty(call.get("answer")) if call.get("answer") is not None else "",
+        })
+    return out

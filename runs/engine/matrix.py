@@ -1,0 +1,313 @@
+"""The results matrix: every prompt x model variant cell of a run, built once from plain records.
+
+This is the one owner of the rules a result page, an export or the API shows about a cell:
+
+* ``trial_state``: what one stored response is (scored, not evaluated, failed, pending, running, or
+  *not run* when its run was cancelled or stopped before it started);
+* ``cell_state``: a cell's state over its trials, in one order (``CELL_STATE_ORDER``);
+* the cell's score: its trials combined by the prompt's own rule (``mean``, ``best``, ``pass_at_k``)
+  through ``scoring.aggregate_trials``; the rounded figure every surface prints is ``Cell.shown``;
+* ``representative_trial``: which trial a cell links to and whose points an upstream-shape export shows;
+* ``heat_bucket``: the colour of a score;
+* per variant: mean (prompt weights), std, pass rate at a threshold, counts of each state.
+
+``run_aggregates`` (stored when a run ends) is built from the same matrix, so the stored figures and
+a matrix built later from the same rows never disagree. Pure Python: no Django here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from .scoring import CellOutcome, TrialOutcome, aggregate_trials, model_stats, round2
+
+#: A cell's state is the first of these its trials have, after "scored" (a cell with a score is scored).
+CELL_STATE_ORDER = ("failed", "running", "pending", "not-run", "not-evaluated")
+STATES = ("scored", *CELL_STATE_ORDER)
+STATE_LABELS = {"scored": "scored", "failed": "failed", "running": "running", "pending": "pending",
+                "not-run": "not run", "not-evaluated": "not evaluated"}
+DEFAULT_THRESHOLD = 0.8
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseRecord:
+    """What the matrix reads of one stored response (a ``Response`` row's small columns)."""
+
+    prompt_index: int
+    variant_id: str
+    trial: int = 0
+    score: float | None = None  # overrides applied; None: not evaluated
+    status: str = "done"  # pending, running, done, failed
+    failed: bool = False  # generation failed (kept for callers that only know this)
+    response_id: int | None = None
+    latency_ms: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    judge_usage: dict = field(default_factory=dict)
+    violated_should_not: bool = False
+    disagreement: bool = False
+    verdict: str | None = None
+    overridden: bool = False
+    thumbs: int | None = None  # 1 up, -1 down, 0 a comment alone, None: no annotation
+    reason: str = ""  # the error or the not-evaluated reason
+
+
+def trial_state(status: str, score: float | None, *, stopped: bool = False) -> str:
+    """One response's state. ``stopped``: its run was cancelled or stopped, so what waits will not run."""
+    if score is not None:
+        return "scored"
+    if status == "failed":
+        return "failed"
+    if status == "done":
+        return "not-evaluated"
+    if status in ("pending", "running") and stopped:
+        return "not-run"
+    return status if status in ("pending", "running") else "pending"
+
+
+def cell_state(states: Iterable[str], score: float | None) -> str:
+    """A cell with a score is scored; otherwise the first of ``CELL_STATE_ORDER`` among its trials."""
+    if score is not None:
+        return "scored"
+    present = set(states)
+    return next((s for s in CELL_STATE_ORDER if s in present), "pending")
+
+
+def heat_bucket(score: float | None) -> int | None:
+    """One of 11 colour buckets, floor(score x 10), as the upstream's heatmap (10 for a perfect score)."""
+    return None if score is None else min(10, max(0, int(score * 10 + 1e-9)))
+
+
+def heat_class(score: float | None) -> str:
+    bucket = heat_bucket(score)
+    return "heat-none" if bucket is None else f"heat-{bucket}"
+
+
+def representative_trial(outcome: CellOutcome) -> int | None:
+    """The trial a cell stands for: the best one under ``best`` (the first of equals), else the first
+    evaluated trial, else the first trial. Its response is the one a cell links to, and the one whose
+    points the upstream-shape export shows (that layout has one response per prompt and model)."""
+    if not outcome.trials:
+        return None
+    scored = [t for t in outcome.trials if t.score is not None]
+    if not scored:
+        return outcome.trials[0].trial
+    if outcome.aggregation == "best":
+        best = max(t.score for t in scored)
+        return next(t.trial for t in scored if t.score == best)
+    return scored[0].trial
+
+
+@dataclass(slots=True)
+class Cell:
+    prompt_index: int
+    prompt_id: str
+    variant_id: str
+    trials: list[ResponseRecord]
+    outcome: CellOutcome
+    state: str
+    shown_trial: int | None
+
+    @property
+    def score(self) -> float | None:
+        """The cell's score by its prompt's rule, unrounded."""
+        return self.outcome.score
+
+    @property
+    def shown(self) -> float | None:
+        """The score every surface prints: rounded as the upstream rounds (two places)."""
+        return None if self.outcome.score is None else round2(self.outcome.score)
+
+    @property
+    def bucket(self) -> int | None:
+        return heat_bucket(self.shown)
+
+    @property
+    def heat(self) -> str:
+        return heat_class(self.shown)
+
+    @property
+    def verdict(self) -> str | None:
+        return self.outcome.verdict
+
+    @property
+    def k(self) -> int:
+        return len(self.trials)
+
+    @property
+    def shown_record(self) -> ResponseRecord | None:
+        return next((t for t in self.trials if t.trial == self.shown_trial), self.trials[0] if self.trials else None)
+
+    @property
+    def response_id(self) -> int | None:
+        record = self.shown_record
+        return record.response_id if record else None
+
+    @property
+    def violated_should_not(self) -> bool:
+        return any(t.violated_should_not for t in self.trials)
+
+    @property
+    def disagreement(self) -> bool:
+        return any(t.disagreement for t in self.trials)
+
+    @property
+    def overridden(self) -> bool:
+        return any(t.overridden for t in self.trials)
+
+    @property
+    def thumbs(self) -> int | None:
+        """Over trials, the sternest word: down before a comment alone before up."""
+        words = [t.thumbs for t in self.trials if t.thumbs is not None]
+        return min(words) if words else None
+
+    @property
+    def latency_ms(self) -> float | None:
+        values = [t.latency_ms for t in self.trials if t.latency_ms is not None]
+        return max(values) if values else None
+
+    @property
+    def cost_usd(self) -> float | None:
+        values = [t.cost_usd for t in self.trials if t.cost_usd is not None]
+        return sum(values) if values else None
+
+    @property
+    def reason(self) -> str:
+        return next((t.reason for t in self.trials if t.score is None and t.reason), "")
+
+    @property
+    def complete(self) -> bool:
+        """Every trial finished (done or failed)."""
+        return all(t.status in ("done", "failed") for t in self.trials)
+
+    def passes(self, threshold: float) -> bool | None:
+        return None if self.shown is None else self.shown >= threshold
+
+
+@dataclass(slots=True)
+class VariantSummary:
+    variant_id: str
+    mean: float | None
+    std: float | None
+    n: int  # cells with a score
+    not_evaluated: int  # cells without one
+    counts: dict[str, int]  # cells per state
+    cells: int
+
+    def passed(self, cells: Iterable[Cell], threshold: float) -> int:
+        return sum(1 for c in cells if c.variant_id == self.variant_id and c.passes(threshold))
+
+
+@dataclass
+class Matrix:
+    """Cells keyed by (prompt index, variant id); variants in column order (best mean first)."""
+
+    prompts: Sequence
+    cells: dict[tuple[int, str], Cell]
+    variants: list[str]
+    summaries: dict[str, VariantSummary]
+    stopped: bool = False
+
+    def cell(self, prompt_index: int, variant_id: str) -> Cell | None:
+        return self.cells.get((prompt_index, variant_id))
+
+    def row(self, prompt_index: int) -> list[Cell | None]:
+        return [self.cells.get((prompt_index, v)) for v in self.variants]
+
+    def row_mean(self, prompt_index: int) -> float | None:
+        """The mean of a prompt's shown cell scores across models (sorting and the row's own figure)."""
+        scores = [c.shown for c in self.row(prompt_index) if c is not None and c.shown is not None]
+        return round2(sum(scores) / len(scores)) if scores else None
+
+    def row_spread(self, prompt_index: int) -> float | None:
+        scores = [c.shown for c in self.row(prompt_index) if c is not None and c.shown is not None]
+        return max(scores) - min(scores) if len(scores) > 1 else None
+
+    def pass_rate(self, variant_id: str, threshold: float) -> tuple[int, int]:
+        """(cells at or above ``threshold``, cells with a score) for one variant."""
+        scored = [c for (_, v), c in self.cells.items() if v == variant_id and c.shown is not None]
+        return sum(1 for c in scored if c.shown >= threshold), len(scored)
+
+    def prompt_order(self, sort: str) -> list[int]:
+        """Prompt positions in blueprint order, lowest row mean first (``lowest``/``score``) or widest
+        spread first (``spread``); prompts with no score last."""
+        indices = list(range(len(self.prompts)))
+        if sort in ("lowest", "score"):
+            def key(i):
+                mean = self.row_mean(i)
+                return (mean is None, mean if mean is not None else 0.0, i)
+            return sorted(indices, key=key)
+        if sort == "spread":
+            def key(i):
+                spread = self.row_spread(i)
+                return (spread is None, -(spread or 0.0), i)
+            return sorted(indices, key=key)
+        return indices
+
+
+def prompt_summary(prompt, limit: int = 120) -> str:
+    """A prompt's first user message on one line, cut to ``limit`` characters (rows of the grid and heatmap)."""
+    text = next((m.content for m in prompt.messages if m.role == "user" and m.content), "") or ""
+    text = " ".join(text[:limit * 4].split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+AGGREGATION_WORDS = {"mean": "mean", "best": "best", "pass_at_k": "pass@k"}
+
+
+def _prompt_rule(prompt) -> dict:
+    if prompt is None:
+        return {"aggregation": None, "verdicts": None, "use_verdicts": False, "threshold": None}
+    return {"aggregation": prompt.trial_aggregation, "verdicts": prompt.verdicts,
+            "use_verdicts": bool(prompt.has_verdicts), "threshold": prompt.trial_threshold}
+
+
+def cell_outcome(trials: Sequence[ResponseRecord], prompt) -> CellOutcome:
+    """A cell's trials combined by its prompt's rule (the one function every surface's cell score comes from)."""
+    rule = _prompt_rule(prompt)
+    return aggregate_trials([TrialOutcome(t.trial, t.score, t.verdict or None) for t in trials],
+                            rule["aggregation"], verdicts=rule["verdicts"], use_verdicts=rule["use_verdicts"],
+                            threshold=rule["threshold"])
+
+
+def column_order(summaries: dict[str, VariantSummary]) -> list[str]:
+    """Models best mean first; those with no mean after, in id order."""
+    return sorted(summaries, key=lambda v: (summaries[v].mean is None, -(summaries[v].mean or 0.0), v))
+
+
+def build_matrix(records: Iterable[ResponseRecord], prompts: Sequence, *, stopped: bool = False) -> Matrix:
+    """The matrix of a run from its responses' records. ``stopped``: the run was cancelled (what waits is not run)."""
+    by_cell: dict[tuple[int, str], list[ResponseRecord]] = {}
+    for r in records:
+        by_cell.setdefault((r.prompt_index, r.variant_id), []).append(r)
+    cells: dict[tuple[int, str], Cell] = {}
+    for (index, variant_id), trials in by_cell.items():
+        trials.sort(key=lambda t: t.trial)
+        prompt = prompts[index] if 0 <= index < len(prompts) else None
+        outcome = cell_outcome(trials, prompt)
+        state = cell_state((trial_state("failed" if t.failed else t.status, t.score, stopped=stopped)
+                            for t in trials), outcome.score)
+        cells[(index, variant_id)] = Cell(index, prompt.id if prompt is not None else str(index), variant_id,
+                                          trials, outcome, state, representative_trial(outcome))
+    summaries = summarise(cells.values(), prompts)
+    return Matrix(prompts=prompts, cells=cells, variants=column_order(summaries), summaries=summaries,
+                  stopped=stopped)
+
+
+def summarise(cells: Iterable[Cell], prompts: Sequence) -> dict[str, VariantSummary]:
+    """Per variant: the weighted mean of its cell scores (``scoring.model_stats``) and its cells per state."""
+    by_variant: dict[str, list[Cell]] = {}
+    for cell in cells:
+        by_variant.setdefault(cell.variant_id, []).append(cell)
+    out = {}
+    for variant_id, mine in by_variant.items():
+        weights = [prompts[c.prompt_index].weight if 0 <= c.prompt_index < len(prompts) else None for c in mine]
+        stats = model_stats((c.score, w) for c, w in zip(mine, weights))
+        counts = {s: 0 for s in STATES}
+        for c in mine:
+            counts[c.state] += 1
+        out[variant_id] = VariantSummary(variant_id, stats.mean, stats.std, stats.n, stats.n_not_evaluated,
+                                         counts, len(mine))
+    return out
