@@ -15,6 +15,9 @@ Dialects, decided from the keys (reference 4.4):
 * ``aieval``: an AI Eval suite: ``cases`` with ``suite`` or a ``prompt`` name (a suite
   without ``suite:`` is AI Eval's, refused by its importer as AI Eval refuses it).
 
+A bare ``.jsonl`` file is read as AgentV reads one (``loadTests``): its lines are the tests of an
+``agentv`` suite (a sidecar ``<name>.yaml`` may give ``description``/``dataset``/``execution``).
+
 Two more kinds are companions, not suites: an AI Eval prompt file (``name`` and
 ``template``) and an AgentV file of test rows (a list of items with ``id`` and
 ``input``). Folder imports attach them to the suites that name them.
@@ -194,12 +197,19 @@ def parse_any(
 
 def _parse_any(text, *, path, fmt, files, blueprint_id, collections, call_hosts, dialect, loaded, limits):
     fmt = fmt or detect_format(text, path)
-    if loaded is None:
+    if path and str(path).lower().endswith(".jsonl"):
+        loaded = None  # read line by line below, whatever a first look at the text made of it
+    elif loaded is None:
         try:
             loaded = load(text, fmt, limits)
         except SourceError:
             return parse_blueprint(text, path=path, fmt=fmt, blueprint_id=blueprint_id, collections=collections,
                                    call_hosts=call_hosts, limits=limits)
+    if path and str(path).lower().endswith(".jsonl") and dialect in (None, AGENTV):
+        loaded = _jsonl_suite(text, path, files, limits)
+        if isinstance(loaded, Diagnostic):
+            return ParseResult(None, [loaded], [], "json", dialect=AGENTV)
+        dialect = AGENTV_V5 if v5_reason(loaded.documents[0]["tests"]) else AGENTV
     dialect = dialect or detect_dialect_of(loaded.documents)
     derived = blueprint_id
     if derived is None and path:
@@ -220,6 +230,37 @@ def _parse_any(text, *, path, fmt, files, blueprint_id, collections, call_hosts,
         return ParseResult(None, [_not_a_suite(dialect, loaded)], [], fmt, dialect=dialect)
     return parse_loaded(loaded, path=path, blueprint_id=blueprint_id, collections=collections, call_hosts=call_hosts,
                         limits=limits)
+
+
+_SIDECAR_KEYS = ("name", "description", "dataset", "execution")
+
+
+def _jsonl_suite(text: str, path: str, files: Mapping[str, str] | None, limits: Limits) -> Loaded | Diagnostic:
+    """A bare ``.jsonl`` file as AgentV reads one (its ``loadTestsFromJsonl``): each line is a test; a sidecar
+    ``<name>.yaml`` beside it may give the suite's ``description``, ``dataset`` and ``execution``. The tests keep
+    their lines and columns; the suite around them is the file's start."""
+    from .importers.common import jsonl_as_array
+
+    try:
+        rows = load(jsonl_as_array(text), "json", limits)
+    except SourceError as exc:
+        return Diagnostic("error", "a line of this JSON Lines file is not JSON: " + exc.message.split(": ", 1)[-1],
+                          exc.line, exc.column, "", exc.hint or "write one test object per line", "syntax")
+    tests = rows.documents[0] if rows.documents else []
+    suite: dict = {}
+    stem = str(path).replace("\\", "/").rsplit("/", 1)[-1][: -len(".jsonl")]
+    sidecar_text = (files or {}).get(f"{stem}.yaml")
+    if isinstance(sidecar_text, str):
+        try:
+            sidecar = load(sidecar_text, "yaml", limits).documents
+        except SourceError:
+            sidecar = []
+        if len(sidecar) == 1 and isinstance(sidecar[0], dict):
+            suite.update({k: sidecar[0][k] for k in _SIDECAR_KEYS if k in sidecar[0]})
+    suite["tests"] = tests
+    rows.locator._alive.append(suite)
+    return Loaded(documents=[suite], document_starts=rows.document_starts or [(1, 1)], locator=rows.locator,
+                  fmt="json")
 
 
 def _not_a_suite(dialect: str, loaded) -> Diagnostic:

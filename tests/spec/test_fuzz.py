@@ -37,6 +37,13 @@ FUZZ_WEB = settings(FUZZ, max_examples=25)
 HOSTILE_VALUES = [10**300, -(10**300), 1e308, float("inf"), float("-inf"), float("nan"), {"url": 17}, [1], {}, [],
                   None, True, False, -1, 0, "", "x", "$match: (", "javascript:alert(1)", [["a"]], {"a": {"b": [1]}},
                   "{{x}}", {"$ref": "x"}, 2**63, "CORE", ["CORE", 1]]
+# Text that is no path but looks like one, or is too long or too odd to be one (issue 24: a 300-byte
+# `expected_output` on one line was looked up as a file name and raised ENAMETOOLONG).
+ODD_TEXTS = ["x" * 256, "é" * 200 + ".md", "a" * 4097, "answer " * 700, "nul\x00byte.md", "\ud800", "\udc80x.md",
+             "\x01\x02\x1b[31mred\x7f", "../../etc/passwd", "/dev/zero", "/proc/self/environ", "file:///etc/passwd",
+             "file://" + "f" * 300 + ".yaml", "./" + "d/" * 150 + "x.md", "C:\\x.md", "*" * 300, "..", "/", ".",
+             "tests/", "./cases/", "**/*.yaml", "file://../*.jsonl"]
+HOSTILE_VALUES += ODD_TEXTS
 KEYS = ["models", "temperature", "temperatures", "system", "systems", "author", "references", "citation", "weight",
         "should", "should_not", "points", "prompt", "messages", "ideal", "id", "fn", "fnArgs", "point_defs",
         "evaluationConfig", "render_as", "tools", "trials", "verdicts", "threshold", "tests", "input", "criteria",
@@ -104,8 +111,15 @@ def mutated_corpus_file(draw) -> str:
     return text_mutations(text, rng, edits) if edits else text
 
 
+long_texts = st.one_of(
+    st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r"), min_size=256, max_size=300),
+    st.builds(lambda ch, n: ch * n, st.sampled_from(["x", "é", "/", ".", "\x00", "€"]), st.integers(128, 5000)),
+)
+odd_texts = st.one_of(st.sampled_from(ODD_TEXTS), long_texts,
+                      st.text(st.characters(codec=None, blacklist_categories=()), max_size=12))
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-(10**320), 10**320), st.floats(allow_nan=True),
-                    st.text(max_size=20), st.sampled_from(HOSTILE_VALUES[:6] + ["CORE", "openai:gpt-4o", "$contains"]))
+                    st.text(max_size=20), odd_texts,
+                    st.sampled_from(HOSTILE_VALUES[:6] + ["CORE", "openai:gpt-4o", "$contains"]))
 structures = st.recursive(scalars, lambda children: st.one_of(
     st.lists(children, max_size=5), st.dictionaries(st.sampled_from(KEYS), children, max_size=6)), max_leaves=40)
 
@@ -120,6 +134,35 @@ def generated_blueprint(draw) -> str:
     if form == "yaml-one":
         return yaml.dump({**header, "prompts": prompts}, Dumper=_Dumper, allow_unicode=True)
     return yaml.dump_all([header, prompts], Dumper=_Dumper, allow_unicode=True)
+
+
+def _agentv_places(odd: str) -> list[dict]:
+    """An AgentV suite for each place a text can stand: where a path is meant, and where it is not."""
+    test = {"id": "t", "criteria": "answers", "input": "hi"}
+    block = {"role": "user", "content": [{"type": "text", "value": "hi"}, {"type": "file", "value": odd}]}
+    return [
+        {"tests": [{**test, "expected_output": odd}]},
+        {"tests": [{**test, "criteria": odd, "input": odd}]},
+        {"tests": [{**test, "input": [block]}]},
+        {"tests": [{**test, "expected_output": [{"type": "file", "value": odd}]}]},
+        {"tests": [{**test, "assert": [odd, {"type": "contains", "value": odd}]}]},
+        {"tests": [{**test, "assert": [{"name": "j", "type": "llm-grader", "prompt": odd}]}]},
+        {"tests": [{**test, "assert": [{"name": "c", "type": "code-grader", "command": ["python3", odd]}]}]},
+        {"tests": [{**test, "rubrics": [odd, {"id": "r", "score_ranges": {0: odd, 10: "all"}}]}]},
+        {"assertions": [odd], "tests": [test]},
+        {"tests": odd},
+        {"tests": [test, odd, "file://" + odd]},
+        {"description": odd, "input": [block], "tests": [test]},
+    ]
+
+
+@st.composite
+def agentv_suite_with_odd_text(draw) -> str:
+    odd = draw(odd_texts)
+    suite = draw(st.sampled_from(_agentv_places(odd)))
+    if draw(st.booleans()):
+        return json.dumps(suite)
+    return yaml.dump(suite, Dumper=_Dumper, allow_unicode=True, sort_keys=False)
 
 
 def assert_answered(result) -> None:
@@ -182,8 +225,19 @@ def test_generated_structures_never_raise(text):
     assert_answered(parse_any(text))
 
 
+@FUZZ
+@given(agentv_suite_with_odd_text())
+def test_agentv_suites_with_long_odd_or_path_like_text_never_raise_from_a_file(tmp_path, text):
+    """Read from a file, as ``validate_blueprint`` reads it, so the files the suite names are looked up on disk."""
+    from blueprints.spec.files import validate_file
+
+    path = tmp_path / "EVAL.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert_answered(validate_file(path, root=tmp_path).result)
+
+
 @FUZZ_WEB
-@given(st.one_of(mutated_corpus_file(), generated_blueprint()))
+@given(st.one_of(mutated_corpus_file(), generated_blueprint(), agentv_suite_with_odd_text()))
 def test_validate_blueprint_json_never_raises_on_fuzzed_files(tmp_path, text):
     path = tmp_path / "fuzzed.yml"
     path.write_text(text, encoding="utf-8")

@@ -543,10 +543,30 @@ class _AgentV(ImportReader):
         if plain:
             _, container, index, ipath = plain[0]
             rep.map("plain-text assertions -> one rubric evaluator")
-            points.extend(self.assertions.rubrics_points([entry[0] for entry in plain], container, index, ipath,
+            points.extend(self.assertions.rubrics_points(self.gathered([(e[0], e[1], e[2]) for e in plain]),
+                                                         container, index, ipath,
                                               float(len(plain)), None, False, prompt, rep, source="assertions"))
             items = [entry for entry in items if not any(entry is other for other in plain)]
+        # Plain strings among the suite's default assertions (AgentV 4 `default-graders`): one rubric evaluator of
+        # their own, weighted by their count, where the first of them stands (the test's own come first).
+        suite_plain = [entry for entry in items if entry[0] == "suite" and isinstance(entry[1], str)]
+        if suite_plain:
+            first = next(i for i, entry in enumerate(items) if entry is suite_plain[0])
+            items = [entry for entry in items if not any(entry is other for other in suite_plain)]
+            items.insert(first, ("suite-plain", suite_plain))
         for entry in items:
+            if entry[0] == "suite-plain":
+                _, _, container, index, ipath = entry[1][0]
+                rep.map("suite plain-text assertions -> one rubric evaluator")
+                saved, self.external = self.external, None  # located in the suite itself
+                try:
+                    strings = self.gathered([(e[1], e[2], e[3]) for e in entry[1]])
+                    points.extend(self.assertions.rubrics_points(strings, container, index, ipath[:-1],
+                                                                 float(len(strings)), None, False, prompt, rep,
+                                                                 source="suite assertions"))
+                finally:
+                    self.external = saved
+                continue
             if entry[0] == "rubrics-field":
                 _, holder_, rkey, rpath = entry
                 points.extend(self.assertions.rubrics_points(holder_[rkey], holder_, rkey, rpath, 1.0, None, False, prompt, rep,
@@ -580,6 +600,18 @@ class _AgentV(ImportReader):
         if sum(d.is_error for d in self.diagnostics) > errors_before:
             return None
         return prompt
+
+    def gathered(self, entries: list[tuple[Any, Any, Any]]) -> list:
+        """The values of ``(value, container, index)`` entries as one list that keeps each value's position (plain
+        strings gathered from an assertion list into one rubric evaluator are still shown where they stand)."""
+        out = [value for value, _, _ in entries]
+        locator = self.external.locator if self.external is not None else self.notes.locator
+        locator._alive.append(out)
+        for i, (_, container, index) in enumerate(entries):
+            where = locator.where(container, index)
+            if where is not None:
+                locator.values[(id(out), i)] = where
+        return out
 
     def read_criteria(self, row, path, rep: TestReport) -> str | None:
         present = [k for k in ("criteria", "expected_outcome", "outcome") if k in row and row[k] is not None]

@@ -321,7 +321,7 @@ class AssertionBuilder:
                     self.warn(f"unknown key `{k}` in a rubric item; it is ignored", rubric, k, (*ipath, k),
                               code="unknown-key", at_key=True)
             text = rubric.get("outcome", rubric.get("description", rubric.get("criteria")))
-            if (not isinstance(text, str) or not text.strip()) and isinstance(rubric.get("score_ranges"), list):
+            if (not isinstance(text, str) or not text.strip()) and isinstance(rubric.get("score_ranges"), (list, dict)):
                 # With score_ranges the bands say what is checked; upstream makes `outcome` optional there.
                 text = str(rubric.get("id") or f"rubric {index + 1}")
             if not isinstance(text, str) or not text.strip():
@@ -481,8 +481,10 @@ class AssertionBuilder:
             rep.approx(f"code_judge {label}: a script file alone", "run as `python3 <file>`")
         for token in argv[1:] + argv[:1]:
             if re.search(r"\.(ts|js|mjs|py|sh|rb)$", token) and normalize_relative(token) not in self.reader.files:
-                self.warn(f"the script '{token}' did not come with the suite; the grader will fail when it runs", item,
-                          key, (*path, key), "import the suite's folder so its scripts come along", "missing-file")
+                why = self.reader.file_problem(token)
+                self.warn(f"the script '{token}' " + (f"could not be read: {why}" if why else "did not come with the "
+                          "suite") + "; the grader will fail when it runs", item, key, (*path, key),
+                          "import the suite's folder so its scripts come along", "missing-file")
             elif normalize_relative(token) in self.reader.files:
                 self.reader.companion(token)
         if item.get("target") not in (None, False):

@@ -105,6 +105,9 @@ class ImportReader:
         self.call_hosts = call_hosts
         self.limits = limits
         self.files = {normalize_relative(k): v for k, v in (files or {}).items() if normalize_relative(k)}
+        # Files the suite names that could not be read from disk, and why (companions.Companions.problems).
+        self.file_problems = {(normalize_relative(k) or ""): str(v)
+                              for k, v in (getattr(files, "problems", None) or {}).items()}
         self.extras: dict[str, Any] = {}
         self.used_files: list[str] = []
 
@@ -153,27 +156,72 @@ class ImportReader:
                 format_path(path), exc.hint, "syntax"))
             return None, None
 
+    def file_problem(self, name: str) -> str | None:
+        """Why the file ``name`` could not be read from disk (a name too long, a folder, no permission...), once:
+        the problem is then reported where the suite names the file, not again at the end."""
+        return self.file_problems.pop(normalize_relative(name) or "", None) if isinstance(name, str) else None
+
     def file_not_found(self, name: str, holder, key, path, where: str) -> None:
         """A file block whose file is not there: AgentV warns and drops the block; so does evalsite."""
+        why = self.file_problem(name)
+        if why:
+            self.warn(f"{where} file '{short(name, 120)}' could not be read: {why}; the block is left out", holder,
+                      key, path, "fix the path, or the file's name or permissions", "unreadable-file")
+            return
         self.warn(f"{where} file '{name}' was not found (looked in the suite's folder, its parent folders up to the "
                   "repository root, and the imported folder); the block is left out, as AgentV leaves it out",
                   holder, key, path, "import the suite's whole folder (the folder holding .git, or the run command "
                   "on the file) so the file comes along, or fix the path", "missing-file")
 
     def missing_file(self, name: str, holder, key, path, what: str) -> None:
+        why = self.file_problem(name)
+        if why:
+            self.error(f"{what} '{short(name, 120)}' could not be read: {why}", holder, key, path,
+                       "fix the path, or the file's name or permissions", "unreadable-file")
+            return
         self.error(f"{what} '{name}' did not come with the suite", holder, key, path,
                    "import the suite's whole folder (python manage.py import_blueprints DIR, or the run command on "
                    "the file), so the files it names come along", "missing-file")
 
     # --- building ------------------------------------------------------------------------------
 
+    def report_file_problems(self) -> None:
+        """File problems no reader reported where it uses the file: each at the value that names the file."""
+        for name, why in list(self.file_problems.items())[:50]:
+            found = find_text(self.loaded.documents, name) if name else None
+            holder, key, path = found or (None, None, ())
+            self.warn(f"'{short(name, 120)}' could not be read: {why}" if name else f"a file could not be read: {why}",
+                      holder, key, path, "fix the path, or the file's name or permissions", "unreadable-file")
+        self.file_problems.clear()
+
     def result(self, blueprint: Blueprint, report: ImportReport, fmt: str) -> ParseResult:
+        self.report_file_problems()
         report.files_used = list(self.used_files)
         check_collections(self.notes, blueprint, {}, self.collections)
         errors = [d for d in self.diagnostics if d.is_error]
         warnings = [d for d in self.diagnostics if not d.is_error]
         return ParseResult(blueprint if not errors else None, errors, warnings, fmt, dialect=self.dialect,
                            import_report=report.to_dict(), extras=self.extras)
+
+
+def find_text(documents, name: str, limit: int = 100_000):
+    """``(container, key, path)`` of the first text in ``documents`` that names the file ``name`` (as a whole,
+    or as one word of a command), or None. A bounded walk: at most ``limit`` values."""
+    stack: list[tuple[Any, tuple]] = [(doc, ()) for doc in reversed(documents)]
+    seen = 0
+    while stack and seen < limit:
+        value, path = stack.pop()
+        seen += 1
+        items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+        children = []
+        for key, child in items:
+            if isinstance(child, str) and len(child) <= 10_000 and (
+                    normalize_relative(child) == name or name in (normalize_relative(w) for w in child.split()[:50])):
+                return value, key, (*path, key)
+            if isinstance(child, (dict, list)):
+                children.append((child, (*path, key)))
+        stack.extend(reversed(children))
+    return None
 
 
 def jsonl_as_array(text: str) -> str:
