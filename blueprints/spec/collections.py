@@ -8,11 +8,23 @@ in ``models/`` beside it and in every parent folder, nearest first.
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Mapping
 
 from .model_ids import is_collection_name
+
+
+# Only these characters make up a collection name; checked first because ``is_collection_name``'s
+# pattern backtracks on long text that is almost a name (`AAAA…Ax`: 5 s for 30,000 characters).
+_NAME_CHARS = re.compile(r"[A-Z0-9_-]+")
+
+
+def is_collection(value) -> bool:
+    """``model_ids.is_collection_name``, in time linear in the value's length."""
+    return (isinstance(value, str) and _NAME_CHARS.fullmatch(value) is not None
+            and is_collection_name(value))
 
 
 class CollectionError(ValueError):
@@ -48,7 +60,7 @@ def lookup_for_file(
     folder = str(Path(blueprint_path).resolve().parent)
 
     def lookup(name: str) -> list[str] | None:
-        if not is_collection_name(name):
+        if not is_collection(name):
             return None
         found = _collection_near(folder, name)
         if found is not None:
@@ -67,7 +79,7 @@ def resolve_models(models: list, lookup: Callable[[str], list[str] | None] | Non
     missing: list[str] = []
     for model in models or ["CORE"]:
         expanded = [model]
-        if isinstance(model, str) and is_collection_name(model):
+        if is_collection(model):
             found = lookup(model) if lookup else None
             if found is None:
                 missing.append(model)

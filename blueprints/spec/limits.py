@@ -40,6 +40,14 @@ class Limits:
     # before it is built. The largest real blueprint we know has about 2,000; 100,000 load in
     # about 0.6 s, so any text within the limits parses well under the 2 s budget.
     max_nodes: int = 100_000
+    # Characters of text after aliases are expanded (EVALSITE_MAX_EXPANDED_CHARS): an alias
+    # counts every character of the anchor it repeats, each time it is used, so one long
+    # anchored scalar used a hundred times is refused before it is built (and before the pages,
+    # the preview and runs repeat it). The default equals the text limit: aliases save typing,
+    # they do not buy more than the same blueprint written out longhand could hold, so whatever
+    # was sized for the text limit stays sized. Text without aliases never expands (a value is
+    # never longer than the text that writes it), so a blueprint within the text limit passes.
+    max_expanded_chars: int = 5_000_000
     # Nesting depth of mappings and lists (EVALSITE_MAX_DEPTH).
     max_depth: int = 200
     # Model variants the preview lists and a run may expand to: models x

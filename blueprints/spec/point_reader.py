@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -299,11 +300,21 @@ class PointReader:
             url = None
             if isinstance(args, dict):
                 url = args.get("url")
+                if url is not None and not isinstance(url, str):
+                    self.error(f"the `$call` `url` must be text (an http:// or https:// address), not "
+                               f"{type_name(url)}", args, "url", (*path, "url"), "write `url: https://host/path`",
+                               "call-url")
+                    return
                 if url is None and isinstance(args.get("service"), str):
                     url = "service:" + args["service"]
-            host = re.match(r"^https?://([^/:]+)", url).group(1) if isinstance(url, str) and url.startswith("http") \
-                else None
-            if host is None or host not in self.call_hosts:
+            host = port = None
+            if isinstance(url, str) and not url.startswith("service:"):
+                host, port = _call_host(url)
+                if host is None:
+                    self.error(f"the `$call` `url` {short(url, 60)} is not an http:// or https:// address with a host",
+                               args, "url", (*path, "url"), "write it as `https://host/path`", "call-url")
+                    return
+            if host is None or (host not in self.call_hosts and f"{host}:{port}" not in self.call_hosts):
                 self.warn("`$call` only runs against hosts the operator lists in EVALSITE_CALL_HOSTS"
                           + (f"; '{host}' is not listed" if host else "") + ", so the point will be not evaluated",
                           container, key, path, "ask the operator to add the host, or use another function",
@@ -362,6 +373,19 @@ class PointReader:
         self.ext.checks = checks
         self.expanded_defs[name] = point
         return point
+
+
+def _call_host(url: str) -> tuple[str | None, int | None]:
+    """The host (lower case) and port a `$call` url reaches; (None, None) when it is not an http(s)
+    address with a host. The engine (runs/engine/points/call.py) allows `host` or `host:port`."""
+    try:
+        parts = urlsplit(url.strip())
+        host, port = parts.hostname, parts.port
+    except ValueError:  # a port that is not a number, a bracketed host that is not an address
+        return None, None
+    if parts.scheme.lower() not in ("http", "https") or not host:
+        return None, None
+    return host, port
 
 
 def _quoted_call_args(canonical: str, raw: str):

@@ -14,9 +14,10 @@ records offsets.
 
 Before any value is built, a pre-pass over the event stream (YAML) or the
 brackets (JSON) enforces :class:`~.limits.Limits`: text size, nesting depth, and
-the number of values with aliases expanded (an alias costs the whole subtree of
-its anchor), so an alias bomb is refused in milliseconds instead of being
-built. Going past a limit is a located :class:`SourceError` naming the setting
+the number of values and of characters with aliases expanded (an alias costs the
+whole subtree of its anchor, and every character in it, each time it is used), so
+an alias bomb or a long anchored text repeated many times is refused in
+milliseconds instead of being built. Going past a limit is a located :class:`SourceError` naming the setting
 that raises it.
 """
 
@@ -129,22 +130,33 @@ def _too_many(limits: Limits, line: int, column: int) -> SourceError:
         "limit")
 
 
+def _too_long(limits: Limits, line: int, column: int, alias: str | None = None, size: int = 0) -> SourceError:
+    how = (f" (the alias `*{alias}` repeats {size:,} characters each time it is used)" if alias else "")
+    return SourceError(
+        f"the document holds more than {limits.max_expanded_chars:,} characters of text once aliases are "
+        f"expanded{how}; the limit is passed here", line, column,
+        "do not repeat a long anchor: write the long text once (or shorten it), or raise the limit with the "
+        "setting EVALSITE_MAX_EXPANDED_CHARS", "limit")
+
+
 def _beyond_python() -> SourceError:
     return SourceError("lists and mappings are nested too deeply to read", 1, 1,
                        "flatten the structure; EVALSITE_MAX_DEPTH is set higher than Python can follow", "limit")
 
 
 def _check_yaml_events(text: str, limits: Limits) -> None:
-    """Walk the event stream (nothing is built) and refuse documents past the node or depth limit.
+    """Walk the event stream (nothing is built) and refuse documents past the node, character or depth limit.
 
-    A container's size is the running total at its end minus the total at its start, and its
-    depth the deepest level reached meanwhile, so a plain scalar costs one addition.
+    A container's size (values and characters) is the running total at its end minus the total
+    at its start, and its depth the deepest level reached meanwhile, so a plain scalar costs two
+    additions. Characters are those of the scalars (keys included); an alias adds its anchor's.
     """
-    max_nodes, max_depth = limits.max_nodes, limits.max_depth
-    anchors: dict[str, tuple[int, int]] = {}  # anchor -> (values in its subtree, its depth)
+    max_nodes, max_depth, max_chars = limits.max_nodes, limits.max_depth, limits.max_expanded_chars
+    anchors: dict[str, tuple[int, int, int]] = {}  # anchor -> (values in its subtree, its depth, its characters)
     open_anchors: set[str] = set()
-    stack: list[tuple] = []  # (anchor, total before it, deepest level before it)
+    stack: list[tuple] = []  # (anchor, total before it, deepest level before it, characters before it)
     total = 0
+    chars = 0
     peak = 0  # deepest level reached since the innermost open container started
     scalar, alias = yaml.ScalarEvent, yaml.AliasEvent
     starts = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
@@ -153,20 +165,27 @@ def _check_yaml_events(text: str, limits: Limits) -> None:
         kind = type(event)
         if kind is scalar:
             total += 1
+            size = len(event.value)
+            chars += size
             if total > max_nodes:
                 raise _too_many(limits, event.start_mark.line + 1, event.start_mark.column + 1)
+            if chars > max_chars:
+                raise _too_long(limits, event.start_mark.line + 1, event.start_mark.column + 1)
             if event.anchor:
-                anchors[event.anchor] = (1, 0)
+                anchors[event.anchor] = (1, 0, size)
         elif kind is alias:
             mark = event.start_mark
             if event.anchor in open_anchors:
                 raise SourceError(f"the alias `*{event.anchor}` is inside the node its anchor names, "
                                   "which would make the value contain itself", mark.line + 1, mark.column + 1,
                                   "copy the values instead of using an alias here", "syntax")
-            size, depth = anchors.get(event.anchor, (1, 0))
+            size, depth, size_chars = anchors.get(event.anchor, (1, 0, 0))
             total += size
+            chars += size_chars
             if total > max_nodes:
                 raise _too_many(limits, mark.line + 1, mark.column + 1)
+            if chars > max_chars:
+                raise _too_long(limits, mark.line + 1, mark.column + 1, event.anchor, size_chars)
             level = len(stack) + depth
             if level > max_depth:
                 raise _too_deep(limits, mark.line + 1, mark.column + 1, True)
@@ -181,14 +200,14 @@ def _check_yaml_events(text: str, limits: Limits) -> None:
                 raise _too_deep(limits, mark.line + 1, mark.column + 1)
             if event.anchor:
                 open_anchors.add(event.anchor)
-            stack.append((event.anchor, total - 1, peak))
+            stack.append((event.anchor, total - 1, peak, chars))
             peak = len(stack)
         elif kind in ends:
             level = len(stack)
-            anchor, before, outer_peak = stack.pop()
+            anchor, before, outer_peak, chars_before = stack.pop()
             if anchor:
                 open_anchors.discard(anchor)
-                anchors[anchor] = (total - before, peak - level + 1)
+                anchors[anchor] = (total - before, peak - level + 1, chars - chars_before)
             if outer_peak > peak:
                 peak = outer_peak
         elif kind is yaml.DocumentStartEvent:
@@ -355,9 +374,10 @@ def _load_yaml(text: str, limits: Limits = DEFAULT_LIMITS) -> Loaded:
     documents: list = []
     starts: list = []
     # Without aliases every value takes at least one character, so text no longer than the
-    # node limit cannot pass it: skip the pre-pass (about half the load time) and check the
-    # depth while building instead.
-    fast = "*" not in text and len(text) <= limits.max_nodes
+    # node limit cannot pass it, and no value is longer than the text that writes it, so text
+    # no longer than the character limit cannot pass that: skip the pre-pass (about half the
+    # load time) and check the depth while building instead.
+    fast = "*" not in text and len(text) <= limits.max_nodes and len(text) <= limits.max_expanded_chars
     if not fast:
         try:
             _check_yaml_events(text, limits)
@@ -405,6 +425,9 @@ class _JsonReader:
         self.limits = limits
         self.nodes = 0
         self.depth = 0
+        # JSON has no aliases, so its strings hold fewer characters than its text: they are counted
+        # only when the operator set the character limit below the text's length.
+        self.chars_left = limits.max_expanded_chars if len(text) > limits.max_expanded_chars else None
         self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
 
     def position(self, offset: int) -> tuple[int, int]:
@@ -425,7 +448,7 @@ class _JsonReader:
         if c == "[":
             return self.nested(self.array, i)
         if c == '"':
-            return scanstring(s, i + 1, True)
+            return self.string(i)
         if s.startswith("true", i):
             return True, i + 4
         if s.startswith("false", i):
@@ -450,6 +473,14 @@ class _JsonReader:
         if abs(value) > _MAX_INT:
             raise _huge_number(*self.position(i))
         return value, m.end()
+
+    def string(self, i: int):
+        value, end = scanstring(self.text, i + 1, True)
+        if self.chars_left is not None:
+            self.chars_left -= len(value)
+            if self.chars_left < 0:
+                raise _too_long(self.limits, *self.position(i))
+        return value, end
 
     def nested(self, read, i: int):
         self.depth += 1
@@ -486,7 +517,7 @@ class _JsonReader:
         while True:
             i = self.skip(i)
             key_pos = self.position(i)
-            key, i = scanstring(self.text, i + 1, True)
+            key, i = self.string(i)
             i = self.skip(i) + 1  # the colon
             i = self.skip(i)
             value_pos = self.position(i)

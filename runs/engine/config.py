@@ -16,6 +16,7 @@ from typing import Mapping
 from blueprints.spec.limits import DEFAULT_LIMITS, Limits
 
 from .judge import UPSTREAM_BACKUP_JUDGE, UPSTREAM_DEFAULT_JUDGES
+from .providers.redaction import Redactor, redactor_for
 from .providers.settings import ProviderSettings
 
 @dataclass(frozen=True)
@@ -33,6 +34,14 @@ class EngineConfig:
     default_judges: tuple[str, ...] = UPSTREAM_DEFAULT_JUDGES
     backup_judge: str | None = UPSTREAM_BACKUP_JUDGE
     items_in_flight: int = 256  # items one worker processes at once: EVALSITE_ITEMS_IN_FLIGHT
+
+    @property
+    def redactor(self) -> Redactor:
+        """Hides every value a blueprint may use as a secret (provider keys, allowed ``${NAME}`` values) and
+        its encodings in a text or a whole result (``.text``, ``.message``, ``.scrub``); built once per set of
+        secrets. The router applies it to everything it returns; any other text that came from outside (a
+        `$call` service's answer) goes through it before it is stored."""
+        return redactor_for(self.providers.secrets())
 
 
 DEFAULT_CONFIG = EngineConfig()

@@ -16,7 +16,7 @@ API formats as pure functions), ``endpoints`` (model id -> URL, headers,
 body; custom models and ``${NAME}`` headers), ``router`` (limits, retries,
 circuit breaker, cache use), ``cache`` (protocol, memory and SQLite stores),
 ``fixtures`` (canned answers), ``prices`` (cost from prices.json), ``checks``
-(``check_models``). docs/providers.md describes them for users.
+(``check_models``), ``redaction`` (secrets and their encodings out of every text). docs/providers.md describes them for users.
 """
 
 from .cache import MemoryCache, ResponseCache, SqliteCache, cache_key
@@ -24,6 +24,7 @@ from .checks import check_models, run_problems
 from .endpoints import Endpoint, Problem, resolve_endpoint
 from .fixtures import Fixtures, fixtures_from_blueprint, load_fixtures, parse_fixtures
 from .prices import cost_usd, price_of
+from .redaction import Redactor, redactor_for
 from .router import Router, describe_wait, redact
 from .settings import PROVIDERS, ProviderSettings, settings_from_env
 
@@ -34,6 +35,7 @@ __all__ = [
     "MemoryCache",
     "Problem",
     "ProviderSettings",
+    "Redactor",
     "ResponseCache",
     "Router",
     "SqliteCache",
@@ -47,6 +49,7 @@ __all__ = [
     "parse_fixtures",
     "price_of",
     "redact",
+    "redactor_for",
     "resolve_endpoint",
     "settings_from_env",
 ]

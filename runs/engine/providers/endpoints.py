@@ -7,9 +7,11 @@ the operator has not allowed). :func:`build_request` then gives the URL,
 headers and JSON body of one call.
 
 Safety rule: a blueprint chooses a custom model's URL, so a custom model never
-receives a provider key from the environment. Its headers may use
-``${NAME}`` only for names the operator lists in ``EVALSITE_BLUEPRINT_ENV``;
-any other name fails the item before a request is made.
+receives a provider key from the environment. Its URL must go to a host the
+operator lists in ``EVALSITE_MODEL_HOSTS`` (by default this machine only), and
+its headers may use ``${NAME}`` only for names the operator lists in
+``EVALSITE_BLUEPRINT_ENV``; anything else fails the item before a request is
+made, with the reason.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
+
+import httpx
 
 from blueprints.spec.model_ids import provider_of
 from blueprints.spec.schema import CustomModel
@@ -128,7 +132,36 @@ def resolve_endpoint(model_id: str, settings: ProviderSettings,
     )
 
 
+def host_refusal(model: CustomModel, settings: ProviderSettings) -> Problem | None:
+    """Why a custom model's URL may not be called (a host the operator has not listed), or None."""
+    try:
+        url = httpx.URL(model.url)
+        host, port = url.host, url.port
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return Problem(model.id, f"custom model '{model.id}' is not run: its url {model.url!r} is not a valid URL")
+    if url.scheme not in ("http", "https") or not host:
+        return Problem(model.id, f"custom model '{model.id}' is not run: its url {model.url!r} is not an http or "
+                                 f"https URL")
+    if settings.model_host_allowed(host, port):
+        return None
+    shown = f"[{host}]" if ":" in host else host
+    if not settings.model_hosts:
+        why = "no host is allowed (EVALSITE_MODEL_HOSTS is empty)"
+    else:
+        why = (f"{shown} is not in EVALSITE_MODEL_HOSTS, the hosts custom models may reach "
+               f"(now: {', '.join(sorted(settings.model_hosts))})")
+    return Problem(
+        model.id,
+        f"custom model '{model.id}' is not run: its url goes to {shown}, and {why}; to allow it, add {shown} "
+        f"to EVALSITE_MODEL_HOSTS (a comma-separated list of hosts) and restart. No request was sent.",
+        "EVALSITE_MODEL_HOSTS",
+    )
+
+
 def _custom_endpoint(model: CustomModel, settings: ProviderSettings) -> Endpoint | Problem:
+    refusal = host_refusal(model, settings)
+    if refusal is not None:
+        return refusal
     headers: dict[str, str] = {}
     if model.inherit == "anthropic" and (model.format or "chat") == "chat":
         headers["anthropic-version"] = ANTHROPIC_VERSION

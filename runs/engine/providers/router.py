@@ -17,9 +17,11 @@ what is worth retrying:
   with that reason.
 
 Every expected failure comes back as ``ChatResult.error`` with
-``retryable``; only bugs raise. Keys and allowed header variables are
-removed from every message, so a provider that echoes a key (as some 401s
-do) cannot put it on a page.
+``retryable``; only bugs raise. Keys and the values of allowed ``${NAME}``
+variables, and their base64, percent and hex encodings, are removed from every
+answer, message and call-log entry (``redaction.Redactor``), so an endpoint
+that echoes one (as some 401s do) cannot put it on a page, in an export, in
+the cache or in a judge's prompt.
 
 While an item waits to retry, ``on_wait(model_id, reason, attempt,
 max_attempts, delay_s)`` is called (sync or async), e.g.
@@ -34,7 +36,6 @@ import inspect
 import json
 import logging
 import random
-import re
 import time
 from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
@@ -52,6 +53,7 @@ from .endpoints import FIXTURES_PREFIX, Endpoint, Problem, Quirks, build_request
 from .fixtures import Fixtures
 from .formats import BadAnswer, error_message, error_param, parse_answer
 from .prices import cost_usd
+from .redaction import REDACTED, Redactor, redactor_for  # noqa: F401 (REDACTED: kept importable here)
 from .settings import ProviderSettings, key_variable_names
 from .embeddings import embeddings_request, read_embeddings
 from .transport import Answer, PooledTransport
@@ -59,9 +61,6 @@ from .transport import Answer, PooledTransport
 logger = logging.getLogger(__name__)
 
 OnWait = Callable[[str, str, int, int, float], Any]
-REDACTED = "[redacted]"
-_MIN_SECRET_FRAGMENT = 8  # a run of this many characters of a key counts as the key
-_TOKEN_RE = re.compile(r"[^\s\"'`,;()\[\]{}<>=]+")
 
 
 def describe_wait(reason: str, attempt: int, max_attempts: int, delay_s: float) -> str:
@@ -71,23 +70,9 @@ def describe_wait(reason: str, attempt: int, max_attempts: int, delay_s: float) 
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret, and any word sharing 8+ characters with one, replaced."""
-    secrets = [s for s in secrets if s]
-    if not secrets or not text:
-        return text
-    for secret in sorted(secrets, key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
-
-    def scrub(match: re.Match) -> str:
-        word = match.group(0)
-        if len(word) >= _MIN_SECRET_FRAGMENT:
-            for secret in secrets:
-                for start in range(len(word) - _MIN_SECRET_FRAGMENT + 1):
-                    if word[start:start + _MIN_SECRET_FRAGMENT] in secret:
-                        return REDACTED
-        return word
-
-    return _TOKEN_RE.sub(scrub, text)
+    """``text`` with every secret, each of its encodings, and any word sharing 8+ characters with one, replaced
+    (``Redactor.message``; redaction.py says what counts)."""
+    return redactor_for(secrets).message(text)
 
 
 @dataclass(slots=True)
@@ -174,11 +159,14 @@ class Router:
         self.should_stop = should_stop
         self.calls_sent = 0  # HTTP requests made, retries included (benchmarks, tests)
         self._secrets = settings.secrets()
+        # Every text that leaves the router (answers, errors, wait reasons, the call log) goes through it.
+        self._redactor = redactor_for(self._secrets)
         self._endpoints: dict[str, Endpoint | Problem] = {}
         self._limits: dict[str, asyncio.Semaphore] = {}
         self._breakers: dict[str, _Breaker] = {}
         self._quirks: dict[str, Quirks] = {}
         self._shown_urls: dict[str, str] = {}  # a URL as the call log shows it
+        self._secret_parameters: dict[str, bool] = {}  # whether a custom model's parameters hold a secret
         if transport is None and not settings.proxy:
             transport = PooledTransport()
         # Chat calls go straight to our own transport; httpx's client serves the rest (and a proxy).
@@ -215,6 +203,14 @@ class Router:
             limit = min(limit, self.blueprint_concurrency)
         return max(1, limit)
 
+    def redactor(self, endpoint: Endpoint | None = None) -> Redactor:
+        """The redactor for the settings' secrets (and an endpoint's own, which are among them when it was
+        resolved from these settings)."""
+        extra = endpoint.secrets if endpoint is not None else ()
+        if not extra or all(s in self._redactor.secrets or len(s) < 4 for s in extra):
+            return self._redactor
+        return redactor_for((*self._secrets, *extra))
+
     def endpoint(self, model_id: str) -> Endpoint | Problem:
         if model_id not in self._endpoints:
             self._endpoints[model_id] = resolve_endpoint(model_id, self.settings, self.custom_models)
@@ -236,22 +232,28 @@ class Router:
                             else endpoint.default_max_tokens, trial=request.trial)
             if not self.fresh and not request.refresh:
                 hit = await self._cache_get(key)
-                if hit is not None and _cacheable(request, hit.get("text")):
+                # An answer stored before a secret was configured (or by an older version) is redacted too.
+                text = self.redactor(endpoint).text(hit["text"]) if hit is not None else None
+                if hit is not None and _cacheable(request, text):
                     usage = Usage(hit.get("input_tokens"), hit.get("output_tokens"))
                     # A cache hit spent nothing now; its usage says what the answer took.
-                    result = ChatResult(text=hit["text"], usage=usage, latency_ms=_ms(started), attempts=0,
+                    result = ChatResult(text=text, usage=usage, latency_ms=_ms(started), attempts=0,
                                         cached=True, cost_usd=0.0, finish_reason=hit.get("finish_reason"))
                     self._log_call(request, endpoint, result, None)
                     return result
 
         outcome, attempts = await self._send_with_retries(endpoint, request)
+        redactor = self.redactor(endpoint)
         if not outcome.ok:
-            result = ChatResult(error=redact(outcome.reason, self._secrets + list(endpoint.secrets)),
+            result = ChatResult(error=redactor.message(outcome.reason),
                                 retryable=outcome.retryable, attempts=attempts, latency_ms=_ms(started),
                                 usage=outcome.usage)
             self._log_call(request, endpoint, result, outcome)
             return result
         cost = None if endpoint.custom is not None else cost_usd(endpoint.model_id, outcome.usage)
+        # An endpoint that echoes a secret (a custom model repeating its header, a proxy quoting the key)
+        # never gets it into an answer: not into the result, the cache, a judge's prompt or the call log.
+        outcome.text = redactor.text(outcome.text)
         if key is not None and _cacheable(request, outcome.text):
             await self._cache_set(key, {
                 "text": outcome.text, "input_tokens": outcome.usage.input_tokens,
@@ -263,40 +265,48 @@ class Router:
         self._log_call(request, endpoint, result, outcome)
         return result
 
-    def _shown_url(self, url: str, secrets: list[str]) -> str:
+    def _shown_url(self, url: str, redactor: Redactor) -> str:
         shown = self._shown_urls.get(url)
         if shown is None:
-            shown = self._shown_urls[url] = redact(call_log.bare_url(url), secrets)
+            shown = self._shown_urls[url] = redactor.message(call_log.bare_url(url))
         return shown
+
+    def _parameters_hold_secret(self, endpoint: Endpoint | None, redactor: Redactor) -> bool:
+        if endpoint is None or endpoint.custom is None or not endpoint.custom.parameters:
+            return False
+        held = self._secret_parameters.get(endpoint.model_id)
+        if held is None:
+            held = self._secret_parameters[endpoint.model_id] = redactor.found(
+                json.dumps(endpoint.custom.parameters, ensure_ascii=False, default=str))
+        return held
 
     def _log_call(self, request: ChatRequest, endpoint: Endpoint | None, result: ChatResult,
                   outcome: _Outcome | None, *, source: str = "") -> None:
         """Describe this call for the item's call log (when one is being kept): no headers, no keys."""
         if not call_log.recording_now():
             return
-        secrets = self._secrets + list(endpoint.secrets if endpoint is not None else ())
+        redactor = self.redactor(endpoint)
         sent = outcome.sent if outcome is not None and outcome.sent is not None else {
             "messages": list(request.messages), "temperature": request.temperature, "max_tokens": request.max_tokens}
         # What was sent, as the bytes that left (no second encoding) or, from the cache, as it would have been.
         raw = outcome.sent_bytes if outcome is not None and outcome.sent_bytes is not None else None
-        if raw is None or any(secret and secret.encode() in raw for secret in secrets) \
-                or len(raw) > call_log.MAX_BODY_CHARS:
+        # The messages are authored text and answers already redacted, so a quick look for a value as is
+        # suffices there; a custom model's parameters (blueprint text sent as is) are read for encodings too.
+        if raw is None or len(raw) > call_log.MAX_BODY_CHARS or (redactor.active and (
+                redactor.in_bytes(raw) or self._parameters_hold_secret(endpoint, redactor))):
+            sent = redactor.scrub(sent)
             text = json.dumps(sent, ensure_ascii=False, default=str)
-            for secret in secrets:  # a custom model's parameters could name a key's value: never kept
-                if secret and secret in text:
-                    text = text.replace(secret, REDACTED)
-                    sent = json.loads(text)
             if len(text) > call_log.MAX_BODY_CHARS:  # kept as shortened text, not as JSON
                 sent = call_log.clip(text)
         call_log.record({
             "purpose": request.purpose, "label": request.label,
             "model": endpoint.model_id if endpoint is not None else request.model_id,
-            "url": self._shown_url(outcome.url, secrets) if outcome is not None and outcome.url else "",
+            "url": self._shown_url(outcome.url, redactor) if outcome is not None and outcome.url else "",
             "source": source or ("cache" if result.cached else "provider"),
             "request": sent,
             "attempts": (outcome.attempts or []) if outcome is not None else [],
             "status": outcome.status if outcome is not None else None,
-            "answer": (_kept_body(outcome.body, secrets, outcome.status)
+            "answer": (_kept_body(outcome.body, redactor, outcome.status)
                        if outcome is not None and outcome.body is not None else call_log.clip(result.text)),
             "error": result.error, "latency_ms": result.latency_ms, "input_tokens": result.usage.input_tokens,
             "output_tokens": result.usage.output_tokens, "cost_usd": result.cost_usd, "cached": result.cached,
@@ -329,10 +339,10 @@ class Router:
             url, body = embeddings_request(endpoint, [texts[i] for i in missing])
             vectors = await self._post_json_with_retries(endpoint, url, body)
             if isinstance(vectors, str):
-                return redact(vectors, self._secrets + list(endpoint.secrets))
+                return self.redactor(endpoint).message(vectors)
             vectors = read_embeddings(endpoint, vectors, len(missing))
             if isinstance(vectors, str):
-                return vectors
+                return self.redactor(endpoint).message(vectors)
             for index, vector in zip(missing, vectors):
                 found[index] = vector
                 if keys:
@@ -379,7 +389,7 @@ class Router:
         if problem is None and not text.strip():
             problem = f"the fixture for prompt '{request.prompt_id}' and model '{model_id}' is empty"
         result = (ChatResult(error=problem, attempts=0, latency_ms=_ms(started)) if problem is not None
-                  else ChatResult(text=text.strip(), latency_ms=_ms(started), cost_usd=0.0))
+                  else ChatResult(text=self._redactor.text(text.strip()), latency_ms=_ms(started), cost_usd=0.0))
         self._log_call(request, None, result, None, source="fixture")
         return result
 
@@ -391,6 +401,7 @@ class Router:
             semaphore = self._limits[endpoint.limit_key] = asyncio.Semaphore(self.limit_for(endpoint))
         attempts = adaptations = 0
         tried: list[dict] = []  # each attempt, for the call log
+        redactor = self.redactor(endpoint)
         while True:
             if breaker.open_reason:
                 return _Outcome(reason=breaker.open_reason, retryable=breaker.open_retryable), attempts
@@ -414,13 +425,13 @@ class Router:
                 self._quirks[endpoint.model_id] = outcome.adapt
                 adaptations += 1
                 attempts -= 1  # the model told us how to ask; that is not a failed attempt
-                tried.append(_attempt(outcome, None, self._secrets + list(endpoint.secrets), keep_body=True,
+                tried.append(_attempt(outcome, None, redactor, keep_body=True,
                                       note="asked again the way the model accepts"))
                 continue
             if outcome.retryable and attempts < settings.max_attempts:
                 delay = self._delay(outcome, attempts)
                 if delay is not None:
-                    tried.append(_attempt(outcome, delay, self._secrets + list(endpoint.secrets), keep_body=True))
+                    tried.append(_attempt(outcome, delay, redactor, keep_body=True))
                     await self._notify_wait(endpoint, outcome.short or outcome.reason, attempts + 1,
                                             settings.max_attempts, delay)
                     await asyncio.sleep(delay)
@@ -436,7 +447,7 @@ class Router:
                         f"Circuit breaker for model '{endpoint.model_id}' is open: {breaker.failures} calls in a "
                         f"row failed, so its remaining calls were not sent; last error: {outcome.reason}")
                     breaker.open_retryable = outcome.retryable
-            tried.append(_attempt(outcome, None, self._secrets + list(endpoint.secrets)))
+            tried.append(_attempt(outcome, None, redactor))
             return outcome, attempts
 
     def _delay(self, outcome: _Outcome, attempts: int) -> float | None:
@@ -454,7 +465,7 @@ class Router:
                            delay: float) -> None:
         if self.on_wait is None:
             return
-        reason = redact(reason, self._secrets + list(endpoint.secrets))
+        reason = self.redactor(endpoint).message(reason)
         result = self.on_wait(endpoint.model_id, reason, attempt, max_attempts, delay)
         if inspect.isawaitable(result):
             await result
@@ -564,30 +575,28 @@ class Router:
             logger.warning("response cache write failed; the answer is kept but not cached", exc_info=True)
 
 
-def _attempt(outcome: _Outcome, waited_s: float | None, secrets: Iterable[str], *, keep_body: bool = False,
-             note: str = "") -> dict:
+def _attempt(outcome: _Outcome, waited_s: float | None, secrets: Redactor | Iterable[str], *,
+             keep_body: bool = False, note: str = "") -> dict:
     """One attempt for the call log; the body of an answer that was not the last one is kept (shortened)."""
+    redactor = secrets if isinstance(secrets, Redactor) else redactor_for(secrets)
     entry = {"status": outcome.status, "latency_ms": outcome.latency_ms,
-             "reason": redact(outcome.reason, secrets) if outcome.reason else None}
+             "reason": redactor.message(outcome.reason) if outcome.reason else None}
     if waited_s is not None:
         entry["wait_s"] = round(waited_s, 2)
     if note:
         entry["note"] = note
     if keep_body and outcome.body is not None:
-        entry["body"] = redact(call_log.clip(outcome.body, 4_000), secrets)
+        entry["body"] = redactor.message(call_log.clip(outcome.body, 4_000))
     return entry
 
 
-def _kept_body(body: str, secrets: Iterable[str], status: int | None) -> str:
-    """An answer's raw body as kept: shortened past the limit, any key's value replaced; an error's body (a
-    401 may echo part of the key) also loses every word that shares 8 characters with a key."""
+def _kept_body(body: str, secrets: Redactor | Iterable[str], status: int | None) -> str:
+    """An answer's raw body as kept: shortened past the limit, any secret's value (or encoding) replaced; an
+    error's body (a 401 may echo part of the key) also loses every word that shares 8 characters with one."""
+    redactor = secrets if isinstance(secrets, Redactor) else redactor_for(secrets)
     if status is None or not 200 <= status < 300:
-        return redact(call_log.clip(body, 4_000), secrets)
-    body = call_log.clip(body)
-    for secret in secrets:
-        if secret and secret in body:
-            body = body.replace(secret, REDACTED)
-    return body
+        return redactor.message(call_log.clip(body, 4_000))
+    return redactor.text(call_log.clip(body))
 
 
 def _adaptation(quirks: Quirks, param: str | None, message: str) -> Quirks | None:

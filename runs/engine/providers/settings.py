@@ -54,6 +54,10 @@ PROVIDERS: dict[str, ProviderInfo] = {
 }
 
 DEFAULT_CONCURRENCY = 20
+# Where custom models may send requests when the operator says nothing (EVALSITE_MODEL_HOSTS unset): this
+# machine only, so Ollama, llama.cpp and vLLM on localhost work and a blueprint cannot reach another host.
+DEFAULT_MODEL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+ANY_HOST = "*"
 _CONCURRENCY_PREFIX = "EVALSITE_CONCURRENCY_"
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -84,6 +88,11 @@ class ProviderSettings:
     blueprint_env: Mapping[str, str] = field(default_factory=dict, repr=False)
     api_keys: Mapping[str, str] = field(default_factory=dict, repr=False)
     base_urls: Mapping[str, str] = field(default_factory=dict)
+    # The hosts a blueprint's custom models may reach (EVALSITE_MODEL_HOSTS): ``host`` (any port) or
+    # ``host:port``, lower case, IPv6 without brackets; ``*`` allows any host; empty: no custom model runs.
+    # None: no limit (the engine used on its own, tests); evalsite always passes the setting, whose
+    # default is DEFAULT_MODEL_HOSTS. Built-in providers (and their <PROVIDER>_BASE_URL) are not limited.
+    model_hosts: frozenset[str] | None = None
     proxy: bool = False  # HTTPS_PROXY and friends are set: calls go through httpx's proxy support
 
     def __post_init__(self) -> None:
@@ -110,6 +119,14 @@ class ProviderSettings:
             return self.concurrency
         return self.provider_concurrency.get(name.removeprefix(_CONCURRENCY_PREFIX), self.concurrency)
 
+    def model_host_allowed(self, host: str, port: int | None) -> bool:
+        """Whether a custom model may send a request to ``host`` (and ``port``)."""
+        hosts = self.model_hosts
+        if hosts is None or ANY_HOST in hosts:
+            return True
+        host = host.lower().strip("[]")
+        return host in hosts or (port is not None and f"{host}:{port}" in hosts)
+
     def secrets(self) -> list[str]:
         """Every value that must never appear in a message: keys and allowed variables."""
         return [v for v in (*self.api_keys.values(), *self.blueprint_env.values()) if v]
@@ -126,7 +143,9 @@ def settings_from_env(environ: Mapping[str, str], **overrides) -> ProviderSettin
 
     Reads ``EVALSITE_CONCURRENCY``, ``EVALSITE_CONCURRENCY_<PROVIDER>``,
     ``EVALSITE_MAX_ATTEMPTS``, ``EVALSITE_CALL_TIMEOUT_S``,
-    ``EVALSITE_BREAKER_THRESHOLD``, ``EVALSITE_BLUEPRINT_ENV`` and each
+    ``EVALSITE_BREAKER_THRESHOLD``, ``EVALSITE_BLUEPRINT_ENV``,
+    ``EVALSITE_MODEL_HOSTS`` (when it is set; unset here means no limit, while
+    evalsite's settings default to this machine) and each
     provider's ``*_API_KEY`` and ``*_BASE_URL``. A malformed number raises
     ``ValueError`` naming the variable: that is a configuration mistake to fix
     before anything runs. ``overrides`` replace fields (tests, the CLI).
@@ -140,6 +159,8 @@ def settings_from_env(environ: Mapping[str, str], **overrides) -> ProviderSettin
     allowed = frozenset(
         name.strip() for name in (environ.get("EVALSITE_BLUEPRINT_ENV") or "").split(",") if name.strip()
     )
+    model_hosts = (model_hosts_from((environ.get("EVALSITE_MODEL_HOSTS") or "").split(","))
+                   if "EVALSITE_MODEL_HOSTS" in environ else None)
     bad = sorted(name for name in allowed if not _NAME_RE.match(name))
     if bad:
         raise ValueError(f"EVALSITE_BLUEPRINT_ENV lists names that are not variable names: {', '.join(bad)}")
@@ -166,10 +187,25 @@ def settings_from_env(environ: Mapping[str, str], **overrides) -> ProviderSettin
         blueprint_env={name: environ[name] for name in allowed if name in environ},
         api_keys=keys,
         base_urls=bases,
+        model_hosts=model_hosts,
         proxy=proxy_configured(environ),
     )
     values.update(overrides)
     return ProviderSettings(**values)
+
+
+def model_hosts_from(entries) -> frozenset[str]:
+    """EVALSITE_MODEL_HOSTS's entries as ``ProviderSettings.model_hosts`` holds them: lower case, blanks
+    dropped, IPv6 brackets removed (``[::1]`` and ``[::1]:11434`` become ``::1`` and ``::1:11434``)."""
+    hosts = set()
+    for entry in entries:
+        entry = str(entry).strip().lower()
+        if entry.startswith("["):
+            address, _, rest = entry[1:].partition("]")
+            entry = address + rest
+        if entry:
+            hosts.add(entry)
+    return frozenset(hosts)
 
 
 def _int(environ: Mapping[str, str], name: str, default: int) -> int:
