@@ -140,21 +140,28 @@ EVALSITE_BACKUP_JUDGE = env_str("EVALSITE_BACKUP_JUDGE", UPSTREAM_BACKUP_JUDGE)
 EVALSITE_CHUNK_SIZE = env_int("EVALSITE_CHUNK_SIZE", 200, minimum=1)
 EVALSITE_ITEMS_IN_FLIGHT = env_int("EVALSITE_ITEMS_IN_FLIGHT", 256, minimum=1)
 EVALSITE_CLAIM_LEASE_S = env_float("EVALSITE_CLAIM_LEASE_S", 120.0, minimum=1)
+# Re-runs of single responses one run accepts in any 60 s, counted in the database (every web process).
+EVALSITE_RERUNS_PER_MINUTE = env_int("EVALSITE_RERUNS_PER_MINUTE", 30, minimum=1)
 EVALSITE_EMBEDDINGS_MODEL = env_str("EVALSITE_EMBEDDINGS_MODEL")
 EVALSITE_BLUEPRINT_ENV = env_list("EVALSITE_BLUEPRINT_ENV")
 EVALSITE_CALL_HOSTS = env_list("EVALSITE_CALL_HOSTS")
+# Hosts a blueprint's custom models may reach (`host` or `host:port`, `*` for any); set but empty: none.
+EVALSITE_MODEL_HOSTS = env_list("EVALSITE_MODEL_HOSTS", ["127.0.0.1", "localhost", "::1"])
 EVALSITE_ALLOW_CODE_JUDGES = env_bool("EVALSITE_ALLOW_CODE_JUDGES", False)
 EVALSITE_API_TOKEN = env_secret("EVALSITE_API_TOKEN")
 
 # Bounds on what a blueprint or a response can make us do (blueprints/spec/limits.py).
 from blueprints.spec.limits import DEFAULT_LIMITS as _L, Limits  # noqa: E402
 
+_BLUEPRINT_CHARS = env_int("EVALSITE_MAX_BLUEPRINT_CHARS", _L.max_text_chars, minimum=1000)
 EVALSITE_LIMITS = Limits(
     regex_timeout_s=env_float("EVALSITE_REGEX_TIMEOUT_S", _L.regex_timeout_s, minimum=0.001),
     js_timeout_ms=env_int("EVALSITE_JS_TIMEOUT_MS", _L.js_timeout_ms, minimum=1),
     js_memory_bytes=env_int("EVALSITE_JS_MEMORY_MB", _L.js_memory_bytes >> 20, minimum=8) << 20,
     item_budget_s=env_float("EVALSITE_ITEM_BUDGET_S", _L.item_budget_s, minimum=1),
-    max_text_chars=env_int("EVALSITE_MAX_BLUEPRINT_CHARS", _L.max_text_chars, minimum=1000),
+    max_text_chars=_BLUEPRINT_CHARS,
+    # What the text may expand to through YAML aliases; by default as much as it may hold written out.
+    max_expanded_chars=env_int("EVALSITE_MAX_EXPANDED_CHARS", _BLUEPRINT_CHARS, minimum=1000),
     max_nodes=env_int("EVALSITE_MAX_NODES", _L.max_nodes, minimum=100),
     max_depth=env_int("EVALSITE_MAX_DEPTH", _L.max_depth, minimum=10),
     max_variants=env_int("EVALSITE_MAX_VARIANTS", _L.max_variants, minimum=1),

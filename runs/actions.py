@@ -17,9 +17,9 @@ from .models import Annotation, PointAssessment, Response, ResponseStatus, Run, 
 
 
 class Refused(Exception):
-    def __init__(self, message: str, status: int = 409):
+    def __init__(self, message: str, status: int = 409, *, retry_after_s: float | None = None):
         super().__init__(message)
-        self.message, self.status = message, status
+        self.message, self.status, self.retry_after_s = message, status, retry_after_s
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,9 @@ def rerun(run: Run, response: Response) -> Done:
     try:
         count = run_work.rerun_response(run, response.pk)
     except run_work.RerunRefused as refused:
-        raise Refused(f"Not re-run: {refused}.") from None
+        # Past the run's re-runs a minute: 429, and when to try again; otherwise the item's state forbids it.
+        wait = getattr(refused, "retry_after_s", None)
+        raise Refused(f"Not re-run: {refused}.", 429 if wait else 409, retry_after_s=wait) from None
     gone = f" Its {_plural(count, 'override')} went with its old points." if count else ""
     return Done(f"Re-running {response.prompt_id} × {response.variant_id} afresh (no cached answers).{gone}", count)
 

@@ -115,7 +115,7 @@ def run_to_json(run: Run) -> dict:
             "revision": run.revision.number,
             "revisionSha256": run.revision.sha256,
             "judges": run.judges,
-            "options": run.options,
+            "options": {k: v for k, v in (run.options or {}).items() if k != "reruns"},  # bookkeeping of re-runs
             "aggregates": run.aggregates,
             "counters": {k: getattr(run, k) for k in (
                 "items_total", "items_done", "items_failed", "judge_calls_total", "judge_calls_done",

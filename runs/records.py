@@ -350,7 +350,7 @@ def compute_aggregates(run_id: int, *, agreement: dict | None = None, totals: bo
                 ratings.append([Rating(v.judge.label, v.score, v.judge.model, v.judge.approach)
                                 for v in primary if v.score is not None])
     prompts = parsed_blueprint(run.revision).prompts
-    matrix = build_matrix(records, prompts, stopped=run.status in STOPPED)
+    matrix = build_matrix(records, prompts, stopped=_stopped(run))
     aggregates = aggregates_of(matrix, records, agreement=agreement, ratings=ratings)
     if not totals:
         return aggregates
@@ -383,6 +383,13 @@ def reviewed_points(responses) -> Iterator[ReviewedPoint]:
 # --- rows -> the results matrix ------------------------------------------------------------
 
 STOPPED = (RunStatus.CANCELLED, RunStatus.FAILED)  # what still waits in such a run will not run
+
+
+def _stopped(run: Run) -> bool:
+    """Whether what waits in this run will not run: it was cancelled or failed, or is re-running single
+    responses on its way back to one of those (``work.rerun_stretch``)."""
+    back = (run.options.get("reruns") or {}).get("returnsTo") if isinstance(run.options, dict) else None
+    return run.status in STOPPED or back in STOPPED
 
 _RECORD_COLUMNS = ("pk", "prompt_index", "variant_id", "trial", "status", "score", "latency_ms", "input_tokens",
                    "output_tokens", "cost_usd", "violated_should_not", "disagreement", "verdict", "error",
@@ -424,4 +431,4 @@ def response_records(run_id: int, *, indices=None, usage: bool = False, reviews:
 def run_matrix(run: Run, prompts, *, indices=None) -> Matrix:
     """The run's results matrix from its stored rows (``indices``: only those prompts' rows; their cells are
     whole, the per-model figures then cover only them)."""
-    return build_matrix(response_records(run.pk, indices=indices), prompts, stopped=run.status in STOPPED)
+    return build_matrix(response_records(run.pk, indices=indices), prompts, stopped=_stopped(run))

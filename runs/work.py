@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import socket
 import time
@@ -35,7 +36,8 @@ from evalsite.engine import engine_config
 
 from .cache import response_cache
 from .models import FINISHED, PointAssessment, Response, ResponseStatus, Run, RunStatus
-from .records import Stored, compute_aggregates, judge_counts, maybe_finish, plan_from_json, save_results
+from .records import Stored, compute_aggregates, finish_run, judge_counts, maybe_finish, plan_from_json, \
+    save_results
 from .spec import custom_models, parsed_blueprint
 
 log = logging.getLogger(__name__)
@@ -47,16 +49,65 @@ HEARTBEAT_S = 10
 MAX_CLAIMS = 3
 
 
+OPEN = (ResponseStatus.PENDING, ResponseStatus.RUNNING)
+RERUN_WINDOW_S = 60.0
+
+
 def claim_lease() -> timedelta:
     return timedelta(seconds=settings.EVALSITE_CLAIM_LEASE_S)
 
 
+# --- re-runs of a finished run ----------------------------------------------------------
+# Re-running one response of a finished (done, cancelled, failed) run starts a "re-run stretch": the run
+# is running while its re-runs are in flight, and only they run; when the last is stored it finishes
+# again with the status it had (``Run.options["reruns"]["returnsTo"]``). Its other unfinished items (a
+# cancelled run's) are never handed out meanwhile. ``Run.options["reruns"]["at"]`` keeps the times of
+# the run's re-runs in the last minute, for EVALSITE_RERUNS_PER_MINUTE.
+
+
+def rerun_stretch(run: Run) -> str | None:
+    """The status a run in a re-run stretch returns to once its re-runs are stored; None outside one."""
+    return (run.options.get("reruns") or {}).get("returnsTo") if isinstance(run.options, dict) else None
+
+
+def _reruns_open(run_id: int):
+    """A run's re-run items not yet stored."""
+    return Response.objects.filter(run_id=run_id, fresh_requested=True, status__in=OPEN)
+
+
+def _options_without_stretch(run_id: int) -> dict:
+    options = dict(Run.objects.filter(pk=run_id).values_list("options", flat=True).first() or {})
+    reruns = dict(options.get("reruns") or {})
+    reruns.pop("returnsTo", None)
+    return {**options, "reruns": reruns} if reruns else {k: v for k, v in options.items() if k != "reruns"}
+
+
+def settle(run_id: int) -> bool:
+    """Finish the run if its work is over (``records.maybe_finish``); in a re-run stretch, once its
+    re-runs are stored, with the status it had before them. Returns whether it is finished."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(pk=run_id).first()
+        if run is None or run.is_finished:
+            return True
+        back = rerun_stretch(run)
+        if back is not None:
+            if _reruns_open(run_id).exists():
+                return False
+            Run.objects.filter(pk=run_id).update(options=_options_without_stretch(run_id))
+            return finish_run(run_id, back)
+    return maybe_finish(run_id)
+
+
 def enqueue_pending(run_id: int) -> int:
-    """Hand every unclaimed item of a run to the workers, in chunks. Returns the number of tasks."""
+    """Hand every unclaimed item of a run to the workers, in chunks (in a re-run stretch, only the
+    re-runs). Returns the number of tasks."""
     from django_q.tasks import async_task
 
-    ids = list(Response.objects.filter(run_id=run_id, status=ResponseStatus.PENDING)
-               .order_by("prompt_index", "variant_id", "trial").values_list("pk", flat=True))
+    pending = Response.objects.filter(run_id=run_id, status=ResponseStatus.PENDING)
+    run = Run.objects.filter(pk=run_id).only("options").first()
+    if run is not None and rerun_stretch(run) is not None:
+        pending = pending.filter(fresh_requested=True)
+    ids = list(pending.order_by("prompt_index", "variant_id", "trial").values_list("pk", flat=True))
     # Items per task (EVALSITE_CHUNK_SIZE): large enough that a chunk's slow tail is a small part of it, small
     # enough that several workers share a run and a chunk ends well inside the task timeout.
     size = settings.EVALSITE_CHUNK_SIZE
@@ -151,20 +202,26 @@ def execute_chunk(run_id: int, response_ids: list[int], *, progress: Progress | 
     run = Run.objects.select_related("revision", "blueprint").filter(pk=run_id).first()
     if run is None or run.is_finished:  # deleted, or finished, since the task was queued
         return
-    if run.cancel_requested:
-        maybe_finish(run_id)
+    rerunning = rerun_stretch(run) is not None
+    if run.cancel_requested and not rerunning:
+        settle(run_id)
         return
+    if rerunning:  # only the re-runs run: a task for the run's other items (from before a cancel) does nothing
+        response_ids = list(_reruns_open(run_id).filter(pk__in=response_ids).values_list("pk", flat=True))
+        if not response_ids:
+            settle(run_id)
+            return
     Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(status=RunStatus.RUNNING,
                                                                   started_at=timezone.now())
     token = worker_token()
     claimed = claim(run_id, response_ids, token)
     if claimed:
         try:
-            asyncio.run(_execute(run, claimed, token, progress or Progress()))
+            asyncio.run(_execute(run, claimed, token, progress or Progress(), rerunning=rerunning))
         finally:
             close_old_connections()
     worked_until = timezone.now()
-    maybe_finish(run_id)
+    settle(run_id)
     # Cancelled while this worker was busy: the run ended at once, without waiting for it, so
     # what it stored since then is counted in the run's aggregates now.
     if claimed and Run.objects.filter(pk=run_id, status=RunStatus.CANCELLED, finished_at__lt=worked_until).exists():
@@ -204,12 +261,13 @@ def build_router(run: Run, bp: SpecBlueprint, *, on_wait=None, should_stop=None)
                   fresh=bool(run.options.get("fresh")))
 
 
-async def _execute(run: Run, claimed: list[int], token: str, progress: Progress) -> None:
+async def _execute(run: Run, claimed: list[int], token: str, progress: Progress, *, rerunning: bool = False
+                   ) -> None:
     bp = await sync_to_async(parsed_blueprint)(run.revision)
     rows = await sync_to_async(lambda: list(Response.objects.filter(pk__in=claimed)))()
     items = await sync_to_async(_work_items)(run, bp, rows)
     plan = plan_from_json(run.judges, bp)
-    stop = _StopCheck(run.pk)
+    stop = _StopCheck(run.pk, rerunning=rerunning)
     waits = _WaitBoard(run.pk, progress.on_wait)
     heartbeat = asyncio.create_task(_heartbeat(token))
     config = engine_config()
@@ -286,10 +344,13 @@ class _StopCheck:
 
     Callers that ask while a read is under way wait for that read rather than take the
     last answer: when several slots free at once, none of them may send on a stale "go on".
+    The re-runs of a finished run (``rerunning``) do not read the flag, which a cancelled run keeps
+    set for its other items: they stop when the run is finished again (a cancel ends it at once).
     """
 
-    def __init__(self, run_id: int):
+    def __init__(self, run_id: int, *, rerunning: bool = False):
         self.run_id = run_id
+        self.rerunning = rerunning
         self.checked = 0.0
         self.stopped = False
         self._reading: asyncio.Future | None = None
@@ -299,6 +360,8 @@ class _StopCheck:
 
     def _read(self) -> bool:
         # A run that was cancelled, or deleted, stops.
+        if self.rerunning:
+            return not Run.objects.filter(pk=self.run_id).exclude(status__in=FINISHED).exists()
         return not Run.objects.filter(pk=self.run_id, cancel_requested=False).exists()
 
     async def close(self) -> None:
@@ -376,21 +439,30 @@ def delete_run(run: Run) -> dict:
 
 
 def cancel_run(run: Run) -> None:
-    """No new item starts after this; finished items are kept and the run ends as cancelled."""
+    """No new item starts after this; finished items are kept and the run ends as cancelled.
+
+    Re-runs in flight are cancelled too: the run ends at once, not with the status it had before them."""
     Run.objects.filter(pk=run.pk).exclude(status__in=FINISHED).update(cancel_requested=True)
     maybe_finish(run.pk)
+    if Run.objects.filter(pk=run.pk, status__in=FINISHED, options__reruns__has_key="returnsTo").exists():
+        Run.objects.filter(pk=run.pk).update(options=_options_without_stretch(run.pk))
 
 
 def resume_run(run: Run) -> int:
     """Hand back to the workers every item that is not finished (stale claims included)."""
+    run.refresh_from_db(fields=["status", "cancel_requested", "options"])
     if run.status == RunStatus.CANCELLED:
-        Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, cancel_requested=False, **_new_stretch(run))
+        Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, cancel_requested=False, **_new_stretch(run),
+                                             options=_options_without_stretch(run.pk))
+    elif run.cancel_requested and rerun_stretch(run) is not None:
+        # A cancelled run re-running a response: everything unfinished runs now, and it ends as any run.
+        Run.objects.filter(pk=run.pk).update(cancel_requested=False, options=_options_without_stretch(run.pk))
     stale = Response.objects.filter(run=run, status=ResponseStatus.RUNNING)
     released = [pk for pk, by, at in stale.values_list("pk", "claimed_by", "claimed_at")
                 if _claim_is_dead(by) or at is None or at < timezone.now() - claim_lease()]
     Response.objects.filter(pk__in=released).update(status=ResponseStatus.PENDING, claimed_by="", claimed_at=None)
     if not Response.objects.filter(run=run, status=ResponseStatus.PENDING).exists():
-        maybe_finish(run.pk)
+        settle(run.pk)
         return 0
     count = Response.objects.filter(run=run, status=ResponseStatus.PENDING).count()  # before inline tasks run them
     transaction.on_commit(lambda: enqueue_pending(run.pk))
@@ -415,6 +487,7 @@ def retry_failed(run: Run) -> int:
         Response.objects.filter(pk__in=ids).exclude(error="").update(text=None, final_text=None, conversation=[])
         Run.objects.filter(pk=run.pk).update(
             status=RunStatus.RUNNING, cancel_requested=False, **_new_stretch(run),
+            options=_options_without_stretch(run.pk),
             items_done=F("items_done") - undo["done"], items_failed=F("items_failed") - undo["failed"],
             judge_calls_done=F("judge_calls_done") - judged["ok"],
             judge_calls_failed=F("judge_calls_failed") - judged["failed"])
@@ -423,14 +496,27 @@ def retry_failed(run: Run) -> int:
 
 
 class RerunRefused(Exception):
-    """The response cannot be re-run now; the message says why."""
+    """The response cannot be re-run now; the message says why (``retry_after_s``: when it may be, if known)."""
+
+    def __init__(self, message: str, retry_after_s: int | None = None):
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+def _rerun_times(run: Run, now: float) -> list[float]:
+    """When the run's re-runs of the last minute were asked for, oldest first."""
+    times = (run.options.get("reruns") or {}).get("at") or []
+    return sorted(t for t in times if isinstance(t, (int, float)) and now - RERUN_WINDOW_S < t <= now + 1)
 
 
 def rerun_response(run: Run, response_id: int) -> int:
     """Generate and judge one response again, afresh (no answer from the cache, the model's or a judge's).
 
     Its points and any overrides on them give way to the new ones (the count is returned); its annotation
-    stays. The run works again until the item is stored; its counters count the item once.
+    stays. Only that item runs: a finished run is running until it is stored, then finishes again with
+    the status it had (a cancelled run's other items stay as they were); its counters count the item once.
+    Refused while the item, or another trial of its cell, is still to be stored, and past
+    EVALSITE_RERUNS_PER_MINUTE re-runs of the run in the last minute.
     """
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run.pk)
@@ -439,6 +525,27 @@ def rerun_response(run: Run, response_id: int) -> int:
             raise RerunRefused("this response is not part of the run")
         if row.status not in (ResponseStatus.DONE, ResponseStatus.FAILED):
             raise RerunRefused(f"it is {row.status}: it runs already; re-run it once it is finished")
+        if not run.is_finished:
+            sibling = (_reruns_open(run.pk).filter(prompt_index=row.prompt_index, variant_id=row.variant_id)
+                       .exclude(pk=row.pk).values_list("trial", flat=True).first())
+            if sibling is not None:
+                raise RerunRefused(f"trial {sibling + 1} of the same cell is being re-run; one re-run per cell "
+                                   f"at a time: re-run this one once that one is stored")
+        now = time.time()
+        recent = _rerun_times(run, now)
+        limit = settings.EVALSITE_RERUNS_PER_MINUTE
+        if len(recent) >= limit:
+            wait = max(1, math.ceil(recent[len(recent) - limit] + RERUN_WINDOW_S - now))
+            raise RerunRefused(
+                f"{run.display_name} was re-run {len(recent)} times in the last minute, the most allowed "
+                f"(EVALSITE_RERUNS_PER_MINUTE={limit}); the next re-run is allowed in {wait} s", retry_after_s=wait)
+        reruns = {**(run.options.get("reruns") or {}), "at": [*recent, now]}
+        changes = {}
+        if run.is_finished:  # a re-run stretch: the run works on this item only, then finishes as it was
+            reruns["returnsTo"] = run.status
+            # Re-runs a cancel stopped earlier are not in flight: they wait, like the run's other items.
+            _reruns_open(run.pk).update(fresh_requested=False)
+            changes = dict(status=RunStatus.RUNNING, **_new_stretch(run))
         points = PointAssessment.objects.filter(response=row)
         judged = judge_counts(points.values_list("verdicts", flat=True))
         overrides = points.filter(override__isnull=False).count()
@@ -447,14 +554,21 @@ def rerun_response(run: Run, response_id: int) -> int:
             status=ResponseStatus.PENDING, claimed_by="", claimed_at=None, attempts=0, fresh_requested=True,
             text=None, final_text=None, conversation=[], error="", score=None, judged_score=None, finished_at=None)
         Run.objects.filter(pk=run.pk).update(
-            status=RunStatus.RUNNING, cancel_requested=False,
-            **(_new_stretch(run) if run.is_finished else {}),
+            **changes, options={**run.options, "reruns": reruns},
             items_done=F("items_done") - 1,
             items_failed=F("items_failed") - (1 if row.status == ResponseStatus.FAILED else 0),
             judge_calls_done=F("judge_calls_done") - judged["ok"],
             judge_calls_failed=F("judge_calls_failed") - judged["failed"])
-        transaction.on_commit(lambda: enqueue_pending(run.pk))
+        transaction.on_commit(lambda: _enqueue_rerun(run.pk, row.pk))
     return overrides
+
+
+def _enqueue_rerun(run_id: int, response_id: int) -> None:
+    """Hand one re-run item, and nothing else of its run, to the workers."""
+    from django_q.tasks import async_task
+
+    async_task("runs.tasks.run_chunk", run_id, [response_id], task_name=f"run {run_id}: re-run of {response_id}",
+               group=f"run-{run_id}")
 
 
 def _new_stretch(run: Run) -> dict:
@@ -476,6 +590,8 @@ def recover_stale_items() -> int:
             status=ResponseStatus.PENDING, claimed_by="", claimed_at=None)
     for run in Run.objects.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING]):
         open_rows = Response.objects.filter(run=run, status__in=[ResponseStatus.PENDING, ResponseStatus.RUNNING])
+        if rerun_stretch(run) is not None:  # only its re-runs are to run
+            open_rows = open_rows.filter(fresh_requested=True)
         stale = [pk for pk, status, by, at in open_rows.values_list("pk", "status", "claimed_by", "claimed_at")
                  if status == ResponseStatus.RUNNING and (_claim_is_dead(by) or at is None
                                                           or at < timezone.now() - claim_lease())]
@@ -487,7 +603,7 @@ def recover_stale_items() -> int:
             enqueue_pending(run.pk)
             runs += 1
         elif not open_rows.exists():
-            maybe_finish(run.pk)
+            settle(run.pk)
     return runs
 
 
@@ -507,6 +623,6 @@ def run_inline(run: Run, *, progress: Progress | None = None) -> Run:
                .order_by("prompt_index", "variant_id", "trial").values_list("pk", flat=True))
     if ids:
         execute_chunk(run.pk, ids, progress=progress)
-    maybe_finish(run.pk)
+    settle(run.pk)
     run.refresh_from_db()
     return run

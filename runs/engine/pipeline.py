@@ -10,12 +10,24 @@ traceback goes to the log) rather than stopping its neighbours: one broken
 item must not cost a reviewer the rest of the run. So is an item that takes
 longer than its wall-clock budget (``PipelineOptions.item_budget_s``): it is
 stopped and failed with the reason, never left to hold its worker.
+
+The budget is an asyncio timeout, which can only stop an item at an ``await``.
+Synchronous point checks (regexes, `$js`, structured checks, `$call`) would hold
+the event loop past it, so they run off the loop (:class:`_SyncLane`: one at a
+time, on a worker thread) where the timeout can leave them; and an item whose
+clock passed its budget anyway (sync code elsewhere) is failed when it returns,
+never stored as done.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
+import inspect
 import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Awaitable, Callable, Iterable
 
@@ -23,7 +35,7 @@ from blueprints.spec.schema import Prompt
 
 from . import calls as call_log
 from .assess import ResponseAssessment, assess_response
-from .config import EngineConfig
+from .config import DEFAULT_CONFIG, EngineConfig
 from .generate import ModelVariant, generate
 from .judge import JudgePlan
 from .points import evaluate_point as real_evaluate_point
@@ -92,6 +104,51 @@ def _refreshing(complete: CompleteFn) -> CompleteFn:
     return fresh
 
 
+class _SyncLane:
+    """Synchronous point checks, one at a time as on the event loop, but on a worker thread.
+
+    The loop stays free for other items' calls, and an item's budget (an asyncio timeout) can leave a
+    check that is still running: the item is failed on time, and the next check starts on another
+    thread at once rather than queue behind the abandoned one (which ends on its own: every check has
+    its own limit, a regex's match time, a script's timeout). ``ABANDONED_THREADS`` such checks may
+    still be running before the next waits for one of them to end.
+    """
+
+    ABANDONED_THREADS = 8
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1 + self.ABANDONED_THREADS, thread_name_prefix="evalsite-points")
+        self._turn = asyncio.Lock()
+
+    async def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        context = contextvars.copy_context()  # the item's call log (calls.recording) follows the check
+        async with self._turn:
+            return await asyncio.get_running_loop().run_in_executor(
+                self._pool, functools.partial(context.run, fn, *args, **kwargs))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)  # never wait for an abandoned check
+
+
+def _off_the_loop(evaluate: Callable[..., Any], lane: _SyncLane) -> Callable[..., Any]:
+    """``evaluate`` (a sync point evaluator) made to run on ``lane`` when called from the event loop.
+
+    An async evaluator is left as it is. Called from a worker thread already (assess runs script
+    graders with ``asyncio.to_thread``), it runs there.
+    """
+    if inspect.iscoroutinefunction(evaluate):
+        return evaluate
+
+    def evaluate_point(*args: Any, **kwargs: Any) -> Any:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # on a worker thread already
+            return evaluate(*args, **kwargs)
+        return lane.run(evaluate, *args, **kwargs)
+
+    return evaluate_point
+
+
 def _cancelled(error: str | None) -> bool:
     return bool(error) and (NOT_SENT_CANCELLED in error or NOT_STARTED_CANCELLED in error)
 
@@ -131,6 +188,14 @@ async def run_items(
     options = options or PipelineOptions()
     gate = asyncio.Semaphore(max(1, options.max_in_flight))
     finished = skipped = 0
+    redactor = (options.config or DEFAULT_CONFIG).redactor
+    budget_s = options.item_budget_s
+    lane = _SyncLane()
+    options = replace(options, evaluate_point=_off_the_loop(options.evaluate_point, lane))
+
+    def over_budget(item: WorkItem) -> ItemResult:
+        log.warning("%s x %s: over its budget of %s s", item.prompt.id, item.variant.variant_id, budget_s)
+        return failed_result(item, budget_exceeded_reason(budget_s))
 
     async def one(item: WorkItem) -> None:
         nonlocal finished, skipped
@@ -138,23 +203,30 @@ async def run_items(
             if should_stop is not None and await should_stop():
                 skipped += 1
                 return
-            budget = asyncio.timeout(options.item_budget_s)
+            budget = asyncio.timeout(budget_s)
+            started = time.monotonic()
             with call_log.recording() as made:
                 try:
                     async with budget:
                         result = await process_item(item, complete=complete, judges=judges, options=options,
                                                     should_stop=should_stop)
+                    # The timeout fires only at an await: time spent in sync code that held the loop
+                    # (an evaluator that does not hand it back) is caught here, and the item is failed.
+                    if budget_s is not None and not result.stopped and time.monotonic() - started > budget_s:
+                        result = over_budget(item)
                 except TimeoutError as exc:
                     if budget.expired():
-                        log.warning("%s x %s: over its budget of %s s", item.prompt.id, item.variant.variant_id,
-                                    options.item_budget_s)
-                        result = failed_result(item, budget_exceeded_reason(options.item_budget_s))
+                        result = over_budget(item)
                     else:  # a TimeoutError of our own code: a bug like any other
                         log.exception("internal error on %s x %s", item.prompt.id, item.variant.variant_id)
                         result = failed_result(item, f"internal error: TimeoutError: {exc}")
                 except Exception as exc:  # a bug: keep it visible on the item, keep the run going
                     log.exception("internal error on %s x %s", item.prompt.id, item.variant.variant_id)
                     result = failed_result(item, f"internal error: {type(exc).__name__}: {exc}")
+            # Text that came from outside the router (a `$call` service's answer, an error's words)
+            # may echo a secret: nothing leaves the pipeline unscrubbed. The call log is added after:
+            # the router redacts each call as it records it (walking it again cost ~4 ms an item).
+            result = redactor.scrub(result)
             if made:  # the calls made so far are kept, an item stopped by its budget included
                 result = replace(result, calls=tuple(made))
             if NOT_STARTED_CANCELLED in (result.response.error or ""):
@@ -167,5 +239,8 @@ async def run_items(
             await on_result(result)
             finished += 1
 
-    await asyncio.gather(*(one(item) for item in items))
+    try:
+        await asyncio.gather(*(one(item) for item in items))
+    finally:
+        lane.close()
     return finished, skipped
