@@ -1,10 +1,28 @@
 from django import forms
 from django.core.exceptions import ValidationError
 
-from blueprints.models import Blueprint, validate_blueprint_id
+from blueprints.models import BLUEPRINT_ID_MAX_LENGTH, Blueprint, suggest_blueprint_id, validate_blueprint_id
 
 MAX_UPLOAD_BYTES = 5 * 1024 * 1024
 UPLOAD_SUFFIXES = (".yml", ".yaml", ".json")
+
+
+class IdField(forms.CharField):
+    """A blueprint id typed in the browser: the one rule (``validate_blueprint_id``) says what is wrong, with an id
+    to try, as the API and the commands do; the browser stops typing at the rule's length."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("label", "Id")
+        kwargs.setdefault("validators", [validate_blueprint_id])
+        kwargs.setdefault("widget", forms.TextInput(attrs={"maxlength": BLUEPRINT_ID_MAX_LENGTH,
+                                                           "autocapitalize": "off", "spellcheck": "false"}))
+        super().__init__(**kwargs)
+
+
+def _taken(slug: str, exclude_pk=None) -> ValidationError:
+    return ValidationError(f"The id '{slug}' is already used by another blueprint; try "
+                           f"'{suggest_blueprint_id(slug, exclude_pk=exclude_pk)}'.")
+
 
 STARTER_TEXT = """\
 title: My new blueprint
@@ -38,15 +56,15 @@ class EditorForm(forms.Form):
 
 
 class NewBlueprintForm(EditorForm):
-    slug = forms.CharField(
-        label="Id", required=False, max_length=200, validators=[validate_blueprint_id],
+    slug = IdField(
+        required=False,
         help_text="Leave empty to make one from the title. Used in addresses and results.",
     )
 
     def clean_slug(self):
         slug = self.cleaned_data["slug"].strip()
         if slug and Blueprint.objects.filter(slug=slug).exists():
-            raise ValidationError(f"The id '{slug}' is already used by another blueprint.")
+            raise _taken(slug)
         return slug
 
 
@@ -109,7 +127,7 @@ class ImportConflictForm(forms.Form):
     choice = forms.ChoiceField(choices=[("new-id", "Import it as a new blueprint with the id"),
                                         ("revision", "Import it anyway, as a new revision of the existing blueprint")],
                                widget=forms.RadioSelect, initial="new-id")
-    new_id = forms.CharField(required=False, max_length=200, label="New id")
+    new_id = IdField(required=False, label="New id", validators=[])  # checked below, when it is the choice
 
     def clean(self):
         cleaned = super().clean()
@@ -131,7 +149,7 @@ class ImportConflictForm(forms.Form):
 
 
 class RenameForm(forms.Form):
-    slug = forms.CharField(label="Id", max_length=200, validators=[validate_blueprint_id])
+    slug = IdField()
 
     def __init__(self, *args, blueprint, **kwargs):
         super().__init__(*args, **kwargs)
@@ -140,7 +158,7 @@ class RenameForm(forms.Form):
     def clean_slug(self):
         slug = self.cleaned_data["slug"].strip()
         if Blueprint.objects.filter(slug=slug).exclude(pk=self.blueprint.pk).exists():
-            raise ValidationError(f"The id '{slug}' is already used by another blueprint.")
+            raise _taken(slug, exclude_pk=self.blueprint.pk)
         return slug
 
 

@@ -15,7 +15,9 @@ from blueprints.models import (
     Blueprint,
     BlueprintRevision,
     ModelCollection,
-    validate_blueprint_id,
+    blueprint_id_problem,
+    collection_name_problem,
+    suggest_blueprint_id,
 )
 from blueprints.spec.collections import CollectionError, read_collection_file, resolve_models
 from blueprints.spec.files import iter_blueprint_files, read_text
@@ -108,6 +110,11 @@ def import_files(files: Iterable[tuple[str, str, dict]], *, via: str, folder_nam
         clash = by_slug[slug]
         if choice.startswith("id:"):
             slug, clash = choice[3:].strip(), [path]
+            problem = blueprint_id_problem(slug)
+            if problem is not None:
+                outcome.items.append(ImportItem(path, slug, "refused",
+                                                f"{problem} Try '{suggest_blueprint_id(slug)}'."))
+                continue
             if Blueprint.objects.filter(slug=slug).exists():
                 outcome.items.append(ImportItem(path, slug, "refused", f"the id '{slug}' is taken too; choose a free "
                                                 f"one (for example '{free_id(slug)}')"))
@@ -117,12 +124,12 @@ def import_files(files: Iterable[tuple[str, str, dict]], *, via: str, folder_nam
             outcome.items.append(ImportItem(path, slug, "refused",
                                             f"{others} would both get the id '{slug}'; rename one of them"))
             continue
-        try:
-            validate_blueprint_id(slug)
-        except Exception:
+        problem = blueprint_id_problem(slug)
+        if problem is not None:  # the id comes from the path: say which file, and what to rename it to
             outcome.items.append(ImportItem(path, slug, "refused",
-                                            f"'{path}' would get the id '{slug}', which is not usable; rename the file "
-                                            "to letters, digits, '-', '_' and '.'"))
+                                            f"'{path}' would get an id that is not usable, so it was not imported. "
+                                            f"{problem} Rename the file so that its id is, for example, "
+                                            f"'{suggest_blueprint_id(slug)}'."))
             continue
         taken = "" if choice == "revision" else _taken_by_another_suite(slug, path)
         if taken:
@@ -183,11 +190,8 @@ def _taken_by_another_suite(slug: str, path: str) -> str:
 
 
 def free_id(slug: str) -> str:
-    """``slug`` with the first free ``-2``, ``-3``... after it."""
-    n = 2
-    while Blueprint.objects.filter(slug=f"{slug}-{n}").exists():
-        n += 1
-    return f"{slug}-{n}"
+    """``slug`` (a taken id) with the first free ``-2``, ``-3``... after it, within the id's length."""
+    return suggest_blueprint_id(slug)
 
 
 def _conflict(slug: str, text: str) -> Conflict:
@@ -215,8 +219,9 @@ def _store_collection_files(files: list[tuple[str, str, dict]], outcome: ImportO
             rest.append((path, text, extra))  # not a collection: let the blueprint reader explain it
             continue
         name = pure.stem
-        if not is_collection_name(name):
-            outcome.collections.append((name, f"skipped: '{pure.name}' is not an upper-case collection name"))
+        problem = collection_name_problem(name)
+        if problem is not None:
+            outcome.collections.append((name, f"skipped: '{pure.name}' does not name a collection: {problem}"))
             continue
         _, changed = ModelCollection.store(name, [m for m in data if m.strip()], source=path)
         outcome.collections.append((name, "stored" if changed else "unchanged"))
@@ -292,7 +297,12 @@ def import_folder(folder: Path, *, via: str = "import_blueprints") -> ImportOutc
     """A blueprint repository: its `models/*.json` as collections, then every blueprint file below it."""
     folder = folder.resolve()
     outcome = ImportOutcome()
-    outcome.collections = import_collections(folder / "models")
+    models_dir = folder / "models"
+    linked = [p for p in sorted(models_dir.glob("*.json")) if _outside(p, folder)] if models_dir.is_dir() else []
+    for path in linked:  # refused as a linked blueprint is: its content is not the folder's to give
+        outcome.items.append(ImportItem(f"models/{path.name}", None, "refused", f"'models/{path.name}' is a link "
+                                        "to a file outside the folder being imported; copy the file in instead"))
+    outcome.collections = import_collections(models_dir, skip=frozenset(linked))
     files = []
     for path in iter_blueprint_files([folder]):
         relative = path.relative_to(folder).as_posix()
@@ -310,14 +320,26 @@ def import_folder(folder: Path, *, via: str = "import_blueprints") -> ImportOutc
     return outcome
 
 
-def import_collections(models_dir: Path) -> list[tuple[str, str]]:
+def _outside(path: Path, folder: Path) -> bool:
+    """True when ``path`` is a link (or sits below one) leading outside ``folder``, or to a link loop."""
+    try:
+        return not path.resolve().is_relative_to(folder)
+    except (OSError, RuntimeError):  # a loop of links
+        return True
+
+
+def import_collections(models_dir: Path, *, skip: frozenset = frozenset()) -> list[tuple[str, str]]:
+    """Store each `models/<NAME>.json` as a collection, except the paths in ``skip``."""
     results = []
     if not models_dir.is_dir():
         return results
     for path in sorted(models_dir.glob("*.json")):
         name = path.stem
-        if not is_collection_name(name):
-            results.append((name, f"skipped: '{path.name}' is not an upper-case collection name"))
+        if path in skip:
+            continue
+        problem = collection_name_problem(name)
+        if problem is not None:
+            results.append((name, f"skipped: '{path.name}' does not name a collection: {problem}"))
             continue
         try:
             model_ids = read_collection_file(path)

@@ -18,25 +18,124 @@ from django.db import models, transaction
 from django.db.models.functions import Lower
 from django.dispatch import Signal
 from django.utils import timezone
+from django.utils.http import urlencode
 from django.utils.text import slugify
 
 from blueprints.parsing import parse_text
 from blueprints.spec.model_ids import is_collection_name
 
-BLUEPRINT_ID_RE = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
-validate_blueprint_id = RegexValidator(
-    rf"^{BLUEPRINT_ID_RE}\Z",
+# --- ids -------------------------------------------------------------------------------
+# One rule for a blueprint's id, applied at every door that makes or renames one: the browser's
+# forms, the API, the commands, and ids derived from paths on import (``validate_blueprint_id``);
+# ``Blueprint.save`` refuses any other new id as a last guard. The longest id in the Weval
+# corpus is 85 characters (users__<name>__<long title>), so 150 leaves room.
+BLUEPRINT_ID_MAX_LENGTH = 150
+BLUEPRINT_ID_CHARS = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
+BLUEPRINT_ID_RULE = (f"Use letters, digits, '-', '_' and '.', starting with a letter or digit, at most "
+                     f"{BLUEPRINT_ID_MAX_LENGTH} characters (a path such as subdir/name becomes subdir__name).")
+_ID_CHARS = re.compile(rf"{BLUEPRINT_ID_CHARS}\Z")
+# What the addresses' id segment (the `bpid` converter) accepts: any stored id that fits in one path
+# segment, not only the ids the rule allows today, so a blueprint stored before the rule (`<script>`,
+# 5,000 characters) still has pages, where it can be renamed or deleted, and never breaks a page linking
+# to it. An id with a '/' has no pages: see ``Blueprint.has_pages`` and the library's rename and delete.
+BLUEPRINT_ID_RE = r"[^/]+"
+
+# The id field's validator as the first migration recorded it (changing it would only make a migration
+# that changes nothing in the database); the rule itself is ``validate_blueprint_id``.
+_ID_FIELD_VALIDATOR = RegexValidator(
+    rf"^{BLUEPRINT_ID_CHARS}\Z",
     "Use letters, digits, '-', '_' and '.', starting with a letter or digit "
     "(a path such as subdir/name becomes subdir__name).",
 )
+
+
+def shown_id(value, limit: int = 60) -> str:
+    """An id as messages quote it: at most ``limit`` characters (a stored one may be 5,000)."""
+    value = str(value)
+    return value if len(value) <= limit else value[: limit - 1] + "…"
+
+
+def blueprint_id_problem(value) -> str | None:
+    """Why ``value`` cannot be a blueprint's id, naming the rule; None when it can."""
+    if not isinstance(value, str) or not value:
+        return f"A blueprint needs an id. {BLUEPRINT_ID_RULE}"
+    if len(value) > BLUEPRINT_ID_MAX_LENGTH:
+        return (f"The id is {len(value):,} characters long; an id is at most {BLUEPRINT_ID_MAX_LENGTH}. "
+                f"{BLUEPRINT_ID_RULE}")
+    if not _ID_CHARS.match(value):
+        return f"'{shown_id(value)}' is not a usable id. {BLUEPRINT_ID_RULE}"
+    return None
+
+
+def is_blueprint_id(value) -> bool:
+    return blueprint_id_problem(value) is None
+
+
+_NOT_ID_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def suggest_blueprint_id(value, *, free: bool = True, exclude_pk=None) -> str:
+    """A usable id close to ``value`` (a path's '/' becomes '__', other characters '-'); with ``free``, one no
+    other blueprint has (``-2``, ``-3``... added, still within the length)."""
+    parts = [part for part in re.split(r"[/\\]+", str(value or "")) if part.strip(".")]
+    base = "__".join(_NOT_ID_CHARS.sub("-", part).strip("-") for part in parts)
+    base = re.sub(r"-{2,}", "-", base)
+    base = re.sub(r"^[^A-Za-z0-9]+", "", base)[:BLUEPRINT_ID_MAX_LENGTH].rstrip("-_.") or "blueprint"
+    if not free:
+        return base
+    taken = Blueprint.objects.exclude(pk=exclude_pk) if exclude_pk is not None else Blueprint.objects.all()
+    slug, n = base, 2
+    while taken.filter(slug=slug).exists():
+        suffix = f"-{n}"
+        slug = base[: BLUEPRINT_ID_MAX_LENGTH - len(suffix)].rstrip("-_.") + suffix
+        n += 1
+    return slug
+
+
+class BlueprintIdError(ValidationError):
+    """An id the rule refuses: the message names the rule and ends with ``suggestion``, a usable id to try."""
+
+    def __init__(self, message: str, suggestion: str):
+        super().__init__(message, code="invalid_id")
+        self.suggestion = suggestion
+
+
+def validate_blueprint_id(value):
+    """The rule, for every door (forms, API, commands, import): BlueprintIdError naming it, with an id to try."""
+    problem = blueprint_id_problem(value)
+    if problem is not None:
+        suggestion = suggest_blueprint_id(value)
+        raise BlueprintIdError(f"{problem} Try '{suggestion}'.", suggestion)
+
+
 # Sent with ``blueprint=`` just before a blueprint is deleted, inside the deleting transaction. The runs
 # app (which this app must not import) deletes the blueprint's runs, which pin its revisions.
 deleting = Signal()
 
+COLLECTION_NAME_MAX_LENGTH = 100  # the column's length
 validate_collection_name = RegexValidator(
     r"^[A-Z0-9_-]*[A-Z][A-Z0-9_-]*\Z",
     "A collection name is upper case: letters A-Z, digits, '_' and '-' (for example CORE).",
 )
+COLLECTION_NAME_RULE = (f"A collection name is upper case: letters A-Z, digits, '_' and '-' (for example CORE), "
+                        f"at most {COLLECTION_NAME_MAX_LENGTH} characters.")
+
+
+def collection_name_problem(name) -> str | None:
+    """Why ``name`` cannot name a model collection, naming the rule; None when it can (every door asks this)."""
+    if not isinstance(name, str) or not name:
+        return f"A collection needs a name. {COLLECTION_NAME_RULE}"
+    if len(name) > COLLECTION_NAME_MAX_LENGTH:
+        return f"The name is {len(name):,} characters long. {COLLECTION_NAME_RULE}"
+    if not is_collection_name(name):
+        return f"'{shown_id(name)}' is not a usable collection name. {COLLECTION_NAME_RULE}"
+    return None
+
+
+def check_collection_name(name) -> None:
+    problem = collection_name_problem(name)
+    if problem is not None:
+        raise ValidationError(problem, code="invalid_name")
 
 DIALECT_WEVAL = "weval"
 _TITLE_LINE = re.compile(r"^(?:title|configTitle)\s*:\s*(.+?)\s*$", re.M)
@@ -57,7 +156,7 @@ class BlueprintQuerySet(models.QuerySet):
 
 class Blueprint(models.Model):
     slug = models.CharField(
-        "id", max_length=200, unique=True, validators=[validate_blueprint_id],
+        "id", max_length=200, unique=True, validators=[_ID_FIELD_VALIDATOR],
         help_text="Used in addresses and results. From the file path on import, from the title otherwise.",
     )
     title = models.CharField(max_length=500)
@@ -83,9 +182,54 @@ class Blueprint(models.Model):
     def __str__(self):
         return self.slug
 
+    @classmethod
+    def from_db(cls, db, field_names, values):
+        instance = super().from_db(db, field_names, values)
+        instance._stored_slug = instance.__dict__.get("slug", _UNREAD)
+        return instance
+
+    def save(self, *args, **kwargs):
+        """Refuses a new id (a new blueprint's, or a changed one) that the rule does not allow; an id stored
+        before the rule stays usable (its blueprint can still be edited) until it is renamed."""
+        if self._state.adding:
+            validate_blueprint_id(self.slug)
+        elif "slug" not in self.get_deferred_fields():
+            stored = getattr(self, "_stored_slug", _UNREAD)
+            if stored is _UNREAD:
+                stored = Blueprint.objects.filter(pk=self.pk).values_list("slug", flat=True).first()
+            if self.slug != stored:
+                validate_blueprint_id(self.slug)
+        super().save(*args, **kwargs)
+        if "slug" not in self.get_deferred_fields():
+            self._stored_slug = self.slug
+
+    @property
+    def id_problem(self) -> str | None:
+        """Why this blueprint's id would not be allowed today (one stored before the rule), else None."""
+        return blueprint_id_problem(self.slug)
+
+    @property
+    def has_pages(self) -> bool:
+        """False for a stored id no address can hold (one with a '/', or only dots): the library still lists it,
+        with rename and delete."""
+        return bool(self.slug) and "/" not in self.slug and bool(self.slug.strip("."))
+
+    @property
+    def suggested_id(self) -> str:
+        return suggest_blueprint_id(self.slug, exclude_pk=self.pk)
+
+    @property
+    def library_url(self) -> str:
+        """The library, searching for this blueprint's id (where one stored before the rule can be fixed)."""
+        from django.urls import reverse
+
+        return f"{reverse('blueprints:home')}?{urlencode({'q': self.slug[:BLUEPRINT_ID_MAX_LENGTH]})}"
+
     def get_absolute_url(self):
         from django.urls import reverse
 
+        if not self.has_pages:
+            return self.library_url
         return reverse("blueprints:detail", args=[self.slug])
 
     # --- revisions ------------------------------------------------------------------
@@ -151,7 +295,8 @@ class Blueprint(models.Model):
         """Change the id; refuses one that is taken or malformed (ValidationError)."""
         validate_blueprint_id(new_slug)
         if Blueprint.objects.filter(slug=new_slug).exclude(pk=self.pk).exists():
-            raise ValidationError(f"The id '{new_slug}' is already used by another blueprint.")
+            raise ValidationError(f"The id '{new_slug}' is already used by another blueprint; try "
+                                  f"'{suggest_blueprint_id(new_slug, exclude_pk=self.pk)}'.")
         self.slug = new_slug
         self.updated_at = timezone.now()
         self.save(update_fields=["slug", "updated_at"])
@@ -195,11 +340,10 @@ class Blueprint(models.Model):
     @classmethod
     def unique_slug_for(cls, title: str) -> str:
         """An unused id made from a title: "My Test!" -> "my-test", then "my-test-2"..."""
-        base = slugify(title)[:180].strip("-_.") or "blueprint"
-        slug, n = base, 2
-        while cls.objects.filter(slug=slug).exists():
-            slug, n = f"{base}-{n}", n + 1
-        return slug
+        return suggest_blueprint_id(slugify(title).strip("-_.") or "blueprint")
+
+
+_UNREAD = object()  # a blueprint's stored id, when it was not read with the row
 
 
 def _runs_relation(model):
@@ -250,9 +394,15 @@ class BlueprintRevision(models.Model):
             raise ValueError("A blueprint revision is never edited; save the blueprint's new text as a new revision.")
         super().save(*args, **kwargs)
 
-    @property
-    def can_run(self) -> bool:
-        return self.is_valid
+    def get_absolute_url(self):
+        """The revision's page; for a blueprint whose id no address may hold (stored before the id rule, with
+        a '/'), the library showing the blueprint, where it can be renamed or deleted."""
+        from django.urls import reverse
+
+        blueprint = self.blueprint
+        if not blueprint.has_pages:
+            return blueprint.get_absolute_url()
+        return reverse("blueprints:revision", args=[blueprint.slug, self.number])
 
     @property
     def short_sha(self) -> str:
@@ -296,7 +446,7 @@ class ModelCollection(models.Model):
     def rename(self, new_name: str) -> None:
         """Change the name (upper case, as blueprints write it); refuses one that is taken or malformed."""
         new_name = new_name.strip().upper()
-        validate_collection_name(new_name)
+        check_collection_name(new_name)
         if ModelCollection.objects.filter(name=new_name).exclude(pk=self.pk).exists():
             raise ValidationError(f"There is already a collection named {new_name}.")
         self.name = new_name
@@ -307,6 +457,7 @@ class ModelCollection(models.Model):
     def store(cls, name: str, model_ids: list[str], source: str = "") -> tuple["ModelCollection", bool]:
         """Create or replace a collection; returns ``(collection, changed)``."""
         model_ids = [m.strip() for m in model_ids if m.strip()]
+        check_collection_name(name)
         existing = cls.objects.filter(name=name).first()
         if existing is not None and existing.models == model_ids:
             return existing, False

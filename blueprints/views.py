@@ -27,7 +27,7 @@ from blueprints.forms import (
     RunForm,
     TryForm,
 )
-from blueprints.models import Blueprint, BlueprintRevision, ModelCollection
+from blueprints.models import BLUEPRINT_ID_MAX_LENGTH, Blueprint, BlueprintRevision, ModelCollection, shown_id
 
 LIBRARY_PAGE_SIZE = 50
 SORTS = {
@@ -43,9 +43,12 @@ def _fragment(request, template, fragment):
 # --- library ----------------------------------------------------------------------------
 
 
-@require_safe
+@require_http_methods(["GET", "HEAD", "POST"])
 def home(request):
-    """The library: every blueprint, searchable by title, tag and text."""
+    """The library: every blueprint, searchable by title, tag and text. POST: rename or delete one by its id
+    (``library_action``)."""
+    if request.method == "POST":
+        return library_action(request)
     if not Blueprint.objects.exists():
         importing.load_examples()  # a first visit starts with the examples
     query = request.GET.get("q", "").strip()
@@ -64,9 +67,41 @@ def home(request):
     page = Paginator(blueprints.order_by(*SORTS[sort]), LIBRARY_PAGE_SIZE).get_page(request.GET.get("page"))
     context = {
         "page": page, "query": query, "tag": tag, "sort": sort, "total": Blueprint.objects.count(),
-        "tags": _all_tags(),
+        "tags": _all_tags(), "id_max_length": BLUEPRINT_ID_MAX_LENGTH,
     }
     return render(request, _fragment(request, "blueprints/library.html", "results"), context)
+
+
+def library_action(request):
+    """Rename or delete a blueprint named by its id in the form (``id``), not in the address: the library's way
+    to reach any stored id, even one made before the id rule that no address can hold (``a/../b``).
+
+    ``action=rename`` with ``new_id`` (the rename form's checks); ``action=delete`` shows what goes with it and
+    asks, then ``confirm=yes`` deletes.
+    """
+    action, slug = request.POST.get("action", ""), request.POST.get("id", "")
+    blueprint = Blueprint.objects.filter(slug=slug).first()
+    if blueprint is None or action not in ("rename", "delete"):
+        messages.error(request, f"There is no blueprint with the id '{shown_id(slug)}'." if blueprint is None
+                       else "Choose rename or delete.")
+        return redirect("blueprints:home")
+    if action == "rename":
+        form = RenameForm({"slug": request.POST.get("new_id", "")}, blueprint=blueprint)
+        if not form.is_valid():
+            messages.error(request, f"The blueprint '{shown_id(slug)}' keeps its id: "
+                                    + " ".join(form.errors["slug"]))
+            return redirect(blueprint.library_url)
+        blueprint.rename(form.cleaned_data["slug"])
+        messages.success(request, f"The blueprint '{shown_id(slug)}' now has the id '{blueprint.slug}'.")
+        return redirect(blueprint.get_absolute_url())
+    summary = blueprint.deletion_summary()
+    if request.POST.get("confirm") != "yes":
+        return render(request, "blueprints/delete.html", {"blueprint": blueprint, "summary": summary,
+                                                          "by_id": True})
+    blueprint.delete()
+    messages.success(request, f"Deleted the blueprint '{shown_id(slug)}' with "
+                              f"{_count(summary['revisions'], 'revision')} and {_count(summary['runs'], 'run')}.")
+    return redirect("blueprints:home")
 
 
 def _all_tags():
@@ -148,7 +183,8 @@ def detail(request, slug):
         "blueprint": blueprint, "revision": revision, "result": result, "preview": preview,
         "spec": result.blueprint if result else None,
         "description_html": editing.render_markdown(blueprint.description),
-        "rename_form": RenameForm(initial={"slug": blueprint.slug}, blueprint=blueprint),
+        "rename_form": RenameForm(initial={"slug": blueprint.suggested_id if blueprint.id_problem else blueprint.slug},
+                                  blueprint=blueprint),
         **_run_context(revision, preview),
     }
     return render(request, "blueprints/blueprint_detail.html", context)
@@ -261,7 +297,7 @@ def rename(request, slug):
         messages.success(request, f"The blueprint's id is now '{blueprint.slug}'.")
     else:
         messages.error(request, " ".join(form.errors["slug"]))
-    return redirect("blueprints:detail", slug=blueprint.slug)
+    return redirect(blueprint.get_absolute_url())
 
 
 @require_http_methods(["GET", "POST"])
@@ -271,8 +307,8 @@ def delete(request, slug):
     summary = blueprint.deletion_summary()
     if request.method == "POST":
         blueprint.delete()
-        messages.success(request, f"Deleted the blueprint '{slug}' with {_count(summary['revisions'], 'revision')} "
-                                  f"and {_count(summary['runs'], 'run')}.")
+        messages.success(request, f"Deleted the blueprint '{shown_id(slug)}' with "
+                                  f"{_count(summary['revisions'], 'revision')} and {_count(summary['runs'], 'run')}.")
         return redirect("blueprints:home")
     return render(request, "blueprints/delete.html", {"blueprint": blueprint, "summary": summary})
 
@@ -332,6 +368,9 @@ def restore(request, slug, number):
 @require_http_methods(["GET", "POST"])
 def collections(request):
     error = None
+    if request.method == "POST" and request.POST.get("action") in ("rename", "delete"):
+        # A collection named by a form field, not the address: any stored name, even one no address can hold.
+        return _collection_action(request, request.POST.get("action"), request.POST.get("name", ""))
     if request.method == "POST":
         name = request.POST.get("name", "").strip().upper()
         model_ids = [line.strip() for line in request.POST.get("models", "").splitlines() if line.strip()]
@@ -349,21 +388,27 @@ def collections(request):
 
 @require_POST
 def collection_delete(request, name):
-    collection = get_object_or_404(ModelCollection, name=name)
-    collection.delete()
-    messages.success(request, f"Deleted the collection {name}. Blueprints that name it can no longer run until "
-                              f"it is added again.")
-    return redirect("blueprints:collections")
+    return _collection_action(request, "delete", name)
 
 
 @require_POST
 def collection_rename(request, name):
+    return _collection_action(request, "rename", name)
+
+
+def _collection_action(request, action, name):
     collection = get_object_or_404(ModelCollection, name=name)
+    shown = shown_id(name)
+    if action == "delete":
+        collection.delete()
+        messages.success(request, f"Deleted the collection {shown}. Blueprints that name it can no longer run until "
+                                  f"it is added again.")
+        return redirect("blueprints:collections")
     try:
         collection.rename(request.POST.get("new_name", ""))
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
     else:
-        messages.success(request, f"Renamed {name} to {collection.name}. Blueprints that name {name} need the new "
+        messages.success(request, f"Renamed {shown} to {collection.name}. Blueprints that name {shown} need the new "
                                   f"name too.")
     return redirect("blueprints:collections")

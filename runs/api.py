@@ -10,68 +10,24 @@ never grant, so a loopback-only API is not open to cross-site requests.
 
 from __future__ import annotations
 
-import json
-from functools import wraps
-
 from django.db import transaction
 from django.http import Http404, JsonResponse
-from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from blueprints.models import Blueprint, ModelCollection
+from blueprints.api import blueprint_or_404
 from blueprints.editing import create_from_text
+from blueprints.models import Blueprint, BlueprintIdError, shown_id, validate_blueprint_id
 from blueprints.spec.extensions import MAX_TRIALS
+from evalsite.api import api_view, body as _body, error as _error
 
-from . import review, trust
+from . import actions, trust
 from . import spec as run_spec
 from . import start as run_start
 from . import work as run_work
 from .exports import run_to_json
-from .models import Annotation, Response, Run
-
-
-def _error(status: int, message: str, **extra) -> JsonResponse:
-    return JsonResponse({"error": message, **extra}, status=status)
-
-
-def api_view(view):
-    """JSON in, JSON out. Who may call is decided for the whole site (evalsite.security.AccessMiddleware)."""
-    @csrf_exempt
-    @wraps(view)
-    def wrapper(request, *args, **kwargs):
-        if request.method == "POST" and request.content_type != "application/json":
-            return _error(415, "send a JSON body with Content-Type: application/json")
-        try:
-            response = view(request, *args, **kwargs)
-        except Http404 as exc:  # the API answers JSON, never the site's HTML page
-            return _error(404, str(exc) or "not found")
-        if response.status_code == 405 and not response.get("Content-Type", "").startswith("application/json"):
-            allowed = response.get("Allow", "")
-            return _error(405, f"{request.method} is not allowed here; use {allowed}", allowed=allowed.split(", "))
-        return response
-
-    return wrapper
-
-
-def _refuse_constant(name: str):
-    raise ValueError(f"`{name}` is not a JSON value")
-
-
-def _body(request) -> dict | JsonResponse:
-    try:
-        data = json.loads(request.body or b"{}", parse_constant=_refuse_constant)
-    except json.JSONDecodeError as exc:
-        return _error(400, f"the body is not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
-    except RecursionError:
-        return _error(400, "the body is not usable JSON: it is nested too deeply")
-    except ValueError as exc:  # NaN/Infinity, an int of thousands of digits, bytes that are not UTF-8
-        return _error(400, f"the body is not usable JSON: {exc}"[:300])
-    if not isinstance(data, dict):
-        return _error(400, "the body must be a JSON object")
-    return data
+from .models import Annotation, PointAssessment, Response, Run
 
 
 def run_status(run: Run, request) -> dict:
@@ -134,6 +90,11 @@ def start(request):
         return _error(400, "`blueprint` must be the blueprint's text (YAML or JSON)")
     if text is None and not isinstance(slug, str):
         return _error(400, "send `blueprint` (its text) or `blueprintId` (a stored blueprint's id)")
+    if slug is not None and not isinstance(slug, str):
+        return _error(400, "`blueprintId` must be a string: the id of the blueprint to make or update")
+    refused = _refused_new_id(slug) if text is not None and slug else None
+    if refused is not None:
+        return refused
     try:
         models, judges = _strings(data, "models"), _strings(data, "judges")
         trials = _trials(data)
@@ -148,7 +109,7 @@ def start(request):
         else:
             blueprint = Blueprint.objects.filter(slug=slug).first()
             if blueprint is None:
-                return _error(404, f"no blueprint with the id '{slug}'")
+                return _error(404, f"no blueprint with the id '{shown_id(slug)}'")
         try:
             run = run_start.start_run(blueprint, models=models, judges=judges, fresh=bool(data.get("fresh")),
                                      trials=trials, source="api")
@@ -157,6 +118,18 @@ def start(request):
             return _error(422, refused.message, problems=refused.problems, blueprint=blueprint.slug)
     run.refresh_from_db()  # with inline tasks (tests), the run has already finished on commit
     return JsonResponse(run_status(run, request), status=201)
+
+
+def _refused_new_id(slug: str) -> JsonResponse | None:
+    """The 400 for a `blueprintId` that would make a new blueprint under an id the rule refuses (the browser's
+    forms' message, naming the rule, and `suggestedId`); None when it is usable or names a stored blueprint."""
+    if Blueprint.objects.filter(slug=slug).exists():
+        return None  # sending text for a stored blueprint makes a new revision: its id does not change
+    try:
+        validate_blueprint_id(slug)
+    except BlueprintIdError as exc:
+        return _error(400, exc.messages[0], suggestedId=exc.suggestion)
+    return None
 
 
 def _run_or_404(run_id: int) -> Run:
@@ -188,27 +161,22 @@ def run_results(request, run_id):
 @api_view
 @require_POST
 def control(request, run_id, action):
+    """cancel, resume, retry-failed or rename (``{"name": "..."}``): the same checks and words as the run page."""
     if action not in ("cancel", "resume", "retry-failed", "rename"):
         return _error(404, f"unknown action '{action}': use cancel, resume, retry-failed or rename")
     run = _run_or_404(run_id)
+    data = {}
     if action == "rename":
         data = _body(request)
         if isinstance(data, JsonResponse):
             return data
-        if not isinstance(data.get("name"), str):
-            return _error(400, "send {\"name\": \"...\"} (an empty name gives the run back its number)")
-        try:
-            run.rename(data["name"])
-        except ValidationError as exc:
-            return _error(400, " ".join(exc.messages))
-    elif action == "cancel":
-        run_work.cancel_run(run)
-    elif action == "resume":
-        run_work.resume_run(run)
-    elif action == "retry-failed":
-        run_work.retry_failed(run)
+    try:
+        done = {"cancel": actions.cancel, "resume": actions.resume, "retry-failed": actions.retry_failed,
+                "rename": lambda r: actions.rename(r, data.get("name"))}[action](run)
+    except actions.Refused as refused:
+        return _error(refused.status, refused.message)
     run.refresh_from_db()
-    return JsonResponse(run_status(run, request))
+    return JsonResponse({**run_status(run, request), "message": done.message})
 
 
 # --- one response: re-run it, annotate it ---------------------------------------------------------
@@ -228,11 +196,15 @@ def response_rerun(request, run_id, response_id):
     """Generate and judge one response again, afresh; answers with the run's status (202: it is queued)."""
     run, response = _response_or_404(run_id, response_id)
     try:
-        overrides = run_work.rerun_response(run, response.pk)
-    except run_work.RerunRefused as refused:
-        return _error(409, str(refused))
+        done = actions.rerun(run, response)
+    except actions.Refused as refused:
+        out = _error(refused.status, refused.message)
+        if refused.retry_after_s:
+            out.headers["Retry-After"] = str(max(1, round(refused.retry_after_s)))
+        return out
     run.refresh_from_db()
-    return JsonResponse({**run_status(run, request), "overridesRemoved": overrides}, status=202)
+    return JsonResponse({**run_status(run, request), "overridesRemoved": done.count, "message": done.message},
+                        status=202)
 
 
 @api_view
@@ -241,27 +213,56 @@ def response_annotation(request, run_id, response_id):
     """GET the annotation (null when none); POST {"thumbs": "up"|"down"|null, "comment": "...", "who": "..."}
     sets it; DELETE removes it."""
     _, response = _response_or_404(run_id, response_id)
-    if request.method == "DELETE":
-        review.save_annotation(response, thumbs="", comment="")
-    elif request.method == "POST":
-        data = _body(request)
-        if isinstance(data, JsonResponse):
-            return data
-        wrong = [k for k in ("thumbs", "comment", "who") if data.get(k) is not None and not isinstance(data[k], str)]
-        if wrong:
-            return _error(400, f"{', '.join(wrong)} must be text (thumbs: \"up\", \"down\" or null)")
-        unknown = sorted(set(data) - {"thumbs", "comment", "who"})
-        if unknown:
-            return _error(400, f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}: send thumbs, "
-                               f"comment and who")
-        try:
-            review.save_annotation(response, thumbs=data.get("thumbs") or "", comment=data.get("comment") or "",
-                                   who=data.get("who") or "")
-        except review.AnnotationRefused as refused:
-            return _error(400, str(refused))
+    try:
+        if request.method == "DELETE":
+            actions.annotate(response, thumbs="", comment="", who="")
+        elif request.method == "POST":
+            data = _body(request)
+            if isinstance(data, JsonResponse):
+                return data
+            unknown = sorted(set(data) - {"thumbs", "comment", "who"})
+            if unknown:
+                return _error(400, f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}: send thumbs, "
+                                   f"comment and who")
+            actions.annotate(response, thumbs=data.get("thumbs"), comment=data.get("comment"), who=data.get("who"))
+    except actions.Refused as refused:
+        return _error(refused.status, refused.message)
     annotation = Annotation.objects.filter(response=response).first()
     return JsonResponse({"response": response.pk, "annotation": annotation.to_export() if annotation else None},
                         json_dumps_params={"ensure_ascii": False})
+
+
+@api_view
+@require_http_methods(["POST", "DELETE"])
+def point_review(request, run_id, response_id, position, what):
+    """``override``: POST {"score": 0..1, "reason": "...", "who": "..."} sets the reviewer's score, DELETE removes
+    it; ``confirm``: POST {"who": "..."} says the judges are right, DELETE takes it back."""
+    if what not in ("override", "confirm"):
+        return _error(404, f"unknown action '{what}': use override or confirm")
+    _, response = _response_or_404(run_id, response_id)
+    assessment = PointAssessment.objects.filter(response=response, position=position).first()
+    if assessment is None:
+        raise Http404(f"response {response_id} has no point {position}")
+    data = {}
+    if request.method == "POST":
+        data = _body(request)
+        if isinstance(data, JsonResponse):
+            return data
+    try:
+        if what == "confirm":
+            done = actions.confirm(assessment, confirmed=request.method == "POST", who=data.get("who") or "")
+            message = done.message
+        else:
+            score = data.get("score") if request.method == "POST" else None
+            if request.method == "POST" and score is None:
+                return _error(400, 'send {"score": <0..1>, "reason": "..."} (DELETE removes the override)')
+            outcome = actions.override(assessment, score, reason=data.get("reason") or "", who=data.get("who") or "")
+            message = f"The response's score is {outcome.after} (it was {outcome.before})."
+    except actions.Refused as refused:
+        return _error(refused.status, refused.message)
+    response.refresh_from_db()
+    return JsonResponse({"response": response.pk, "position": position, "score": response.score,
+                         "message": message})
 
 
 @api_view
@@ -270,7 +271,7 @@ def judges(request):
     """How far to trust each judge model, from reviewers' overrides (``?blueprint=<slug>``, ``?run=<id>``)."""
     responses = Response.objects.all()
     if request.GET.get("blueprint"):
-        responses = responses.filter(run__blueprint=_blueprint_or_404(request.GET["blueprint"]))
+        responses = responses.filter(run__blueprint=blueprint_or_404(request.GET["blueprint"]))
     if request.GET.get("run"):
         try:
             responses = responses.filter(run=_run_or_404(int(request.GET["run"])))
@@ -287,83 +288,3 @@ def judges(request):
                                "judgeScore": w.judge_score, "reviewerScore": w.human_score} for w in j.wrong],
                     "wrongCount": j.wrong_count} for j in report.judges],
     }, json_dumps_params={"ensure_ascii": False})
-
-
-# --- the library: blueprints and collections -----------------------------------------------------
-
-
-def _blueprint_or_404(slug: str) -> Blueprint:
-    blueprint = Blueprint.objects.filter(slug=slug).first()
-    if blueprint is None:
-        raise Http404(f"no blueprint with the id '{slug}'")
-    return blueprint
-
-
-def _blueprint_json(blueprint: Blueprint, request) -> dict:
-    return {"id": blueprint.slug, "title": blueprint.title, "tags": blueprint.tags,
-            "revision": blueprint.current_revision.number if blueprint.current_revision else None,
-            "updatedAt": blueprint.updated_at.isoformat(),
-            "urls": {"page": request.build_absolute_uri(blueprint.get_absolute_url())}}
-
-
-@api_view
-@require_http_methods(["GET", "DELETE"])
-def blueprint_detail(request, slug):
-    """GET: the blueprint; DELETE: delete it with its revisions and runs (runs still going are cancelled first)."""
-    blueprint = _blueprint_or_404(slug)
-    if request.method == "DELETE":
-        summary = blueprint.deletion_summary()
-        blueprint.delete()
-        return JsonResponse({"deleted": {"blueprint": slug, "revisions": summary["revisions"],
-                                         "runs": summary["runs"], "responses": summary["responses"]},
-                             "cancelled": summary["running"]})
-    return JsonResponse(_blueprint_json(blueprint, request))
-
-
-@api_view
-@require_POST
-def blueprint_rename(request, slug):
-    blueprint = _blueprint_or_404(slug)
-    data = _body(request)
-    if isinstance(data, JsonResponse):
-        return data
-    if not isinstance(data.get("id"), str):
-        return _error(400, 'send {"id": "<new id>"}')
-    try:
-        blueprint.rename(data["id"].strip())
-    except ValidationError as exc:
-        return _error(400, " ".join(exc.messages))
-    return JsonResponse(_blueprint_json(blueprint, request))
-
-
-def _collection_or_404(name: str) -> ModelCollection:
-    collection = ModelCollection.objects.filter(name=name).first()
-    if collection is None:
-        raise Http404(f"no model collection named '{name}'")
-    return collection
-
-
-@api_view
-@require_http_methods(["GET", "DELETE"])
-def collection_detail(request, name):
-    collection = _collection_or_404(name)
-    if request.method == "DELETE":
-        collection.delete()
-        return JsonResponse({"deleted": {"collection": name}})
-    return JsonResponse({"name": collection.name, "models": collection.models, "source": collection.source})
-
-
-@api_view
-@require_POST
-def collection_rename(request, name):
-    collection = _collection_or_404(name)
-    data = _body(request)
-    if isinstance(data, JsonResponse):
-        return data
-    if not isinstance(data.get("name"), str):
-        return _error(400, 'send {"name": "<NEW NAME>"}')
-    try:
-        collection.rename(data["name"])
-    except ValidationError as exc:
-        return _error(400, " ".join(exc.messages))
-    return JsonResponse({"name": collection.name, "models": collection.models, "source": collection.source})

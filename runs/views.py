@@ -185,6 +185,10 @@ def _phase(run: Run) -> str:
                     "(make run starts one; or python manage.py qcluster)")
         return "Queued: waiting for a worker to pick it up."
     if run.status == RunStatus.RUNNING:
+        back = run_work.rerun_stretch(run)
+        if back is not None:
+            return (f"Re-running single responses; when they are stored the run is {back} again"
+                    f"{' (nothing else runs)' if back == RunStatus.CANCELLED else ''}.")
         if run.cancel_requested:
             return "Cancelling: items already in flight finish, nothing new starts."
         return "Generating responses and judging each one as it arrives."
@@ -587,12 +591,18 @@ def prompt_detail(request, run_id, prompt_index):
 @require_safe
 @with_csp
 def compare(request, run_id):
-    """``?with=<run>``: per prompt and model, the score change from that run to this one, worst first."""
+    """``?with=<run>``: per model variant, this run against that one (the paired difference, its interval and
+    verdict), the cells whose change stands out under the FDR rule, and every cell's change, worst first.
+    Without it: this run's model variants against each other, and each one's mean with its interval.
+    ``?part=models`` (htmx, from the run page): the run page's per-model table with each mean's interval."""
     run = _run_or_404(run_id)
+    if request.GET.get("part") == "models":
+        return _models_part(request, run)
     others = (Run.objects.filter(blueprint_id=run.blueprint_id).exclude(pk=run.pk).select_related("revision")
               .only("pk", "created_at", "status", "revision__number").order_by("-created_at", "-id")[:50])
     base = None
-    context = {"run": run, "others": others, "base": None}
+    context = {"run": run, "others": others, "base": None, "level": run_compare.stats.FDR_LEVEL,
+               "method": run_compare.stats.METHOD}
     if request.GET.get("with"):
         try:
             base = Run.objects.select_related("blueprint", "revision").get(pk=int(request.GET["with"]))
@@ -603,15 +613,36 @@ def compare(request, run_id):
                                   "compare runs of the same blueprint.")
             base = None
     if base is not None:
-        changes = run_compare.compare_runs(base, run)
+        result = run_compare.compare_with_base(run, base)
+        changes = result.changes
         page = Paginator(changes, run_compare.COMPARE_PAGE_SIZE).get_page(request.GET.get("page"))
         deltas = [c.delta for c in changes if c.delta is not None]
         context.update({
-            "base": base, "page": page,
+            "base": base, "page": page, "result": result, "listed": result.listed[:run_compare.LISTED_MAX],
             "counts": {"worse": sum(1 for d in deltas if d < 0), "better": sum(1 for d in deltas if d > 0),
                        "same": sum(1 for d in deltas if d == 0), "unmatched": len(changes) - len(deltas)},
         })
+    elif "problem" not in context:
+        spec = _spec(run)
+        if spec is not None:
+            matrix = _matrix(run, spec)
+            intervals = grid.model_intervals(matrix)
+            context.update({"pairs": run_compare.variant_pairs(matrix, spec.prompts),
+                            "models": [(v, intervals[v]) for v in matrix.variants if v in intervals]})
     return render(request, _fragment(request, "runs/compare.html", "changes"), context)
+
+
+def _models_part(request, run: Run):
+    """The run page's per-model table, each mean with its 95% interval (loaded in place by the run page)."""
+    spec = _spec(run)
+    if spec is None or not run.is_finished:
+        raise Http404("no results to show")
+    stats = (run.aggregates or {}).get("variants") or {}
+    matrix = _matrix(run, spec)
+    intervals = grid.model_intervals(matrix)
+    variants = [(c, stats[c.variant_id], intervals.get(c.variant_id)) for c in heat_map.columns(matrix)
+                if c.variant_id in stats]
+    return render(request, "runs/run_detail.html#variants", {"run": run, "variants": variants, "intervals": True})
 
 
 @require_safe

@@ -14,7 +14,7 @@ import sys
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from blueprints.models import Blueprint, ModelCollection
+from blueprints.models import Blueprint, ModelCollection, shown_id
 from runs.models import Run
 from runs.work import delete_run
 
@@ -46,11 +46,11 @@ class Command(BaseCommand):
             if options["new"] is None:
                 raise CommandError(f"give the new {'name' if kind != 'blueprint' else 'id'}: "
                                    f"library rename {kind} {target} <new>")
-            try:
+            try:  # the rule and its message are the browser's and the API's (blueprints.models)
                 obj.rename(options["new"].strip() if kind == "blueprint" else options["new"])
             except ValidationError as exc:
                 raise CommandError(" ".join(exc.messages))
-            self.stdout.write(f"renamed {kind} {target} to {self._name(kind, obj)}")
+            self.stdout.write(f"renamed {kind} {shown_id(target)} to {self._name(kind, obj)}")
             return
         self._delete(kind, obj, target, options["yes"])
 
@@ -64,7 +64,7 @@ class Command(BaseCommand):
         if found is None:
             hint = {"blueprint": "library list blueprints", "run": "library list runs",
                     "collection": "library list collections"}[kind]
-            raise CommandError(f"no {kind} '{target}' (see: manage.py {hint})")
+            raise CommandError(f"no {kind} '{shown_id(target)}' (see: manage.py {hint})")
         return found
 
     @staticmethod
@@ -97,7 +97,8 @@ class Command(BaseCommand):
     def _list(self, kind):
         if kind == "blueprint":
             for b in Blueprint.objects.order_by("slug"):
-                self.stdout.write(f"{b.slug}\t{b.title}")
+                flag = f"\t(id not usable: rename it, e.g. to {b.suggested_id})" if b.id_problem else ""
+                self.stdout.write(f"{b.slug}\t{b.title}{flag}")
         elif kind == "run":
             for r in Run.objects.select_related("blueprint").order_by("-pk"):
                 self.stdout.write(f"{r.pk}\t{r.status}\t{r.blueprint.slug}\t{r.name}")

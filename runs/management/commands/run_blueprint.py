@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
-from blueprints.models import Blueprint, ModelCollection
+from blueprints.models import Blueprint, ModelCollection, shown_id
 from blueprints import importing
 from blueprints.spec.collections import lookup_for_file
 from blueprints.spec.files import read_text
@@ -82,7 +82,8 @@ class Command(BaseCommand):
             return item.blueprint, lookup_for_file(path, {})  # files near it first...
         blueprint = Blueprint.objects.filter(slug=target).first()
         if blueprint is None:
-            self.stderr.write(f"cannot run: '{target}' is neither a file nor the id of a stored blueprint")
+            self.stderr.write(f"cannot run: '{shown_id(target)}' is neither a file nor the id of a stored "
+                              "blueprint")
             raise SystemExit(2)
         return blueprint, stored
 
