@@ -89,7 +89,8 @@ def _title(kind: str, ordinal: int, path_id: str) -> str:
 
 def review_response(response: Response, assessments: list[PointAssessment]) -> CalculationView:
     """Group the points as the score does and say, for each group, what part it plays (DESIGN.md scoring)."""
-    calc = calculate(ScoredPoint(score=pa.effective_score, multiplier=pa.multiplier, path_id=pa.path_id or None)
+    calc = calculate(ScoredPoint(score=pa.effective_score, multiplier=pa.multiplier, path_id=pa.path_id or None,
+                                 kind=pa.kind)
                      for pa in assessments)
     views = {pa.pk: PointView(pa, i + 1) for i, pa in enumerate(assessments)}
     by_path: dict[str, list[PointView]] = {}

@@ -218,8 +218,13 @@ class Matrix:
 
     def row_mean(self, prompt_index: int) -> float | None:
         """The mean of a prompt's shown cell scores across models (sorting and the row's own figure)."""
-        scores = [c.shown for c in self.row(prompt_index) if c is not None and c.shown is not None]
-        return round2(sum(scores) / len(scores)) if scores else None
+        means = self.__dict__.get("_row_means")
+        if means is None:
+            means = self.__dict__["_row_means"] = {}
+        if prompt_index not in means:
+            scores = [c.shown for c in self.row(prompt_index) if c is not None and c.shown is not None]
+            means[prompt_index] = round2(sum(scores) / len(scores)) if scores else None
+        return means[prompt_index]
 
     def row_spread(self, prompt_index: int) -> float | None:
         scores = [c.shown for c in self.row(prompt_index) if c is not None and c.shown is not None]
@@ -264,9 +269,10 @@ def _prompt_rule(prompt) -> dict:
             "use_verdicts": bool(prompt.has_verdicts), "threshold": prompt.trial_threshold}
 
 
-def cell_outcome(trials: Sequence[ResponseRecord], prompt) -> CellOutcome:
-    """A cell's trials combined by its prompt's rule (the one function every surface's cell score comes from)."""
-    rule = _prompt_rule(prompt)
+def cell_outcome(trials: Sequence[ResponseRecord], prompt, rule: dict | None = None) -> CellOutcome:
+    """A cell's trials combined by its prompt's rule (the one function every surface's cell score comes from).
+    ``rule``: the prompt's rule when the caller has worked it out already (once per prompt, not per cell)."""
+    rule = rule if rule is not None else _prompt_rule(prompt)
     return aggregate_trials([TrialOutcome(t.trial, t.score, t.verdict or None) for t in trials],
                             rule["aggregation"], verdicts=rule["verdicts"], use_verdicts=rule["use_verdicts"],
                             threshold=rule["threshold"])
@@ -283,10 +289,15 @@ def build_matrix(records: Iterable[ResponseRecord], prompts: Sequence, *, stoppe
     for r in records:
         by_cell.setdefault((r.prompt_index, r.variant_id), []).append(r)
     cells: dict[tuple[int, str], Cell] = {}
+    rules: dict[int, dict] = {}
     for (index, variant_id), trials in by_cell.items():
-        trials.sort(key=lambda t: t.trial)
+        if len(trials) > 1:
+            trials.sort(key=lambda t: t.trial)
         prompt = prompts[index] if 0 <= index < len(prompts) else None
-        outcome = cell_outcome(trials, prompt)
+        rule = rules.get(index)
+        if rule is None:
+            rule = rules[index] = _prompt_rule(prompt)
+        outcome = cell_outcome(trials, prompt, rule)
         state = cell_state((trial_state("failed" if t.failed else t.status, t.score, stopped=stopped)
                             for t in trials), outcome.score)
         cells[(index, variant_id)] = Cell(index, prompt.id if prompt is not None else str(index), variant_id,

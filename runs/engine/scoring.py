@@ -87,6 +87,7 @@ class ScoredPoint:
     score: float | None  # after should_not inversion; None: the point errored
     multiplier: float | None = 1.0
     path_id: str | None = None
+    kind: str | None = None  # function or judged: function points are added up first, as the upstream does
 
 
 def group_kind(path_id: str | None) -> GroupKind:
@@ -159,7 +160,10 @@ def _weight(point: Scorable) -> float:
 
 
 def _group(path_id: str | None, points: list[Scorable]) -> GroupScore:
-    scored = [p for p in points if p.score is not None]
+    # Added up in the upstream's order (function points, then judged, each in rubric order: reference 3.1
+    # step 5), so that a sum that lands on a rounding edge (0.5449999... against 0.545) rounds as it does.
+    # The points keep their rubric order everywhere they are shown.
+    scored = sorted((p for p in points if p.score is not None), key=lambda p: getattr(p, "kind", None) != "function")
     total_weight = sum(_weight(p) for p in scored)
     mean = sum(p.score * _weight(p) for p in scored) / total_weight if scored and total_weight > 0 else None
     return GroupScore(path_id=path_id, mean=mean, points=len(points), scored=len(scored))
@@ -639,6 +643,23 @@ def aggregate_trials(trials: Sequence[TrialOutcome], aggregation: str | None = N
     Trials without a score are left out of every figure; with none left there is no score.
     """
     aggregation = aggregation or "mean"
+    if len(trials) == 1 and not use_verdicts and aggregation != "pass_at_k":
+        # One trial (most cells): its score and verdict, as the general case below gives them, at a tenth
+        # of the cost (a 10,000-cell matrix is built per page view).
+        only = trials[0]
+        verdict = only.verdict
+        judged = verdict is not None
+        passed = 1 if verdict == "pass" else 0
+        return CellOutcome(aggregation=aggregation, trials=(only,), score=only.score,
+                           verdict=verdict if only.score is not None else None, passed_trials=passed,
+                           judged_trials=int(judged), pass_at_k=float(passed) if judged else None,
+                           pass_hat_k=float(passed) if judged else None,
+                           score_std=0.0 if only.score is not None else None, agreement=1.0 if judged else None)
+    return _aggregate_trials(trials, aggregation, verdicts=verdicts, use_verdicts=use_verdicts, threshold=threshold)
+
+
+def _aggregate_trials(trials: Sequence[TrialOutcome], aggregation: str, *, verdicts: VerdictBands | None,
+                      use_verdicts: bool, threshold: float | None) -> CellOutcome:
     trials = tuple(sorted(trials, key=lambda t: t.trial))
     scored_trials = [t for t in trials if t.score is not None]
     with_verdict = [t for t in trials if t.verdict is not None]

@@ -115,24 +115,20 @@ def test_a_bad_jsonl_line_is_located_and_v5_rows_are_refused():
 # --- d. where the summation order of an imported suite's score lives -------------------------------------------
 
 
-def test_imported_points_follow_agentv_evaluator_order_which_sets_the_engine_s_summation_order():
-    """AgentV sums evaluator scores in evaluator order; evalsite sums points in the order the importer gives
-    them (runs/engine/scoring.py ``_group``), and Weval's own assessor sums function points first. The same
-    scores can then round differently: see the issue 24 report for the engine-side change."""
-    from runs.engine.scoring import calculate, round2
+def test_function_points_are_added_up_first_as_the_upstream_does_so_a_rounding_edge_rounds_the_same():
+    """The points keep their rubric order (here AgentV's evaluator order: two rubric items, then a code
+    grader), but the engine adds up function points first, as Weval's assessor orders them (reference 3.1
+    step 5): in this shape the sum lands on 0.5249999... and rounds to 0.52 as upstream, not 0.53."""
+    from runs.engine.scoring import ScoredPoint, calculate, round2
 
     prompts, _ = _read(UPSTREAM / "rubric" / "evals" / "dataset.eval.yaml")
     points = prompts["with-a-code-grader"].points
     assert [p.fn or "judged" for p in points] == ["judged", "judged", "code_judge"]
 
-    class Scored:
-        def __init__(self, score, multiplier):
-            self.score, self.multiplier, self.path_id = score, multiplier, None
-
-    # One shape of this kind (four rubric items and a code grader): the same five scores, two orders.
+    # One shape of this kind (four rubric items and a code grader), in rubric order.
     shares, scores = [0.25] * 4 + [1.0], [0.0, 0.0, 0.1, 0.1, 1.0]
-    rubric_order = calculate([Scored(s, w) for s, w in zip(scores, shares)]).score
-    functions_first = calculate([Scored(s, w) for s, w in zip(scores[-1:] + scores[:-1],
-                                                              shares[-1:] + shares[:-1])]).score
-    assert (rubric_order, functions_first) == (0.525, 0.5249999999999999)
-    assert (round2(rubric_order), round2(functions_first)) == (0.53, 0.52)
+    kinds = ["judged"] * 4 + ["function"]
+    score = calculate([ScoredPoint(s, w, None, k) for s, w, k in zip(scores, shares, kinds)]).score
+    assert score == 0.5249999999999999 and round2(score) == 0.52
+    # Without kinds (every point alike) the rubric order's own sum stands.
+    assert calculate([ScoredPoint(s, w) for s, w in zip(scores, shares)]).score == 0.525
