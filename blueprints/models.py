@@ -147,11 +147,17 @@ def sha256_text(text: str) -> str:
 
 class BlueprintQuerySet(models.QuerySet):
     def for_library(self):
-        """Rows for the library: the current revision's counts, never its (large) text."""
-        return self.select_related("current_revision").defer(
+        """Rows for the library: the current revision's counts, never its (large) text, and the id of the
+        newest run (one correlated subquery, not a query per row; ``Blueprint.with_last_runs`` reads them)."""
+        rows = self.select_related("current_revision").defer(
             "current_revision__text", "current_revision__files", "current_revision__import_report",
             "current_revision__extras", "description",
         )
+        relation = _runs_relation(self.model)
+        if relation is None:
+            return rows
+        runs = relation.related_model._default_manager.filter(**{relation.field.name: models.OuterRef("pk")})
+        return rows.annotate(last_run_pk=models.Subquery(runs.order_by("-pk").values("pk")[:1]))
 
 
 class Blueprint(models.Model):
@@ -319,6 +325,17 @@ class Blueprint(models.Model):
         return out
 
     # --- runs -----------------------------------------------------------------------
+
+    @staticmethod
+    def with_last_runs(blueprints) -> list:
+        """``blueprints`` (rows of ``for_library``) with ``latest_run`` set: their newest runs in one query."""
+        blueprints = list(blueprints)
+        relation = _runs_relation(Blueprint)
+        wanted = [b.last_run_pk for b in blueprints if getattr(b, "last_run_pk", None)]
+        runs = relation.related_model._default_manager.in_bulk(wanted) if relation is not None and wanted else {}
+        for b in blueprints:
+            b.latest_run = runs.get(getattr(b, "last_run_pk", None))
+        return blueprints
 
     def last_run(self):
         """The newest run of this blueprint (any revision), or None.

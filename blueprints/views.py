@@ -65,6 +65,7 @@ def home(request):
     if tag:
         blueprints = blueprints.filter(tags_key__contains=f"|{tag}|")
     page = Paginator(blueprints.order_by(*SORTS[sort]), LIBRARY_PAGE_SIZE).get_page(request.GET.get("page"))
+    page.object_list = Blueprint.with_last_runs(page.object_list)
     context = {
         "page": page, "query": query, "tag": tag, "sort": sort, "total": Blueprint.objects.count(),
         "tags": _all_tags(), "id_max_length": BLUEPRINT_ID_MAX_LENGTH,

@@ -46,3 +46,25 @@ def test_healthz_answers_ok_in_plain_text(client):
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/plain")
     assert response.content == b"ok"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_librarys_last_run_column_costs_the_same_queries_for_one_blueprint_or_twenty(client,
+                                                                                      django_assert_max_num_queries):
+    from tests.runs.test_api import OFFLINE, post
+
+    def queries() -> int:
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        with CaptureQueriesContext(connection) as captured:
+            page = client.get("/").content.decode()
+        return len(captured), page
+
+    post(client, "/api/runs", {"blueprint": OFFLINE.replace("title: Offline", "title: first")})
+    few, page = queries()
+    assert page.count("1.00") >= 1  # the last run's score in its column
+    for n in range(19):
+        post(client, "/api/runs", {"blueprint": OFFLINE.replace("title: Offline", f"title: more {n}")})
+    many, page = queries()
+    assert page.count("1.00") >= 20 and many == few
