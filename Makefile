@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv run test bench check clean
+.PHONY: venv run dev test bench check clean
 
 venv: $(STAMP)
 
@@ -16,8 +16,13 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet -e '.[dev,postgres,redis]'
 	touch $(STAMP)
 
+# gunicorn (one process per core, with threads) and the task worker, watched by scripts/serve.py.
 run: venv
 	PORT=$(PORT) scripts/run.sh
+
+# The same with Django's development server, which reloads when the code changes.
+dev: venv
+	PORT=$(PORT) scripts/run.sh --dev
 
 # Tests run tasks inline and keep their data in a throwaway directory; the browser tests
 # (tests/e2e) need Debian's chromium, which ensure-chromium.sh installs when it is missing.
