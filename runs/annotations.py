@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from django.db import transaction
 from django.utils import timezone
 
 from .models import Annotation, Response
+from .records import bump_results
 
 
 class AnnotationRefused(Exception):
@@ -21,9 +23,12 @@ def save_annotation(response: Response, *, thumbs: str, comment: str, who: str =
         raise AnnotationRefused(f"the comment has {len(comment):,} characters; keep it under "
                                 f"{Annotation.MAX_COMMENT_CHARS:,} (link to a longer note instead)")
     who = (who or "").strip()[:150]
-    if value is None and not comment:
-        Annotation.objects.filter(response=response).delete()
-        return None
-    annotation, _ = Annotation.objects.update_or_create(
-        response=response, defaults={"thumbs": value, "comment": comment, "who": who, "updated_at": timezone.now()})
+    with transaction.atomic():
+        bump_results(response.run_id)  # the grid flags annotated cells
+        if value is None and not comment:
+            Annotation.objects.filter(response=response).delete()
+            return None
+        annotation, _ = Annotation.objects.update_or_create(
+            response=response, defaults={"thumbs": value, "comment": comment, "who": who,
+                                         "updated_at": timezone.now()})
     return annotation

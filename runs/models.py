@@ -59,6 +59,9 @@ class Run(models.Model):
 
     waiting = models.JSONField(default=dict, blank=True)  # model id -> "429 from openai, attempt 2 of 3 in 12 s"
     aggregates = models.JSONField(default=dict, blank=True)  # per model variant, per cell, agreement; at the end
+    # Moves whenever a stored result changes (an item stored, an override, an annotation): a results matrix
+    # kept for the run is good while this, and the run's status, are what they were (records.run_matrix).
+    results_version = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)
 
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -326,3 +329,32 @@ class CachedResponse(models.Model):
     key = models.CharField(max_length=64, unique=True)
     value = models.JSONField()
     created_at = models.DateTimeField(default=timezone.now)
+
+
+class PairJudgement(models.Model):
+    """A reviewer's blind preference between two responses to one prompt by two model variants (the Pairs page).
+
+    ``left`` and ``right`` are where each response was shown; ``winner`` says which side won, or a tie. It lives
+    as long as both responses do: deleting a run deletes its judgements. Ratings: runs/engine/ratings.py."""
+
+    WINNERS = (("left", "left"), ("right", "right"), ("tie", "tie"))
+    MAX_REASON_CHARS = 2_000
+    MAX_WHO_CHARS = 150
+
+    left = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="+")
+    right = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="+")
+    winner = models.CharField(max_length=5, choices=WINNERS)
+    reason = models.TextField(blank=True)
+    who = models.CharField(max_length=MAX_WHO_CHARS, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(winner__in=("left", "right", "tie")), name="pair_winner_side_or_tie"),
+            models.CheckConstraint(condition=~Q(left=models.F("right")), name="pair_two_responses"),
+        ]
+        indexes = [models.Index(fields=["who", "created_at"], name="pair_who_recent")]
+
+    def __str__(self):
+        return f"{self.left_id} vs {self.right_id}: {self.winner}"

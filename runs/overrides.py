@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from .models import PointAssessment, PointConfirmation, PointOverride, Response, Run
-from .records import assessment_fields, assessment_of, compute_aggregates
+from .records import assessment_fields, assessment_of, bump_results, compute_aggregates
 
 
 class OverrideRefused(Exception):
@@ -63,6 +63,7 @@ def apply_override(assessment: PointAssessment, score: float | None, *, reason: 
                 setattr(response, name, value)
             response.save(update_fields=sorted(fields))
         run = response.run
+        bump_results(run.pk)
         if run.is_finished:
             Run.objects.filter(pk=run.pk).update(aggregates=compute_aggregates(run.pk, agreement=(run.aggregates or {}).get("agreement")))
     assessment = next(pa for pa in points if pa.pk == assessment.pk)

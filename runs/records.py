@@ -11,6 +11,8 @@ the functions the conformance tests check (``export_response``,
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Iterator, NamedTuple
 
 from django.db import transaction
@@ -30,7 +32,8 @@ from runs.engine.pipeline import ItemResult
 from runs.engine.scoring import CheckResult, JudgeAgreement, Rating, calculate
 
 from .bulk import insert, update_each
-from .models import FINISHED, Annotation, PointAssessment, PointOverride, Response, ResponseStatus, Run, RunStatus
+from .models import FINISHED, Annotation, PointAssessment, PointConfirmation, PointOverride, Response, ResponseStatus, Run, \
+    RunStatus
 from .spec import parsed_blueprint
 
 # --- engine -> rows -----------------------------------------------------------------------
@@ -289,8 +292,9 @@ def save_results(run_id: int, token: str, results: list[ItemResult]) -> list[Sto
                 assessments.extend(point_rows(result.item.key, result.assessment))
             saved.append(Stored(result.item.key, fields["status"]))
         insert(PointAssessment, assessments)
-        if totals:
-            Run.objects.filter(pk=run_id).update(**{k: F(k) + v for k, v in totals.items() if v})
+        if totals or saved:
+            Run.objects.filter(pk=run_id).update(results_version=F("results_version") + 1,
+                                                 **{k: F(k) + v for k, v in totals.items() if v})
     return saved
 
 
@@ -368,8 +372,14 @@ def _unknown_candidate_calls(run_id: int) -> int:
 
 def reviewed_points(responses) -> Iterator[ReviewedPoint]:
     """The judged points of ``responses`` (a queryset) that a reviewer overrode or confirmed."""
-    rows = (PointAssessment.objects.filter(response__in=responses.values("pk"), kind="judged")
-            .filter(Q(override__isnull=False) | Q(confirmation__isnull=False))
+    # From the few overrides and confirmations, not from every point of the responses.
+    reviewed = set(PointOverride.objects.filter(assessment__response__in=responses.values("pk"))
+                   .values_list("assessment_id", flat=True))
+    reviewed |= set(PointConfirmation.objects.filter(assessment__response__in=responses.values("pk"))
+                    .values_list("assessment_id", flat=True))
+    if not reviewed:
+        return
+    rows = (PointAssessment.objects.filter(pk__in=reviewed, kind="judged")
             .values_list("response_id", "response__run_id", "response__prompt_id", "response__variant_id",
                          "position", "key_point_text", "text", "inverted", "score", "verdicts", "override__score",
                          "confirmation__pk"))
@@ -383,6 +393,10 @@ def reviewed_points(responses) -> Iterator[ReviewedPoint]:
 # --- rows -> the results matrix ------------------------------------------------------------
 
 STOPPED = (RunStatus.CANCELLED, RunStatus.FAILED)  # what still waits in such a run will not run
+
+
+def _rerunning(run: Run) -> bool:
+    return isinstance(run.options, dict) and bool((run.options.get("reruns") or {}).get("returnsTo"))
 
 
 def _stopped(run: Run) -> bool:
@@ -428,7 +442,38 @@ def response_records(run_id: int, *, indices=None, usage: bool = False, reviews:
     return out
 
 
+_MATRICES: OrderedDict[tuple, Matrix] = OrderedDict()
+_MATRICES_KEPT = 4  # a 10,000-cell matrix is a few MB
+_MATRICES_LOCK = threading.Lock()
+
+
 def run_matrix(run: Run, prompts, *, indices=None) -> Matrix:
     """The run's results matrix from its stored rows (``indices``: only those prompts' rows; their cells are
-    whole, the per-model figures then cover only them)."""
-    return build_matrix(response_records(run.pk, indices=indices), prompts, stopped=_stopped(run))
+    whole, the per-model figures then cover only them).
+
+    A finished run's whole matrix is kept in this process (the last few), keyed by the run's
+    ``results_version`` and status: every change to what it is built from (an item stored, an override, an
+    annotation) moves the version in the same transaction, and a run that works again is not finished, so a
+    kept matrix is never out of date; a changed one is built anew.
+    """
+    if indices is not None or not run.is_finished or _rerunning(run):
+        return build_matrix(response_records(run.pk, indices=indices), prompts, stopped=_stopped(run))
+    key = (run.pk, run.results_version, run.status)  # a run's revision, so its prompts, never change
+    with _MATRICES_LOCK:
+        kept = _MATRICES.get(key)
+        if kept is not None:
+            _MATRICES.move_to_end(key)
+            return kept
+    matrix = build_matrix(response_records(run.pk), prompts, stopped=_stopped(run))
+    with _MATRICES_LOCK:
+        for old in [k for k in _MATRICES if k[0] == run.pk]:
+            del _MATRICES[old]
+        _MATRICES[key] = matrix
+        while len(_MATRICES) > _MATRICES_KEPT:
+            _MATRICES.popitem(last=False)
+    return matrix
+
+
+def bump_results(run_id: int) -> None:
+    """Say that something a run's matrix is built from changed (an override, an annotation)."""
+    Run.objects.filter(pk=run_id).update(results_version=F("results_version") + 1)

@@ -109,16 +109,16 @@ class Cell:
     outcome: CellOutcome
     state: str
     shown_trial: int | None
+    shown: float | None = None  # the score every surface prints: rounded as the upstream rounds (2 places)
+
+    def __post_init__(self):
+        if self.outcome.score is not None:
+            self.shown = round2(self.outcome.score)
 
     @property
     def score(self) -> float | None:
         """The cell's score by its prompt's rule, unrounded."""
         return self.outcome.score
-
-    @property
-    def shown(self) -> float | None:
-        """The score every surface prints: rounded as the upstream rounds (two places)."""
-        return None if self.outcome.score is None else round2(self.outcome.score)
 
     @property
     def bucket(self) -> int | None:

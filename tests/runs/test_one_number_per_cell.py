@@ -152,3 +152,27 @@ def test_the_grids_csv_download_keeps_the_views_filter(client, run):
     assert {(r["prompt_id"], r["model_id"]) for r in below} == {("mean-q", ONCE), ("pass-at-k-q", ONCE)}
     assert all(r["aggregation"] in ("mean", "pass@k") and r["trials"] == "3" for r in below)
 
+
+
+def test_a_kept_matrix_is_never_out_of_date(client, run):
+    """A finished run's matrix is kept in the process between requests; an override, an annotation and a
+    re-run each move what it is keyed by, so the next page shows the change."""
+    from runs.annotations import save_annotation
+    from runs.models import PointAssessment
+    from runs.overrides import apply_override
+    from runs.records import run_matrix
+
+    prompts = parsed_blueprint(run.revision).prompts
+    first = run_matrix(run, prompts)
+    run.refresh_from_db()
+    assert run_matrix(run, prompts) is first  # kept: nothing changed
+    bad = PointAssessment.objects.filter(response__run=run, response__prompt_id="mean-q", score=0.0,
+                                         response__variant_id=ONCE).first()
+    apply_override(bad, 1.0, reason="It is good enough.")
+    grid = client.get(f"/runs/{run.pk}/results").content.decode()
+    columns = re.findall(r'<th scope="col" class="variant-col"><code>([^<]+)</code>', grid)
+    cell = re.search(rf'id="cell-0-{columns.index(ONCE)}".*?class="gcell-score">([^<]+)<', grid, re.S)
+    assert float(cell.group(1)) == 0.67  # two good trials of three now
+    save_annotation(bad.response, thumbs="down", comment="No.")
+    grid = client.get(f"/runs/{run.pk}/results?filter=thumbs-down").content.decode()
+    assert "1 response in 1 prompt match" in grid
