@@ -1,12 +1,13 @@
 from django.urls import path
 
-from . import api, views
+from . import api, pairs, views
 
 app_name = "runs"
 
 urlpatterns = [
     path("runs/", views.run_list, name="list"),
     path("runs/start", views.start, name="start"),
+    path("runs/pairs", pairs.blueprint_pairs, name="pairs-blueprint"),
     path("runs/<int:run_id>/", views.detail, name="detail"),
     path("judges/", views.judges, name="judges"),
     path("runs/<int:run_id>/heatmap", views.heatmap, name="heatmap"),
@@ -23,6 +24,7 @@ urlpatterns = [
          name="override"),
     path("runs/<int:run_id>/responses/<int:response_id>/points/<int:position>/confirm", views.confirm,
          name="confirm"),
+    path("runs/<int:run_id>/pairs", pairs.run_pairs, name="pairs"),
     path("runs/<int:run_id>/compare", views.compare, name="compare"),
     path("runs/<int:run_id>/compare/<int:base_id>/diff", views.diff, name="diff"),
     path("runs/<int:run_id>/export.json", views.export_json, name="export-json"),
@@ -36,6 +38,7 @@ urlpatterns = [
     path("api/runs", api.start, name="api-start"),
     path("api/runs/<int:run_id>", api.run_detail, name="api-run"),
     path("api/runs/<int:run_id>/results", api.run_results, name="api-results"),
+    path("api/runs/<int:run_id>/compare", __import__("runs.api_compare", fromlist=["compare"]).compare, name="api-compare"),
     path("api/runs/<int:run_id>/responses/<int:response_id>/rerun", api.response_rerun, name="api-rerun"),
     path("api/runs/<int:run_id>/responses/<int:response_id>/annotation", api.response_annotation,
          name="api-annotation"),

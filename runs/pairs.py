@@ -1,0 +1,312 @@
+"""The Pairs page: blind pairwise preferences between model variants, and the ratings they add up to.
+
+A reviewer sees one prompt and two responses to it by different model variants (the responses the results
+matrix's cells stand for, ``Cell.response_id``), placed left and right at random, with no model name
+anywhere on the pair. They choose A, B or a tie, optionally say why, and only then see who was who.
+The next pair goes where this reviewer has judged least: first the pair of models they have compared
+least often, then, among that pair's prompts, the prompt they have judged least, never a pair of responses
+they already judged while another is left.
+
+``/runs/<id>/pairs`` draws pairs from one run; ``/runs/pairs?blueprint=<slug>`` from the most recent runs
+of a blueprint (each pair still comes from one run, so both answered the same revision of the prompt).
+Each judgement is a ``PairJudgement``; the Bradley-Terry ratings of runs/engine/ratings.py are fitted from
+every judgement in view. Responses are untrusted: they are rendered by runs/rendering.py, as the response
+page does, and every input is bounded (ids, the reason, the reviewer's name).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from itertools import combinations
+from urllib.parse import urlencode
+
+from django.db.models import QuerySet
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from blueprints.models import Blueprint
+
+from .engine import ratings as bt
+from .models import PairJudgement, Response, ResponseStatus, Run
+from .records import run_matrix
+from .rendering import render as render_text
+from .views import _spec, with_csp
+
+SESSION_WHO = "pairs_who"  # the reviewer's name, remembered for the next pair
+PAIR_TEXT_CHARS = 20_000  # each side renders this much; the rest is a link away
+BLUEPRINT_RUNS = 20  # the blueprint-wide page draws from this many of its most recent runs
+MAX_ID_DIGITS = 12
+WINNER_WORDS = {"left": "A", "right": "B", "tie": "a tie"}
+
+
+# --- choosing the next pair (plain Python) ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One cell that can be shown: its run, prompt and variant, and the response it stands for."""
+
+    run_id: int
+    prompt_index: int
+    prompt_id: str
+    variant_id: str
+    response_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """What the next-pair choice needs of one of the reviewer's judgements."""
+
+    prompt_id: str
+    variant_a: str
+    variant_b: str
+    response_a: int
+    response_b: int
+
+
+def choose_pair(candidates: list[Candidate], judged: list[Judged],
+                rng: random.Random) -> tuple[Candidate, Candidate] | None:
+    """The next pair for a reviewer, as (left, right); None when they have judged every pair on offer.
+
+    Least-judged pair of models first, then that pair's least-judged prompt (ties broken at random); a pair of
+    responses the reviewer already judged is not offered again."""
+    groups: dict[tuple[int, int], dict[str, Candidate]] = defaultdict(dict)
+    for c in candidates:
+        groups[(c.run_id, c.prompt_index)].setdefault(c.variant_id, c)
+    groups_of: dict[str, set] = defaultdict(set)
+    for key, cells in groups.items():
+        if len(cells) > 1:
+            for variant in cells:
+                groups_of[variant].add(key)
+    pair_count = Counter(tuple(sorted((j.variant_a, j.variant_b))) for j in judged)
+    prompt_count = Counter(j.prompt_id for j in judged)
+    seen = {frozenset((j.response_a, j.response_b)) for j in judged}
+
+    model_pairs = [(v, w) for v, w in combinations(sorted(groups_of), 2) if groups_of[v] & groups_of[w]]
+    rng.shuffle(model_pairs)
+    model_pairs.sort(key=lambda p: pair_count[p])
+    for v, w in model_pairs:
+        keys = sorted(groups_of[v] & groups_of[w])
+        rng.shuffle(keys)
+        keys.sort(key=lambda k: prompt_count[groups[k][v].prompt_id])
+        for key in keys:
+            a, b = groups[key][v], groups[key][w]
+            if frozenset((a.response_id, b.response_id)) not in seen:
+                return (a, b) if rng.random() < 0.5 else (b, a)
+    return None
+
+
+# --- where pairs come from -------------------------------------------------------------------
+
+
+@dataclass
+class Scope:
+    """One run, or the recent runs of one blueprint: where pairs are drawn from and whose judgements count."""
+
+    blueprint: Blueprint
+    runs: list[Run]
+    run: Run | None = None
+
+    @property
+    def url(self) -> str:
+        if self.run is not None:
+            return reverse("runs:pairs", args=(self.run.pk,))
+        return f"{reverse('runs:pairs-blueprint')}?{urlencode({'blueprint': self.blueprint.slug})}"
+
+    def judgements(self) -> QuerySet:
+        if self.run is not None:
+            return PairJudgement.objects.filter(left__run=self.run)
+        return PairJudgement.objects.filter(left__run__blueprint=self.blueprint)
+
+    def candidates(self) -> list[Candidate]:
+        out = []
+        for run in self.runs:
+            spec = _spec(run)
+            if spec is None:
+                continue
+            shown = set(Response.objects.filter(run=run, status=ResponseStatus.DONE, text__isnull=False)
+                        .values_list("pk", flat=True))
+            for cell in run_matrix(run, spec.prompts).cells.values():
+                if cell.response_id in shown:
+                    out.append(Candidate(run.pk, cell.prompt_index, cell.prompt_id, cell.variant_id,
+                                         cell.response_id))
+        return out
+
+
+def run_scope(run_id: int) -> Scope:
+    run = get_object_or_404(Run.objects.select_related("blueprint", "revision"), pk=run_id)
+    return Scope(blueprint=run.blueprint, runs=[run], run=run)
+
+
+def blueprint_scope(slug: str) -> Scope:
+    blueprint = get_object_or_404(Blueprint, slug=slug[:300])
+    runs = list(Run.objects.filter(blueprint=blueprint).select_related("blueprint", "revision")
+                .order_by("-created_at", "-id")[:BLUEPRINT_RUNS])
+    return Scope(blueprint=blueprint, runs=runs)
+
+
+# --- what the page shows ---------------------------------------------------------------------
+
+
+def ratings_of(scope: Scope) -> list[bt.Rating]:
+    """Bradley-Terry ratings (ties half a win each) from every judgement in the scope."""
+    rows = scope.judgements().values_list("left__variant_id", "right__variant_id", "winner")
+    outcome = {"left": "a", "right": "b", "tie": "tie"}
+    return bt.ratings([bt.Comparison(a, b, outcome[w]) for a, b, w in rows])
+
+
+def _judged_by(scope: Scope, who: str) -> list[Judged]:
+    rows = (scope.judgements().filter(who=who)
+            .values_list("left__prompt_id", "left__variant_id", "right__variant_id", "left_id", "right_id"))
+    return [Judged(*row) for row in rows]
+
+
+def _side(letter: str, response: Response, prompt) -> dict:
+    mode = prompt.render_as if prompt is not None else "markdown"
+    return {"letter": letter, "label": f"Response {letter}", "response": response,
+            "rendered": render_text(response.text, mode, limit=PAIR_TEXT_CHARS)}
+
+
+def _turns(prompt) -> list[dict]:
+    """The prompt's authored turns (no system prompt: a variant's own one could tell the models apart)."""
+    return [{"role": m.role, "content": m.content} for m in prompt.messages] if prompt is not None else []
+
+
+def _pair_context(scope: Scope, left: Response, right: Response) -> dict:
+    run = left.run
+    spec = _spec(run)
+    prompt = run.prompt(left.prompt_index, spec) if spec is not None else None
+    sides = [_side("A", left, prompt), _side("B", right, prompt)]
+    return {"left": sides[0], "right": sides[1], "sides": sides, "turns": _turns(prompt), "pair_run": run}
+
+
+def _next_pair(scope: Scope, who: str) -> dict | None:
+    chosen = choose_pair(scope.candidates(), _judged_by(scope, who), random.Random())
+    if chosen is None:
+        return None
+    rows = Response.objects.select_related("run").in_bulk([chosen[0].response_id, chosen[1].response_id])
+    return _pair_context(scope, rows[chosen[0].response_id], rows[chosen[1].response_id])
+
+
+def _context(request, scope: Scope, **extra) -> dict:
+    who = request.session.get(SESSION_WHO, "")
+    context = {"scope": scope, "run": scope.run, "blueprint": scope.blueprint, "who": who,
+               "ratings": ratings_of(scope), "judged_count": scope.judgements().filter(who=who).count(),
+               "total_count": scope.judgements().count(), "max_reason": PairJudgement.MAX_REASON_CHARS,
+               "max_who": PairJudgement.MAX_WHO_CHARS, "intervals": bt.DEFAULT_BOOTSTRAP}
+    context.update(extra)
+    return context
+
+
+# --- reading a judgement from a form ---------------------------------------------------------
+
+
+class Refused(Exception):
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+def _response_id(value: str) -> int:
+    value = (value or "").strip()
+    if not value.isdigit() or len(value) > MAX_ID_DIGITS:
+        raise Refused("That pair is not one this page offered; here is another.")
+    return int(value)
+
+
+def _offered_pair(scope: Scope, post) -> tuple[Response, Response]:
+    """The two responses a form names, if they are a fair pair of this scope: one run in it, one prompt, two
+    model variants, both generated."""
+    left_id, right_id = _response_id(post.get("left", "")), _response_id(post.get("right", ""))
+    rows = (Response.objects.select_related("run").filter(run__in=scope.runs, status=ResponseStatus.DONE,
+                                                          text__isnull=False).in_bulk([left_id, right_id]))
+    left, right = rows.get(left_id), rows.get(right_id)
+    if (left is None or right is None or left.run_id != right.run_id or left.prompt_index != right.prompt_index
+            or left.variant_id == right.variant_id):
+        raise Refused("That pair is not one this page offered; here is another.")
+    return left, right
+
+
+def _clean_text(value: str) -> str:
+    return (value or "").replace("\x00", "").strip()
+
+
+def _judgement_fields(post) -> dict:
+    winner = post.get("winner", "")
+    if winner not in WINNER_WORDS:
+        raise Refused("Choose A, B or a tie (keys a, b, t), then submit.")
+    reason = _clean_text(post.get("reason", ""))
+    if len(reason) > PairJudgement.MAX_REASON_CHARS:
+        raise Refused(f"A reason is at most {PairJudgement.MAX_REASON_CHARS:,} characters; "
+                      f"this one has {len(reason):,}.")
+    who = " ".join(_clean_text(post.get("who", "")).split())
+    if len(who) > PairJudgement.MAX_WHO_CHARS:
+        raise Refused(f"A name is at most {PairJudgement.MAX_WHO_CHARS} characters.")
+    return {"winner": winner, "reason": reason, "who": who}
+
+
+# --- views -----------------------------------------------------------------------------------
+
+
+def _pairs(request, scope: Scope):
+    if request.method == "POST":
+        return _judge(request, scope)
+    judged = request.GET.get("judged", "")
+    if judged:
+        revealed = get_object_or_404(scope.judgements().select_related("left", "right"),
+                                     pk=_digits_or_404(judged))
+        return render(request, "runs/pairs.html", _context(request, scope, revealed=revealed))
+    return render(request, "runs/pairs.html", _context(request, scope, pair=_next_pair(scope, _who(request))))
+
+
+def _who(request) -> str:
+    return request.session.get(SESSION_WHO, "")
+
+
+def _digits_or_404(value: str) -> int:
+    if not value.isdigit() or len(value) > MAX_ID_DIGITS:
+        raise Http404("no such judgement")
+    return int(value)
+
+
+def _judge(request, scope: Scope):
+    template = "runs/pairs.html#judged" if request.htmx else "runs/pairs.html"
+    try:
+        left, right = _offered_pair(scope, request.POST)
+    except Refused as refused:
+        return render(request, template, _context(request, scope, error=refused.message,
+                                                  pair=_next_pair(scope, _who(request))))
+    try:
+        fields = _judgement_fields(request.POST)
+    except Refused as refused:
+        typed = {"winner": request.POST.get("winner", ""), "who": request.POST.get("who", "")[:150],
+                 "reason": request.POST.get("reason", "")[:PairJudgement.MAX_REASON_CHARS]}
+        return render(request, template, _context(request, scope, error=refused.message, typed=typed,
+                                                  pair=_pair_context(scope, left, right)))
+    request.session[SESSION_WHO] = fields["who"]
+    judgement = PairJudgement.objects.create(left=left, right=right, **fields)
+    if not request.htmx:
+        return redirect(f"{scope.url}{'&' if scope.run is None else '?'}judged={judgement.pk}")
+    return render(request, template, _context(request, scope, revealed=judgement))
+
+
+@require_http_methods(["GET", "POST"])
+@with_csp
+def run_pairs(request, run_id):
+    """One run's pairs: GET shows the next blind pair (``?judged=<id>``: who was who in a judgement); POST
+    stores a judgement and reveals the models."""
+    return _pairs(request, run_scope(run_id))
+
+
+@require_http_methods(["GET", "POST"])
+@with_csp
+def blueprint_pairs(request):
+    """The same across the recent runs of ``?blueprint=<slug>``."""
+    slug = request.GET.get("blueprint", "").strip()
+    if not slug:
+        raise Http404("which blueprint? ?blueprint=<slug>")
+    return _pairs(request, blueprint_scope(slug))

@@ -1,0 +1,247 @@
+"""The Pairs page: a blind pair of responses, a judgement stored and revealed, hostile input bounded and escaped,
+the next pair spread over model pairs and prompts, ratings in a table, judgements gone with their run."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+import yaml
+
+from runs import pairs
+from runs import start as run_start
+from runs import work as run_work
+from runs.models import PairJudgement, Response, Run
+
+from .conftest import htmx
+from .test_run_support import make_blueprint
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+MODELS = ["fixtures:alpha", "fixtures:beta", "fixtures:gamma"]
+HOSTILE = 'hello <script>window.pwned = 1</script> <img src=x onerror="window.pwned=1"> [x](javascript:alert(1))'
+
+
+def pairs_blueprint(slug: str = "pairs", prompts: int = 2, models=MODELS):
+    answers = {f"q{i}": {"default": f"One answers {i}",
+                         "byModel": {"fixtures:beta": f"Two answers {i}", "fixtures:gamma": HOSTILE}}
+               for i in range(prompts)}
+    header = {"title": "Pairs fixture", "models": list(models),
+              "fixtures": {"strategy": "first", "responses": answers}}
+    items = [{"id": f"q{i}", "prompt": f"Question {i}: <b>bold</b>?", "should": [{"$contains": "answers"}]}
+             for i in range(prompts)]
+    return make_blueprint(yaml.safe_dump(header) + "---\n" + yaml.safe_dump(items), slug=slug)
+
+
+def make_pairs_run(blueprint=None, **kwargs) -> Run:
+    run = run_start.start_run(blueprint or pairs_blueprint(**kwargs))
+    run.refresh_from_db()
+    assert run.is_finished and run.items_failed == 0, run.status
+    return run
+
+
+def offered(content: str) -> tuple[int, int]:
+    left = re.search(r'name="left" value="(\d+)"', content)
+    right = re.search(r'name="right" value="(\d+)"', content)
+    assert left and right, content
+    return int(left.group(1)), int(right.group(1))
+
+
+def pair_section(content: str) -> str:
+    return content.split('id="pair"', 1)[1].split('id="ratings"', 1)[0]
+
+
+def test_the_run_page_links_to_its_pairs(client):
+    run = make_pairs_run()
+    assert f'href="/runs/{run.pk}/pairs"' in client.get(f"/runs/{run.pk}/").content.decode()
+
+
+def test_a_pair_is_one_prompt_and_two_models_with_no_model_name_on_the_page(client):
+    run = make_pairs_run()
+    page = client.get(f"/runs/{run.pk}/pairs")
+    assert page.status_code == 200
+    assert "default-src 'self'" in page.headers["Content-Security-Policy"]
+    content = page.content.decode()
+    for model in ("fixtures", "alpha", "beta", "gamma"):  # names, variant ids, links: none before judging
+        assert model not in content
+    left, right = Response.objects.get(pk=offered(content)[0]), Response.objects.get(pk=offered(content)[1])
+    assert left.run_id == right.run_id == run.pk
+    assert left.prompt_index == right.prompt_index and left.variant_id != right.variant_id
+    assert "Question" in content and "&lt;b&gt;bold&lt;/b&gt;" in content  # the prompt, escaped
+    assert "No judgements yet" in content
+
+
+def test_positions_are_random(client):
+    run = make_pairs_run(prompts=1, models=MODELS[:2])
+    seen = set()
+    for _ in range(40):
+        left, _right = offered(client.get(f"/runs/{run.pk}/pairs").content.decode())
+        seen.add(Response.objects.get(pk=left).variant_id)
+    assert len(seen) == 2
+
+
+def test_a_judgement_is_stored_remembers_the_name_and_then_reveals_the_models(client):
+    run = make_pairs_run()
+    left_id, right_id = offered(client.get(f"/runs/{run.pk}/pairs").content.decode())
+    answer = client.post(f"/runs/{run.pk}/pairs", {"left": left_id, "right": right_id, "winner": "right",
+                                                   "reason": "B is clearer.", "who": "  Ada   Lovelace "})
+    judgement = PairJudgement.objects.get()
+    assert answer.status_code == 302 and answer.url == f"/runs/{run.pk}/pairs?judged={judgement.pk}"
+    assert (judgement.left_id, judgement.right_id, judgement.winner) == (left_id, right_id, "right")
+    assert (judgement.reason, judgement.who) == ("B is clearer.", "Ada Lovelace")
+
+    revealed = client.get(answer.url).content.decode()
+    left, right = Response.objects.get(pk=left_id), Response.objects.get(pk=right_id)
+    reveal = pair_section(revealed)
+    assert "You chose B." in reveal
+    assert left.variant_id in reveal and right.variant_id in reveal and "B is clearer." in reveal
+    assert 'data-key="next"' in reveal
+    ratings = revealed.split('id="ratings"', 1)[1]
+    assert right.variant_id in ratings and "1 judgement" in ratings
+
+    again = client.get(f"/runs/{run.pk}/pairs").content.decode()
+    assert 'name="who" maxlength="150" value="Ada Lovelace"' in again  # remembered in the session
+
+
+def test_htmx_swaps_the_reveal_in_and_refreshes_the_ratings(client):
+    run = make_pairs_run()
+    left_id, right_id = offered(client.get(f"/runs/{run.pk}/pairs").content.decode())
+    answer = client.post(f"/runs/{run.pk}/pairs", {"left": left_id, "right": right_id, "winner": "tie"}, **htmx())
+    content = answer.content.decode()
+    assert answer.status_code == 200 and "<html" not in content
+    assert "You called it a tie." in content and 'id="ratings"' in content and 'hx-swap-oob="true"' in content
+    assert PairJudgement.objects.get().winner == "tie"
+
+
+def test_a_hostile_reason_is_bounded_and_escaped(client):
+    run = make_pairs_run()
+    left_id, right_id = offered(client.get(f"/runs/{run.pk}/pairs").content.decode())
+    form = {"left": left_id, "right": right_id, "winner": "left", "who": "x" * 150}
+
+    too_long = client.post(f"/runs/{run.pk}/pairs", {**form, "reason": "y" * 2001})
+    assert too_long.status_code == 200 and "at most 2,000 characters; this one has 2,001" in too_long.content.decode()
+    assert offered(too_long.content.decode()) == (left_id, right_id)  # the same pair, to try again
+    assert not PairJudgement.objects.exists()
+    assert "at most 150" in client.post(f"/runs/{run.pk}/pairs", {**form, "who": "x" * 151}).content.decode()
+    assert not PairJudgement.objects.exists()
+
+    hostile = '</dd><script>window.pwned = 1</script>\x00<img src=x onerror="alert(1)">'
+    answer = client.post(f"/runs/{run.pk}/pairs", {**form, "reason": hostile}, follow=True)
+    content = answer.content.decode()
+    assert PairJudgement.objects.get().reason == hostile.replace("\x00", "")
+    assert "<script>window.pwned" not in content and "<img src=x" not in content
+    assert "&lt;script&gt;window.pwned = 1&lt;/script&gt;" in content
+
+
+def test_model_output_is_rendered_safely(client):
+    run = make_pairs_run(prompts=1, models=MODELS[1:])  # beta against the hostile gamma
+    content = client.get(f"/runs/{run.pk}/pairs").content.decode()
+    assert "<script>window.pwned" not in content and "<img" not in content and 'href="javascript' not in content
+    assert "&lt;script&gt;window.pwned = 1&lt;/script&gt;" in content
+    assert "hello" in content and "Two answers 0" in content
+
+
+@pytest.mark.parametrize("change", [
+    {"left": "abc"}, {"right": "9" * 13}, {"right": ""}, {"winner": "both"},
+])
+def test_a_form_that_does_not_name_an_offered_pair_stores_nothing(client, change):
+    run = make_pairs_run()
+    left_id, right_id = offered(client.get(f"/runs/{run.pk}/pairs").content.decode())
+    answer = client.post(f"/runs/{run.pk}/pairs", {"left": left_id, "right": right_id, "winner": "left", **change})
+    assert answer.status_code == 200 and 'role="alert"' in answer.content.decode()
+    assert not PairJudgement.objects.exists()
+
+
+def test_pairs_of_one_model_of_two_prompts_or_of_another_run_are_refused(client):
+    run, other = make_pairs_run(), make_pairs_run(pairs_blueprint(slug="other"))
+    rows = {(r.prompt_index, r.variant_id): r.pk for r in Response.objects.filter(run=run)}
+    alpha, beta = "fixtures:alpha[temp:0]", "fixtures:beta[temp:0]"
+    elsewhere = Response.objects.get(run=other, prompt_index=0, variant_id=beta).pk
+    for left, right in [(rows[(0, alpha)], rows[(0, alpha)]), (rows[(0, alpha)], rows[(1, beta)]),
+                        (rows[(0, alpha)], elsewhere)]:
+        answer = client.post(f"/runs/{run.pk}/pairs", {"left": left, "right": right, "winner": "left"})
+        assert "not one this page offered" in answer.content.decode()
+    assert not PairJudgement.objects.exists()
+
+
+def test_a_judgement_of_another_scope_or_a_bad_id_is_not_found(client):
+    run, other = make_pairs_run(), make_pairs_run(pairs_blueprint(slug="other"))
+    left, right = Response.objects.filter(run=other, prompt_index=0)[:2]
+    judgement = PairJudgement.objects.create(left=left, right=right, winner="left")
+    assert client.get(f"/runs/{run.pk}/pairs?judged={judgement.pk}").status_code == 404
+    assert client.get(f"/runs/{run.pk}/pairs?judged=1e9").status_code == 404
+    assert client.get(f"/runs/{other.pk}/pairs?judged={judgement.pk}").status_code == 200
+    assert client.get("/runs/999999/pairs").status_code == 404
+    assert client.put(f"/runs/{run.pk}/pairs").status_code == 405
+
+
+def test_a_reviewer_gets_every_pair_once_then_is_told_so(client):
+    run = make_pairs_run()  # 2 prompts x 3 model pairs
+    judged = []
+    for _ in range(6):
+        content = client.get(f"/runs/{run.pk}/pairs").content.decode()
+        left_id, right_id = offered(content)
+        judged.append(frozenset((left_id, right_id)))
+        client.post(f"/runs/{run.pk}/pairs", {"left": left_id, "right": right_id, "winner": "left", "who": "Ada"})
+    assert len(set(judged)) == 6
+    done = client.get(f"/runs/{run.pk}/pairs").content.decode()
+    assert "You have judged every pair on offer here (6 judgements)" in done
+
+
+def c(run, prompt, variant, response):
+    return pairs.Candidate(run, prompt, f"p{prompt}", variant, response)
+
+
+def test_the_next_pair_is_the_least_judged_model_pair_on_the_least_judged_prompt():
+    cells = [c(1, p, v, 10 * p + i) for p in range(3) for i, v in enumerate("xyz")]
+    judged = [pairs.Judged("p0", "x", "y", 0, 1), pairs.Judged("p1", "y", "x", 11, 10),
+              pairs.Judged("p0", "x", "z", 0, 2)]
+    for seed in range(20):
+        left, right = pairs.choose_pair(cells, judged, random.Random(seed))
+        assert {left.variant_id, right.variant_id} == {"y", "z"}  # never judged by this reviewer
+        assert left.prompt_id == right.prompt_id == "p2"  # the prompt they have not judged at all
+
+
+def test_no_pair_when_every_pair_is_judged_or_a_prompt_has_one_model():
+    cells = [c(1, 0, "x", 1), c(1, 0, "y", 2), c(1, 1, "x", 3), c(2, 0, "y", 4)]
+    assert pairs.choose_pair(cells, [pairs.Judged("p0", "x", "y", 2, 1)], random.Random(0)) is None
+    assert pairs.choose_pair(cells[:1], [], random.Random(0)) is None
+
+
+def test_ratings_rank_the_preferred_model_first(client):
+    run = make_pairs_run()
+    rows = {(r.prompt_index, r.variant_id.split(":")[1][:4]): r for r in Response.objects.filter(run=run)}
+    for prompt in (0, 1):
+        for left, right in [("alph", "beta"), ("alph", "gamm"), ("beta", "gamm")]:
+            PairJudgement.objects.create(left=rows[(prompt, left)], right=rows[(prompt, right)], winner="left")
+    table = client.get(f"/runs/{run.pk}/pairs").content.decode().split('id="ratings"', 1)[1]
+    names = re.findall(r"<code>fixtures:(\w+)\[temp:0\]</code>", table)
+    assert names == ["alpha", "beta", "gamma"]
+    assert "6 judgements" in table and "4 · 0 · 0" in table
+
+
+def test_the_blueprint_page_draws_from_every_recent_run_and_counts_their_judgements(client):
+    blueprint = pairs_blueprint()
+    first, second = make_pairs_run(blueprint), make_pairs_run(blueprint)
+    left, right = Response.objects.filter(run=first, prompt_index=0)[:2]
+    PairJudgement.objects.create(left=left, right=right, winner="right")
+    page = client.get("/runs/pairs?blueprint=pairs").content.decode()
+    left_id, right_id = offered(page)
+    assert Response.objects.get(pk=left_id).run_id in (first.pk, second.pk)
+    assert "1 judgement" in page.split('id="ratings"', 1)[1]
+    answer = client.post("/runs/pairs?blueprint=pairs", {"left": left_id, "right": right_id, "winner": "left"})
+    assert answer.status_code == 302 and answer.url.startswith("/runs/pairs?blueprint=pairs&judged=")
+    assert client.get(answer.url).status_code == 200
+    assert client.get("/runs/pairs?blueprint=nope").status_code == 404
+    assert client.get("/runs/pairs").status_code == 404
+
+
+def test_deleting_a_run_deletes_its_judgements_and_keeps_the_others():
+    blueprint = pairs_blueprint()
+    kept, gone = make_pairs_run(blueprint), make_pairs_run(blueprint)
+    for run in (kept, gone):
+        left, right = Response.objects.filter(run=run, prompt_index=0)[:2]
+        PairJudgement.objects.create(left=left, right=right, winner="left")
+    run_work.delete_run(gone)
+    assert list(PairJudgement.objects.values_list("left__run_id", flat=True)) == [kept.pk]
