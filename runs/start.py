@@ -40,7 +40,7 @@ def resolve_run_models(bp: SpecBlueprint, requested: list[str] | None, collectio
         raise RunRefused(
             f"unknown model collection{'s' if len(missing) > 1 else ''}: {', '.join(missing)}",
             [f"'{name}' is neither a stored collection nor a models/{name}.json beside the blueprint; import it "
-             f"(python manage.py import_blueprints DIR reads DIR/models/*.json) or list models explicitly"
+             f"(.venv/bin/python manage.py import_blueprints DIR reads DIR/models/*.json) or list models explicitly"
              for name in missing],
         )
     if not models:

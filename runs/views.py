@@ -182,7 +182,7 @@ def _phase(run: Run) -> str:
         waited = (timezone.now() - run.created_at).total_seconds()
         if waited > QUEUED_TOO_LONG_S:
             return ("Queued, and no worker has started it yet. Is the task worker running? "
-                    "(make run starts one; or python manage.py qcluster)")
+                    "(make run starts one; or .venv/bin/python manage.py qcluster)")
         return "Queued: waiting for a worker to pick it up."
     if run.status == RunStatus.RUNNING:
         back = run_work.rerun_stretch(run)

@@ -180,7 +180,7 @@ class ImportReader:
                        "fix the path, or the file's name or permissions", "unreadable-file")
             return
         self.error(f"{what} '{name}' did not come with the suite", holder, key, path,
-                   "import the suite's whole folder (python manage.py import_blueprints DIR, or the run command on "
+                   "import the suite's whole folder (.venv/bin/python manage.py import_blueprints DIR, or the run command on "
                    "the file), so the files it names come along", "missing-file")
 
     # --- building ------------------------------------------------------------------------------
