@@ -51,6 +51,10 @@ class PointTrial:
 
     @property
     def error(self) -> str | None:
+        """Why the point has no score. A skipped judged point was not asked: it says why, never the engine's
+        'no judges are configured' (the blueprint may name several)."""
+        if self.skipped:
+            return f"Not scored: {self.skipped}."
         return self.assessed.error if self.assessed is not None else None
 
     @property
@@ -124,7 +128,10 @@ def try_response(bp: SpecBlueprint, prompt: Prompt, response: str, *, with_judge
         trials = [PointTrial(view, by_point.get(id(view.point)),
                              skipped if skipped and view.point.kind == "judged" else None) for view in group.points]
         calculated = groups_by_path.get(group.points[0].point.path_id) if group.points else None
-        groups.append(TrialGroup(group, trials, calculated.mean if calculated is not None else None))
+        # The engine's mean of the group this one belongs to; a group none of whose own points was scored
+        # (all skipped or not evaluated) has no mean, whatever its neighbours in the engine's group scored.
+        mean = calculated.mean if calculated is not None and any(t.effective is not None for t in trials) else None
+        groups.append(TrialGroup(group, trials, mean))
     return TryOutcome(groups, assessment, [j.judge_id for j in plan.judges], skipped)
 
 

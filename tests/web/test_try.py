@@ -138,3 +138,32 @@ def test_without_a_judge_key_the_judged_points_are_skipped_with_the_reason(clien
                        **htmx()).text
 
     assert "Judged points skipped: no judge can be asked" in page and "OPENAI_API_KEY" in page
+
+
+SHOULD_NOT_JUDGED = """\
+title: Two judges
+models: [openai:cand]
+evaluationConfig:
+  llm-coverage:
+    judges:
+      - {id: judge-a, model: "openai:judge-a", approach: standard}
+      - {id: judge-b, model: "openai:judge-b", approach: standard}
+---
+- id: only
+  prompt: Name the capital of France.
+  should:
+    - $icontains: paris
+  should_not:
+    - Names a city other than Paris.
+"""
+
+
+def test_a_skipped_judged_point_says_it_was_not_asked_and_its_group_has_no_mean(client, make_blueprint,
+                                                                                fake_provider):
+    make_blueprint(SHOULD_NOT_JUDGED, slug="two-judges")
+    page = client.post("/blueprints/two-judges/try/", {"prompt": "only", "response": "Paris."}, **htmx()).text
+    assert "no judges are configured" not in page  # the blueprint names two
+    assert "Not scored: not asked" in page
+    # The should-not group's only point was skipped: no mean for it (the required group has one).
+    assert page.count("weighted mean") == 1 and "weighted mean 1.00" in page
+    assert not fake_provider.requests()
