@@ -29,6 +29,7 @@ from django.urls import reverse
 
 from blueprints.spec.jsregex import RegexError, compile_js
 from runs.engine.matrix import AGGREGATION_WORDS, STATE_LABELS, Cell, Matrix, VariantSummary, prompt_summary
+from runs.engine.stats import MeanInterval, mean_intervals
 
 from .models import PointAssessment, Response, Run
 from .records import run_matrix
@@ -178,10 +179,19 @@ class ModelStats:
     summary: VariantSummary | None
     passed: int = 0
     scored: int = 0
+    interval: MeanInterval | None = None  # the mean's 95% interval (runs.engine.stats.mean_interval)
 
     @property
     def mean(self) -> float | None:
         return self.summary.mean if self.summary else None
+
+    @property
+    def low(self) -> float | None:
+        return self.interval.low if self.interval else None
+
+    @property
+    def high(self) -> float | None:
+        return self.interval.high if self.interval else None
 
     @property
     def counts(self) -> dict[str, int]:
@@ -221,18 +231,30 @@ class Grid:
     matching_rows: list[GridRow] = field(default_factory=list, repr=False)  # every page's (the CSV download)
 
 
-def grid_rows(matrix: Matrix) -> dict[int, GridRow]:
-    """A row per prompt of the matrix, a cell per column."""
-    return {i: GridRow(i, p.id, "", [GridCell(v, matrix.cell(i, v)) for v in matrix.variants],
+def grid_rows(matrix: Matrix, indices=None) -> dict[int, GridRow]:
+    """A row per prompt of the matrix (or of the prompts at ``indices``), a cell per column."""
+    wanted = range(len(matrix.prompts)) if indices is None else [i for i in indices if 0 <= i < len(matrix.prompts)]
+    return {i: GridRow(i, matrix.prompts[i].id, "", [GridCell(v, matrix.cell(i, v)) for v in matrix.variants],
                        matrix.row_mean(i), matrix.row_spread(i))
-            for i, p in enumerate(matrix.prompts)}
+            for i in wanted}
+
+
+def model_intervals(matrix: Matrix) -> dict[str, MeanInterval]:
+    """Each model's prompt-weighted mean over its cell scores, with its 95% bootstrap interval; every model's
+    drawn from the same resamples of the run's prompts (so a page of ten models costs one matrix product)."""
+    columns: dict[str, dict[int, float | None]] = {v: {} for v in matrix.variants}
+    for (index, variant_id), cell in matrix.cells.items():
+        columns.setdefault(variant_id, {})[index] = cell.score
+    weights = {i: p.weight for i, p in enumerate(matrix.prompts)}
+    return mean_intervals(columns, weights, items=range(len(matrix.prompts)))
 
 
 def model_stats(matrix: Matrix, threshold: float) -> list[ModelStats]:
+    intervals = model_intervals(matrix)
     out = []
     for v in matrix.variants:
         passed, scored = matrix.pass_rate(v, threshold)
-        out.append(ModelStats(v, matrix.summaries.get(v), passed, scored))
+        out.append(ModelStats(v, matrix.summaries.get(v), passed, scored, intervals.get(v)))
     return out
 
 
@@ -279,7 +301,7 @@ def changed_cells(run: Run, bp, query: GridQuery, since) -> tuple[list[tuple[int
     models = model_stats(matrix, query.threshold)
     if not indices:
         return [], models
-    rows = grid_rows(matrix)
+    rows = grid_rows(matrix, sorted(indices))
     keep = _filter(query)
     searched = None
     if query.q:  # the search, over the changed responses alone

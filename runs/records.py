@@ -12,6 +12,7 @@ the functions the conformance tests check (``export_response``,
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from typing import Iterator, NamedTuple
 
@@ -442,33 +443,38 @@ def response_records(run_id: int, *, indices=None, usage: bool = False, reviews:
     return out
 
 
-_MATRICES: OrderedDict[tuple, Matrix] = OrderedDict()
+_MATRICES: OrderedDict[tuple, tuple[float, Matrix]] = OrderedDict()
 _MATRICES_KEPT = 4  # a 10,000-cell matrix is a few MB
 _MATRICES_LOCK = threading.Lock()
+
+
+LIVE_MATRIX_S = 1.0  # a working run's matrix serves the requests of this long (its viewers poll every 2 s)
 
 
 def run_matrix(run: Run, prompts, *, indices=None) -> Matrix:
     """The run's results matrix from its stored rows (``indices``: only those prompts' rows; their cells are
     whole, the per-model figures then cover only them).
 
-    A finished run's whole matrix is kept in this process (the last few), keyed by the run's
-    ``results_version`` and status: every change to what it is built from (an item stored, an override, an
-    annotation) moves the version in the same transaction, and a run that works again is not finished, so a
-    kept matrix is never out of date; a changed one is built anew.
+    The last few matrices are kept in this process, keyed by the run's ``results_version`` and status: every
+    change to what a matrix is built from (an item stored, an override, an annotation) moves the version in
+    the same transaction. A finished run's kept matrix is therefore never out of date. A working run's also
+    changes as workers claim items (pending -> running, which moves no version), so it is kept for at most
+    ``LIVE_MATRIX_S``: the several viewers of one run share it, and the poll's 5 s overlap picks up the rest.
     """
-    if indices is not None or not run.is_finished or _rerunning(run):
+    if indices is not None or _rerunning(run):
         return build_matrix(response_records(run.pk, indices=indices), prompts, stopped=_stopped(run))
     key = (run.pk, run.results_version, run.status)  # a run's revision, so its prompts, never change
+    now = time.monotonic()
     with _MATRICES_LOCK:
         kept = _MATRICES.get(key)
-        if kept is not None:
+        if kept is not None and (run.is_finished or now - kept[0] <= LIVE_MATRIX_S):
             _MATRICES.move_to_end(key)
-            return kept
+            return kept[1]
     matrix = build_matrix(response_records(run.pk), prompts, stopped=_stopped(run))
     with _MATRICES_LOCK:
         for old in [k for k in _MATRICES if k[0] == run.pk]:
             del _MATRICES[old]
-        _MATRICES[key] = matrix
+        _MATRICES[key] = (now, matrix)
         while len(_MATRICES) > _MATRICES_KEPT:
             _MATRICES.popitem(last=False)
     return matrix

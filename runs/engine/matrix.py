@@ -232,8 +232,14 @@ class Matrix:
 
     def pass_rate(self, variant_id: str, threshold: float) -> tuple[int, int]:
         """(cells at or above ``threshold``, cells with a score) for one variant."""
-        scored = [c for (_, v), c in self.cells.items() if v == variant_id and c.shown is not None]
-        return sum(1 for c in scored if c.shown >= threshold), len(scored)
+        shown = self.__dict__.get("_shown")
+        if shown is None:  # each variant's printed scores, gathered once
+            shown = self.__dict__["_shown"] = {}
+            for (_, v), c in self.cells.items():
+                if c.shown is not None:
+                    shown.setdefault(v, []).append(c.shown)
+        scores = shown.get(variant_id, ())
+        return sum(1 for s in scores if s >= threshold), len(scores)
 
     def prompt_order(self, sort: str) -> list[int]:
         """Prompt positions in blueprint order, lowest row mean first (``lowest``/``score``) or widest
@@ -298,8 +304,8 @@ def build_matrix(records: Iterable[ResponseRecord], prompts: Sequence, *, stoppe
         if rule is None:
             rule = rules[index] = _prompt_rule(prompt)
         outcome = cell_outcome(trials, prompt, rule)
-        state = cell_state((trial_state("failed" if t.failed else t.status, t.score, stopped=stopped)
-                            for t in trials), outcome.score)
+        state = "scored" if outcome.score is not None else cell_state(
+            [trial_state("failed" if t.failed else t.status, t.score, stopped=stopped) for t in trials], None)
         cells[(index, variant_id)] = Cell(index, prompt.id if prompt is not None else str(index), variant_id,
                                           trials, outcome, state, representative_trial(outcome))
     summaries = summarise(cells.values(), prompts)
