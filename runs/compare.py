@@ -1,11 +1,23 @@
-"""Two runs of one blueprint, cell by cell (scores read off each run's matrix), and a word diff of two responses."""
+"""Two runs of one blueprint, cell by cell (scores read off each run's matrix), decisions with intervals
+(model variant against model variant in one run, or a variant against itself in a baseline run), and a word
+diff of two responses.
+
+Every score here is a matrix cell's (``Cell.score``, its prompt's trial rule applied); the statistics are
+``runs.engine.stats``'s. Prompts whose content changed between two runs' revisions are named and left out of
+the statistics: their scores answer different questions.
+"""
 
 from __future__ import annotations
 
 import difflib
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import combinations
 
+from runs.engine import stats
+from runs.engine.matrix import Matrix
 from runs.engine.scoring import round2
 
 from .models import Run
@@ -13,6 +25,7 @@ from .records import run_matrix
 from .spec import parsed_blueprint
 
 COMPARE_PAGE_SIZE = 100
+LISTED_MAX = 50  # cells the compare page lists as changed (the JSON has them all)
 
 
 @dataclass
@@ -25,7 +38,7 @@ class Change:
     before_id: int | None
     after_id: int | None
 
-    @property
+    @cached_property
     def delta(self) -> float | None:
         if self.before is None or self.after is None:
             return None
@@ -48,9 +61,14 @@ def cell_response(run: Run, prompt_id: str, variant_id: str) -> int | None:
     return cell.response_id if cell else None
 
 
-def compare_runs(base: Run, run: Run) -> list[Change]:
-    """Per prompt and model variant, ``base`` -> ``run``, largest regression first; unmatched cells last."""
-    before, after = _cells(base), _cells(run)
+def _cells_of(matrix: Matrix) -> dict[tuple[str, str], tuple[float | None, int, int | None]]:
+    return {(c.prompt_id, c.variant_id): (c.shown, c.prompt_index, c.response_id) for c in matrix.cells.values()}
+
+
+def compare_runs(base: Run, run: Run, *, cells: tuple[dict, dict] | None = None) -> list[Change]:
+    """Per prompt and model variant, ``base`` -> ``run``, largest regression first; unmatched cells last.
+    ``cells``: the two runs' ``_cells_of`` their matrices when the caller has them (base's, then run's)."""
+    before, after = cells if cells else (_cells(base), _cells(run))
     changes = []
     for key in {**before, **after}:
         b, a = before.get(key), after.get(key)
@@ -60,6 +78,241 @@ def compare_runs(base: Run, run: Run) -> list[Change]:
     changes.sort(key=lambda c: (c.delta is None, c.delta if c.delta is not None else 0, c.prompt_index,
                                 c.variant_id))
     return changes
+
+
+# --- decisions with intervals ----------------------------------------------------------------
+
+
+def scores_by_variant(matrix: Matrix) -> dict[str, dict[str, float | None]]:
+    """``{variant: {prompt id: cell score}}``: the matrix's unrounded cell scores (None: no score)."""
+    out: dict[str, dict[str, float | None]] = {v: {} for v in matrix.variants}
+    for cell in matrix.cells.values():
+        out.setdefault(cell.variant_id, {})[cell.prompt_id] = cell.score
+    return out
+
+
+def prompt_weights(prompts) -> dict[str, float | None]:
+    return {p.id: p.weight for p in prompts}
+
+
+def _content(prompt) -> str:
+    """What a prompt asks and how it is scored, as authored (its place in the file left out)."""
+    data = prompt.to_upstream()
+    data["evalsite"] = {"trials": prompt.trials, "rule": prompt.trial_aggregation, "threshold": prompt.trial_threshold,
+                        "verdicts": prompt.verdicts.model_dump() if prompt.verdicts is not None else None,
+                        "checks": [c.model_dump(exclude={"origin"}) for c in prompt.checks]}
+    return json.dumps(data, sort_keys=True, default=str)
+
+
+def changed_prompts(base_prompts, run_prompts) -> list[str]:
+    """Ids of prompts in both revisions whose content differs (in the run's order)."""
+    before = {p.id: p for p in base_prompts}
+    return [p.id for p in run_prompts if p.id in before and _content(before[p.id]) != _content(p)]
+
+
+@dataclass
+class Pair:
+    """Model variant ``a`` against ``b`` (``a`` minus ``b``): in one run, or ``a`` this run's and ``b`` the base's."""
+
+    a: str
+    b: str
+    comparison: stats.Comparison
+    trials_a: stats.TrialFigures | None = None
+    trials_b: stats.TrialFigures | None = None
+
+    delta = property(lambda self: self.comparison.delta)
+    low = property(lambda self: self.comparison.low)
+    high = property(lambda self: self.comparison.high)
+    n = property(lambda self: self.comparison.n)
+    verdict = property(lambda self: self.comparison.verdict)
+    mean_a = property(lambda self: self.comparison.mean_a)
+    mean_b = property(lambda self: self.comparison.mean_b)
+
+    @property
+    def verdict_words(self) -> str:
+        return {"better": "better", "worse": "worse", "cant_tell": "can't tell"}[self.verdict]
+
+    def to_dict(self) -> dict:
+        out = {"a": self.a, "b": self.b, **self.comparison.to_dict(), "meanA": self.mean_a, "meanB": self.mean_b}
+        if self.trials_a is not None and self.trials_a.cells:
+            out["trialsA"] = self.trials_a.to_dict()
+        if self.trials_b is not None and self.trials_b.cells:
+            out["trialsB"] = self.trials_b.to_dict()
+        return out
+
+
+def _paired_many(pairs: list[tuple[dict, dict]], weights: dict, exclude=()) -> list[stats.Comparison]:
+    """Many paired comparisons over the same prompts, drawn from the same resamples (one matrix product)."""
+    import numpy as np
+
+    left_out = set(exclude)
+    items = sorted({k for a, b in pairs for k in a if k in b and k not in left_out}, key=str)
+    index = {k: i for i, k in enumerate(items)}
+    diffs, w = np.zeros((len(items), len(pairs))), np.zeros((len(items), len(pairs)))
+    sides = []
+    for j, (a, b) in enumerate(pairs):
+        ids, xs, ys = stats.align(a, b, left_out)
+        for k, x, y in zip(ids, xs, ys):
+            weight = weights.get(k)
+            diffs[index[k], j] = x - y
+            w[index[k], j] = 1.0 if weight is None else max(0.0, float(weight))
+        sides.append((ids, xs, ys))
+    out = []
+    results = stats.bootstrap_means(diffs, w) if items else [(None, None, None)] * len(pairs)
+    for j, (delta, low, high) in enumerate(results):
+        ids, xs, ys = sides[j]
+        ws = [w[index[k], j] for k in ids]
+        total = sum(ws)
+        mean_a = sum(x * v for x, v in zip(xs, ws)) / total if total else None
+        mean_b = sum(y * v for y, v in zip(ys, ws)) / total if total else None
+        out.append(stats.Comparison(delta, low, high, len(ids), stats.verdict(low, high), mean_a, mean_b))
+    return out
+
+
+def _trials(matrix: Matrix) -> dict[str, stats.TrialFigures]:
+    by_variant: dict[str, list] = {}
+    for cell in matrix.cells.values():
+        by_variant.setdefault(cell.variant_id, []).append(cell.outcome)
+    return {v: stats.trial_figures(outcomes) for v, outcomes in by_variant.items()}
+
+
+def variant_pairs(matrix: Matrix, prompts) -> list[Pair]:
+    """Every two model variants of one run, the better mean first in each pair (columns in the matrix's order)."""
+    scores, trials = scores_by_variant(matrix), _trials(matrix)
+    pairs = list(combinations(matrix.variants, 2))
+    results = _paired_many([(scores[a], scores[b]) for a, b in pairs], prompt_weights(prompts))
+    return [Pair(a, b, c, trials.get(a), trials.get(b)) for (a, b), c in zip(pairs, results)]
+
+
+@dataclass
+class ListedChange:
+    """A cell whose change from the base stands out from the others' under the FDR rule."""
+
+    prompt_id: str
+    prompt_index: int
+    variant_id: str
+    before: float | None  # shown scores
+    after: float | None
+    delta: float  # unrounded cell scores, after minus before
+    q: float
+
+    @property
+    def shown_delta(self) -> float:
+        return round2(self.delta)
+
+
+@dataclass
+class RunComparison:
+    run: Run
+    base: Run
+    pairs: list[Pair]  # per variant in both runs: this run's (a) minus the base's (b)
+    changes: list[Change]  # every cell, largest regression first
+    listed: list[ListedChange]  # cells that changed under the FDR rule, most significant first
+    tested: int  # cells the FDR rule looked at
+    changed_prompts: list[str]  # prompt ids whose content changed: left out of the figures
+    only_run: list[str] = field(default_factory=list)  # variants only in this run
+    only_base: list[str] = field(default_factory=list)
+    level: float = stats.FDR_LEVEL
+
+    @property
+    def regressions(self) -> list[Pair]:
+        return [p for p in self.pairs if p.verdict == "worse"]
+
+    def to_dict(self) -> dict:
+        return {"run": self.run.pk, "base": self.base.pk, "pairs": [p.to_dict() for p in self.pairs],
+                "changedPrompts": self.changed_prompts, "leftOut": len(self.changed_prompts),
+                "onlyInRun": self.only_run, "onlyInBase": self.only_base,
+                "changed": {"level": self.level, "tested": self.tested,
+                            "cells": [{"prompt": c.prompt_id, "variant": c.variant_id, "before": c.before,
+                                       "after": c.after, "delta": c.delta, "q": c.q} for c in self.listed]},
+                "method": stats.METHOD}
+
+
+def compare_with_base(run: Run, base: Run) -> RunComparison:
+    """Each model variant of ``run`` against the same variant of ``base`` (prompts matched by id), and the
+    cells whose change stands out (Benjamini-Hochberg over every matched cell)."""
+    run_prompts, base_prompts = parsed_blueprint(run.revision).prompts, parsed_blueprint(base.revision).prompts
+    after_m, before_m = run_matrix(run, run_prompts), run_matrix(base, base_prompts)
+    changed_ids = changed_prompts(base_prompts, run_prompts)
+    after, before = scores_by_variant(after_m), scores_by_variant(before_m)
+    common = [v for v in after_m.variants if v in before]
+    results = _paired_many([(after[v], before[v]) for v in common], prompt_weights(run_prompts), changed_ids)
+    trials_a, trials_b = _trials(after_m), _trials(before_m)
+    pairs = [Pair(v, v, c, trials_a.get(v), trials_b.get(v)) for v, c in zip(common, results)]
+    skip = set(changed_ids)
+    deltas = {}
+    for v in common:
+        for prompt_id, score in after[v].items():
+            old = before[v].get(prompt_id)
+            if score is not None and old is not None and prompt_id not in skip:
+                deltas[(prompt_id, v)] = score - old
+    cells_after, cells_before = _cells_of(after_m), _cells_of(before_m)
+    listed = []
+    for change in stats.changed(deltas):
+        if not change.changed:
+            continue
+        prompt_id, v = change.key
+        listed.append(ListedChange(prompt_id, cells_after[change.key][1], v, cells_before[change.key][0],
+                                   cells_after[change.key][0], change.delta, change.q))
+    return RunComparison(run, base, pairs, compare_runs(base, run, cells=(cells_before, cells_after)), listed,
+                         len(deltas), changed_ids, [v for v in after_m.variants if v not in before],
+                         [v for v in before_m.variants if v not in after])
+
+
+class CannotCompare(ValueError):
+    """Two runs that cannot be compared (of different blueprints)."""
+
+
+@dataclass
+class Decisions:
+    """What ``manage.py compare`` and ``GET /api/runs/<id>/compare`` say: pairs of variants with their verdicts."""
+
+    run: Run
+    base: Run | None
+    pairs: list[Pair]
+    result: RunComparison | None = None  # with a base
+    models: dict[str, stats.MeanInterval] = field(default_factory=dict)  # without one: each variant's mean
+
+    @property
+    def regressions(self) -> list[Pair]:
+        """Variants significantly worse than in the base (none without a base)."""
+        return [p for p in self.pairs if p.verdict == "worse"] if self.base is not None else []
+
+    def to_dict(self) -> dict:
+        out = {"pairs": [p.to_dict() for p in self.pairs], "run": self.run.pk,
+               "base": self.base.pk if self.base else None, "regression": bool(self.regressions),
+               "method": stats.METHOD, "finished": self.run.is_finished and (self.base is None or self.base.is_finished)}
+        if self.result is not None:
+            extra = self.result.to_dict()
+            out.update({k: extra[k] for k in ("changedPrompts", "leftOut", "onlyInRun", "onlyInBase", "changed")})
+        else:
+            out["models"] = {v: m.to_dict() for v, m in self.models.items()}
+        return out
+
+
+def decisions(run: Run, base: Run | None = None) -> Decisions:
+    """Without ``base``: every two variants of ``run``. With it: each variant of ``run`` against the same
+    variant of ``base`` (``a`` is ``run``'s, ``b`` the base's)."""
+    if base is None:
+        prompts = parsed_blueprint(run.revision).prompts
+        matrix = run_matrix(run, prompts)
+        columns: dict[str, dict[int, float | None]] = {v: {} for v in matrix.variants}
+        for (index, variant_id), cell in matrix.cells.items():
+            columns.setdefault(variant_id, {})[index] = cell.score
+        models = stats.mean_intervals(columns, {i: p.weight for i, p in enumerate(prompts)},
+                                      items=range(len(prompts)))
+        return Decisions(run, None, variant_pairs(matrix, prompts), models={v: models[v] for v in matrix.variants})
+    if base.blueprint_id != run.blueprint_id:
+        raise CannotCompare(f"run {base.pk} is of another blueprint ({base.blueprint.slug}) than run {run.pk} "
+                            f"({run.blueprint.slug}); compare runs of the same blueprint")
+    result = compare_with_base(run, base)
+    return Decisions(run, base, result.pairs, result)
+
+
+def diff_url(run_id: int, base_id: int, prompt_id: str, variant_id: str) -> str:
+    from urllib.parse import urlencode
+
+    return f"/runs/{run_id}/compare/{base_id}/diff?" + urlencode({"prompt": prompt_id, "variant": variant_id})
 
 
 # --- a word diff of two responses -----------------------------------------------------------

@@ -241,12 +241,17 @@ def grid_rows(matrix: Matrix, indices=None) -> dict[int, GridRow]:
 
 def model_intervals(matrix: Matrix) -> dict[str, MeanInterval]:
     """Each model's prompt-weighted mean over its cell scores, with its 95% bootstrap interval; every model's
-    drawn from the same resamples of the run's prompts (so a page of ten models costs one matrix product)."""
+    drawn from the same resamples of the run's prompts (so a page of ten models costs one matrix product).
+    Worked out once per matrix (a kept matrix serves many requests: the grid, its poll, the run page)."""
+    kept = matrix.__dict__.get("_intervals")
+    if kept is not None:
+        return kept
     columns: dict[str, dict[int, float | None]] = {v: {} for v in matrix.variants}
     for (index, variant_id), cell in matrix.cells.items():
         columns.setdefault(variant_id, {})[index] = cell.score
     weights = {i: p.weight for i, p in enumerate(matrix.prompts)}
-    return mean_intervals(columns, weights, items=range(len(matrix.prompts)))
+    kept = matrix.__dict__["_intervals"] = mean_intervals(columns, weights, items=range(len(matrix.prompts)))
+    return kept
 
 
 def model_stats(matrix: Matrix, threshold: float) -> list[ModelStats]:

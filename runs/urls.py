@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import api, pairs, views
+from . import api, api_compare, pairs, views
 
 app_name = "runs"
 
@@ -38,7 +38,7 @@ urlpatterns = [
     path("api/runs", api.start, name="api-start"),
     path("api/runs/<int:run_id>", api.run_detail, name="api-run"),
     path("api/runs/<int:run_id>/results", api.run_results, name="api-results"),
-    path("api/runs/<int:run_id>/compare", __import__("runs.api_compare", fromlist=["compare"]).compare, name="api-compare"),
+    path("api/runs/<int:run_id>/compare", api_compare.compare, name="api-compare"),
     path("api/runs/<int:run_id>/responses/<int:response_id>/rerun", api.response_rerun, name="api-rerun"),
     path("api/runs/<int:run_id>/responses/<int:response_id>/annotation", api.response_annotation,
          name="api-annotation"),
