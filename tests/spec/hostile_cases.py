@@ -37,7 +37,12 @@ VARIANTS = ("models: [" + ", ".join(f"openai:m{i}" for i in range(150)) + "]\n"
             "temperatures: [" + ", ".join(f"{i / 150:.4f}" for i in range(150)) + "]\n"
             "systems: [" + ", ".join(f"s{i}" for i in range(150)) + "]\n" + PROMPT)
 
+ANCHORED = ("title: t\nmodels: [openai:x]\nlong: &long " + "a" * 200_000 + "\nprompts:\n"
+            + "".join("  - prompt: *long\n    should: [says hi]\n" for _ in range(30)))
+
 CASES = [
+    Case("one long anchored text used 30 times", ANCHORED, "limit", 51, 13,
+         ("5,000,000 characters of text once aliases are expanded", "EVALSITE_MAX_EXPANDED_CHARS")),
     Case("alias bomb under models:", MODELS_BOMB, "limit", 7, 47, ("100,000 values", "EVALSITE_MAX_NODES")),
     Case("alias bomb in a citation", CITATION_BOMB, "limit", 12, 53, ("100,000 values", "EVALSITE_MAX_NODES")),
     Case("recursive alias", "title: t\nmodels: &m [openai:x, *m]\n" + PROMPT, "syntax", 2, 23,

@@ -262,6 +262,28 @@ def test_live_validation_never_answers_500_on_fuzzed_text(client, text):
 # --- the last resort and the preview's cap ---------------------------------------------------
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(length=st.integers(1, 400_000), uses=st.integers(1, 60), where=st.sampled_from(["prompt", "ideal", "model"]))
+def test_a_long_anchored_text_used_many_times_is_bounded_by_what_it_expands_to(length, uses, where):
+    """The character bound counts an alias's anchor each time it is used (not once): refused exactly when
+    what the text expands to passes the limit, before anything is built, with the located error."""
+    value = "a" * length if where != "model" else "openai:" + "m" * length
+    models = "[*long]" if where == "model" else "[openai:x]"
+    text = (f"title: t\nlong: &long {value}\nmodels: {models}\nprompts:\n"
+            + "".join(f"  - prompt: {'*long' if where == 'prompt' else 'hi'}\n"
+                      + ("    ideal: *long\n" if where == "ideal" else "") + "    should: [says hi]\n"
+                      for _ in range(uses if where != "model" else 1)))
+    if where == "model":
+        text = text.replace("models: [*long]", "models: [" + ", ".join(["*long"] * uses) + "]")
+    result = parse_any(text)
+    expanded = len(value) * (1 + uses)
+    limited = [e for e in result.errors if e.code == "limit" and "aliases are expanded" in e.message]
+    if expanded > 5_000_000 + len(text):
+        assert limited and limited[0].line >= 2
+    elif expanded < 4_900_000:
+        assert not limited
+
+
 def test_an_unexpected_exception_becomes_one_logged_internal_error(monkeypatch, caplog):
     from blueprints.spec import dialects
 
