@@ -487,7 +487,25 @@ class _AgentV(ImportReader):
             self.read_test_execution(execution, (*path, "execution"), prompt, rep)
         if "threshold" in row:
             prompt.verdicts = self.read_threshold(row, path) or prompt.verdicts
-        # input
+        prompt.messages = self.test_messages(row, path, rep, suite_input, skip_defaults)
+        # expected output
+        expected = self.read_expected(row, path, rep)
+        if expected is not None:
+            prompt.ideal_response = expected["reference"]
+        self.expected = expected
+        self.criteria = criteria
+        self.question = "\n\n".join(m.content or "" for m in prompt.messages if m.role == "user")
+        prompt.points = self.test_points(row, path, execution, prompt, rep, default_asserts, skip_defaults,
+                                         criteria, expected)
+        if expected is not None and not prompt.points:
+            rep.approx("expected_output", "with nothing else to score, similarity to the expected output scores the "
+                                          "test (needs an embeddings model)")
+        if sum(d.is_error for d in self.diagnostics) > errors_before:
+            return None
+        return prompt
+
+    def test_messages(self, row, path, rep: TestReport, suite_input, skip_defaults) -> list[Message]:
+        """The test's input messages (`input_messages` wins over `input`), after the suite's unless it skips them."""
         messages = None
         if row.get("input") is not None and row.get("input_messages") is not None:
             self.warn("`input` and `input_messages` both given; `input_messages` (the canonical name) is used "
@@ -508,15 +526,49 @@ class _AgentV(ImportReader):
         if suite_input and not skip_defaults:
             messages = [*suite_input, *(messages or [])]
             rep.map("suite input prepended")
-        prompt.messages = self.finish_conversation(messages or [], rep)
-        # expected output
-        expected = self.read_expected(row, path, rep)
-        if expected is not None:
-            prompt.ideal_response = expected["reference"]
-        self.expected = expected
-        self.criteria = criteria
-        self.question = "\n\n".join(m.content or "" for m in prompt.messages if m.role == "user")
-        # evaluators
+        return self.finish_conversation(messages or [], rep)
+
+    def test_points(self, row, path, execution, prompt: Prompt, rep: TestReport, default_asserts, skip_defaults,
+                    criteria, expected) -> list[Point]:
+        """The test's points: its rubrics, its own assertions, then the suite's (unless it skips them); the
+        criteria as one judged point when nothing else scores it."""
+        items = self.test_entries(row, path, execution, rep, default_asserts, skip_defaults)
+        points: list[Point] = []
+        # AgentV 3.0 onward: plain strings among the assertions are one rubric evaluator, weighted by their count.
+        plain = [entry for entry in items if entry[0] not in ("rubrics-field", "suite") and isinstance(entry[0], str)]
+        if plain:
+            _, container, index, ipath = plain[0]
+            rep.map("plain-text assertions -> one rubric evaluator")
+            points.extend(self.assertions.rubrics_points(self.gathered([(e[0], e[1], e[2]) for e in plain]),
+                                                         container, index, ipath,
+                                              float(len(plain)), None, False, prompt, rep, source="assertions"))
+            items = [entry for entry in items if not any(entry is other for other in plain)]
+        # Plain strings among the suite's default assertions (AgentV 4 `default-graders`): one rubric evaluator of
+        # their own, weighted by their count, where the first of them stands (the test's own come first).
+        suite_plain = [entry for entry in items if entry[0] == "suite" and isinstance(entry[1], str)]
+        if suite_plain:
+            first = next(i for i, entry in enumerate(items) if entry is suite_plain[0])
+            items = [entry for entry in items if not any(entry is other for other in suite_plain)]
+            items.insert(first, ("suite-plain", suite_plain))
+        for entry in items:
+            kind = entry[0] if isinstance(entry[0], str) else "own"
+            points.extend(ENTRY_POINTS[kind](self, entry, prompt, rep))
+        if not items and not plain:
+            if criteria:
+                points.append(judged_point(criteria, weight=1.0, origin=self.origin(row, "criteria", path),
+                                           label="criteria"))
+                rep.approx("criteria", "no assertions, so one judged point states the criteria (AgentV's default "
+                                       "free-form judge gives a 0-1 score; ours judges on its scale)")
+            elif expected is None:
+                self.error("a test needs `criteria`, `expected_output` or `assert` to be scored", row, "id", path,
+                           "add `criteria: what a good answer does`", "test")
+        elif criteria:
+            rep.map("criteria (context for judges)")
+        return points
+
+    def test_entries(self, row, path, execution, rep: TestReport, default_asserts, skip_defaults) -> list:
+        """What scores the test, in AgentV's order: ``("rubrics-field", ...)``, its own assertions
+        ``(item, container, index, path)``, then the suite's ``("suite", item, container, index, path)``."""
         own = []
         for assert_key in ("assert", "assertions", "evaluators"):
             if assert_key in row:
@@ -537,69 +589,7 @@ class _AgentV(ImportReader):
             rep.map("suite assertions")
         elif default_asserts:
             rep.map("skip_defaults")
-        points: list[Point] = []
-        # AgentV 3.0 onward: plain strings among the assertions are one rubric evaluator, weighted by their count.
-        plain = [entry for entry in items if entry[0] not in ("rubrics-field", "suite") and isinstance(entry[0], str)]
-        if plain:
-            _, container, index, ipath = plain[0]
-            rep.map("plain-text assertions -> one rubric evaluator")
-            points.extend(self.assertions.rubrics_points(self.gathered([(e[0], e[1], e[2]) for e in plain]),
-                                                         container, index, ipath,
-                                              float(len(plain)), None, False, prompt, rep, source="assertions"))
-            items = [entry for entry in items if not any(entry is other for other in plain)]
-        # Plain strings among the suite's default assertions (AgentV 4 `default-graders`): one rubric evaluator of
-        # their own, weighted by their count, where the first of them stands (the test's own come first).
-        suite_plain = [entry for entry in items if entry[0] == "suite" and isinstance(entry[1], str)]
-        if suite_plain:
-            first = next(i for i, entry in enumerate(items) if entry is suite_plain[0])
-            items = [entry for entry in items if not any(entry is other for other in suite_plain)]
-            items.insert(first, ("suite-plain", suite_plain))
-        for entry in items:
-            if entry[0] == "suite-plain":
-                _, _, container, index, ipath = entry[1][0]
-                rep.map("suite plain-text assertions -> one rubric evaluator")
-                saved, self.external = self.external, None  # located in the suite itself
-                try:
-                    strings = self.gathered([(e[1], e[2], e[3]) for e in entry[1]])
-                    points.extend(self.assertions.rubrics_points(strings, container, index, ipath[:-1],
-                                                                 float(len(strings)), None, False, prompt, rep,
-                                                                 source="suite assertions"))
-                finally:
-                    self.external = saved
-                continue
-            if entry[0] == "rubrics-field":
-                _, holder_, rkey, rpath = entry
-                points.extend(self.assertions.rubrics_points(holder_[rkey], holder_, rkey, rpath, 1.0, None, False, prompt, rep,
-                                                  source="rubrics"))
-                continue
-            if entry[0] == "suite":
-                _, item, container, index, ipath = entry
-                saved, self.external = self.external, None  # suite assertions are located in the suite itself
-                try:
-                    points.extend(self.assertions.assertion(item, container, index, ipath, prompt, rep, 1.0, None))
-                finally:
-                    self.external = saved
-                continue
-            item, container, index, ipath = entry
-            points.extend(self.assertions.assertion(item, container, index, ipath, prompt, rep, 1.0, None))
-        if not items:
-            if criteria:
-                points.append(judged_point(criteria, weight=1.0, origin=self.origin(row, "criteria", path),
-                                           label="criteria"))
-                rep.approx("criteria", "no assertions, so one judged point states the criteria (AgentV's default "
-                                       "free-form judge gives a 0-1 score; ours judges on its scale)")
-            elif expected is None:
-                self.error("a test needs `criteria`, `expected_output` or `assert` to be scored", row, "id", path,
-                           "add `criteria: what a good answer does`", "test")
-        elif criteria:
-            rep.map("criteria (context for judges)")
-        prompt.points = points
-        if expected is not None and not points:
-            rep.approx("expected_output", "with nothing else to score, similarity to the expected output scores the "
-                                          "test (needs an embeddings model)")
-        if sum(d.is_error for d in self.diagnostics) > errors_before:
-            return None
-        return prompt
+        return items
 
     def gathered(self, entries: list[tuple[Any, Any, Any]]) -> list:
         """The values of ``(value, container, index)`` entries as one list that keeps each value's position (plain
@@ -861,3 +851,47 @@ class _AgentV(ImportReader):
         if any(name for _, name in parts):
             return "\n\n".join(f'<file path="{name}">\n{text}\n</file>' if name else text for text, name in parts)
         return " ".join(text for text, _ in parts)
+
+
+# --- the points of each kind of entry test_entries gathers (`suite-plain`: the suite's plain-string assertions,
+# gathered by test_points into one rubric evaluator) ------------------------------------------------------------
+
+
+def _suite_plain_points(reader: _AgentV, entry, prompt: Prompt, rep: TestReport) -> list[Point]:
+    _, _, container, index, ipath = entry[1][0]
+    rep.map("suite plain-text assertions -> one rubric evaluator")
+    saved, reader.external = reader.external, None  # located in the suite itself
+    try:
+        strings = reader.gathered([(e[1], e[2], e[3]) for e in entry[1]])
+        return reader.assertions.rubrics_points(strings, container, index, ipath[:-1], float(len(strings)), None,
+                                                False, prompt, rep, source="suite assertions")
+    finally:
+        reader.external = saved
+
+
+def _rubrics_field_points(reader: _AgentV, entry, prompt: Prompt, rep: TestReport) -> list[Point]:
+    _, holder, key, path = entry
+    return reader.assertions.rubrics_points(holder[key], holder, key, path, 1.0, None, False, prompt, rep,
+                                            source="rubrics")
+
+
+def _suite_assertion_points(reader: _AgentV, entry, prompt: Prompt, rep: TestReport) -> list[Point]:
+    _, item, container, index, path = entry
+    saved, reader.external = reader.external, None  # suite assertions are located in the suite itself
+    try:
+        return reader.assertions.assertion(item, container, index, path, prompt, rep, 1.0, None)
+    finally:
+        reader.external = saved
+
+
+def _own_assertion_points(reader: _AgentV, entry, prompt: Prompt, rep: TestReport) -> list[Point]:
+    item, container, index, path = entry
+    return reader.assertions.assertion(item, container, index, path, prompt, rep, 1.0, None)
+
+
+ENTRY_POINTS = {
+    "suite-plain": _suite_plain_points,
+    "rubrics-field": _rubrics_field_points,
+    "suite": _suite_assertion_points,
+    "own": _own_assertion_points,
+}

@@ -43,6 +43,10 @@ KNOWN_TYPES = (
     "tool_trajectory", "field_accuracy", "latency", "cost", "token_usage", "execution_metrics", "agent_judge",
 )
 PASS_MARK = 0.8
+RUBRIC_OPERATORS = ("correctness", "contradiction")
+CONTRADICTION_GUARD = ("The response makes no claim that contradicts the following (it need not mention it): {}")
+# A code grader's own keys; AgentV passes any other key on to the script as `config`.
+CODE_JUDGE_KEYS = frozenset({"script", "command", "cwd", "target", "config", "timeout_s", "preprocessors"})
 TEMPLATE_VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 NOT_AN_AGENT = "evalsite runs language models, not agent targets, and has no workspace for an agent to work in"
 
@@ -317,7 +321,7 @@ class AssertionBuilder:
                 continue
             for k in rubric:
                 if k not in ("id", "outcome", "weight", "required", "required_min_score", "score_ranges",
-                             "description", "criteria"):
+                             "description", "criteria", "operator"):
                     self.warn(f"unknown key `{k}` in a rubric item; it is ignored", rubric, k, (*ipath, k),
                               code="unknown-key", at_key=True)
             text = rubric.get("outcome", rubric.get("description", rubric.get("criteria")))
@@ -365,7 +369,8 @@ class AssertionBuilder:
                 rep.approx("required rubric item", "fails the verdict when missed; the score is not zeroed "
                                                    "(AgentV's rubric-level required)")
             rid = rubric.get("id") if isinstance(rubric.get("id"), str) else f"rubric-{index + 1}"
-            items.append((text.strip(), float(inner), minimum, bands, rid, value, index, ipath))
+            text = self.rubric_operator(rubric, text.strip(), ipath, rep)
+            items.append((text, float(inner), minimum, bands, rid, value, index, ipath))
         total = sum(i[1] for i in items)
         points = []
         for text, inner, minimum, bands, rid, container, index, ipath in items:
@@ -376,6 +381,21 @@ class AssertionBuilder:
         if points:
             rep.map(f"{source} -> judged points")
         return points
+
+    def rubric_operator(self, rubric, text: str, path, rep: TestReport) -> str:
+        """AgentV 4's rubric ``operator``: ``correctness`` (the answer must support the outcome: how every point
+        is judged) or ``contradiction`` (the answer must only not contradict it), stated in the point's text.
+        Another value is ignored with a warning, as AgentV ignores it."""
+        operator = rubric.get("operator")
+        if operator is None or operator == "correctness":
+            return text
+        if operator != "contradiction":
+            self.warn(f"a rubric `operator` is correctness or contradiction, not {short(operator)}; it is ignored",
+                      rubric, "operator", (*path, "operator"), choice_hint(operator, RUBRIC_OPERATORS), "rubrics")
+            return text
+        rep.approx("rubric operator contradiction", "the point asks that the response make no claim contradicting "
+                                                    "the outcome (it need not mention it)")
+        return CONTRADICTION_GUARD.format(text)
 
     def build_llm_judge(self, a: Assertion):
         item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
@@ -447,7 +467,6 @@ class AssertionBuilder:
 
     def build_code_judge(self, a: Assertion):
         item, path, rep, label = a.item, a.path, a.rep, a.label
-        self.unknown_item_keys(item, path, ("script", "command", "cwd", "target", "config", "timeout_s"))
         key = "command" if "command" in item else ("script" if "script" in item else None)
         if key is None:
             self.error("a `code_judge` needs `command:` (or `script:`) as a list of program and arguments", item, None,
@@ -501,14 +520,30 @@ class AssertionBuilder:
             args["cwd"] = relative
         if is_number(item.get("timeout_s")) and 0 < item["timeout_s"] <= 600:
             args["timeout_s"] = item["timeout_s"]
-        if "config" in item:
-            args["config"] = item["config"]
+        config = self.code_judge_config(item, path, rep, label)
+        if config is not None:
+            args["config"] = config
         args["criteria"] = self.reader.criteria or ""
         expected = self.reader.expected or {}
         args["reference_answer"] = expected.get("reference") or ""
         args["expected_output"] = expected.get("messages")
         rep.map(f"code_judge {label} -> $code_judge (runs only where the operator allows script graders)")
         return self._fn(a, "code_judge", args)
+
+    def code_judge_config(self, item, path, rep: TestReport, label) -> Any:
+        """What the script is given as ``config``: AgentV passes every key it does not know on to the script (the
+        `fields` of a field-matching grader...), merged under a `config` mapping's keys, which win."""
+        if "preprocessors" in item:
+            rep.unsupported_(f"code_judge {label}: preprocessors", "the output is given to the script as it is")
+        passed = {k: v for k, v in item.items() if k not in COMMON_ITEM_KEYS | CODE_JUDGE_KEYS and v is not None}
+        if not passed:
+            return item.get("config")
+        if "config" in item and not isinstance(item["config"], dict):
+            self.error("`config` must be a mapping when the grader has other settings to pass on too", item,
+                       "config", (*path, "config"), code="code-judge")
+            return item["config"]
+        rep.map(f"code_judge {label}: " + ", ".join(f"`{k}`" for k in passed) + " -> the script's config")
+        return {**passed, **(item.get("config") or {})}
 
     def build_composite(self, a: Assertion):
         item, path, weight, check_id, negate, prompt = a.item, a.path, a.weight, a.check_id, a.negate, a.prompt

@@ -1,4 +1,4 @@
-# Over 500 lines: the whole AI Eval format (suites, cases, every evaluator) in one importer.
+# Over 500 lines: the whole AI Eval format (suites, cases, expected checks); evaluators: aieval_evaluators.py.
 """AI Eval suites (``tests/*.yaml``) -> a normalised Blueprint, with an import report per case.
 
 Written from reference section 3 only (AI Eval is AGPL; none of its code is used).
@@ -21,7 +21,8 @@ from ..notes import choice_hint
 from ..parse import ParseResult
 from ..schema import Blueprint, Message, Point, Prompt, Verdicts
 from ..source import Loaded
-from .common import ImportReader, ImportReport, TestReport, function_point, is_number, judged_point, new_check, short
+from .aieval_evaluators import EVALUATORS, SIMPLE_TYPES, Evaluator
+from .common import ImportReader, ImportReport, TestReport, function_point, is_number, new_check, short
 
 SUITE_KEYS = frozenset({"suite", "prompt", "description", "is_system_prompt", "cases"})
 CASE_KEYS = frozenset({"id", "description", "input", "expected", "evaluators", "trials", "tool_mocks", "max_steps"})
@@ -34,9 +35,6 @@ EVALUATOR_FIELDS = frozenset({"type", "criteria", "rubric", "score_scale", "refe
                               "max_steps", "max_tokens", "categories"})
 DEFAULT_CASE_THRESHOLD = 0.8
 GENERIC_USER_TASK = "Please process the request described in the system prompt."
-# The pass rule of each judged evaluator (reference 3.5): its default minimum score.
-JUDGED_DEFAULTS = {"llm_judge": 0.6, "similarity": 0.6, "factuality": 0.8, "faithfulness": 0.8, "relevancy": 0.8,
-                   "task_completion": 0.6, "hallucination": 0.9}
 
 
 def import_aieval(loaded: Loaded, *, files: Mapping[str, str] | None, blueprint_id: str | None, collections,
@@ -327,8 +325,7 @@ class _AiEval(ImportReader):
         """``score_threshold`` of the simple types, which set the pass rule of the matching `expected` check."""
         out = {}
         for evaluator in evaluators:
-            if isinstance(evaluator, dict) and evaluator.get("type") in ("exact", "contains", "regex", "json_schema",
-                                                                         "tool_call"):
+            if isinstance(evaluator, dict) and evaluator.get("type") in SIMPLE_TYPES:
                 value = evaluator.get("score_threshold")
                 if is_number(value) and value > 0:
                     out[evaluator["type"]] = float(value)
@@ -451,38 +448,10 @@ class _AiEval(ImportReader):
     # --- evaluators --------------------------------------------------------------------------------
 
     def evaluator(self, item, holder, index, path, prompt: Prompt, rep: TestReport) -> list[Point]:
-        if not isinstance(item, dict):
-            self.error("an evaluator must be a mapping with `type`", holder, index, path, code="evaluator")
+        """The points of one evaluator: the rules every type shares checked here, then its function in
+        EVALUATORS (aieval_evaluators.py)."""
+        if not self.evaluator_is_valid(item, holder, index, path):
             return []
-        kind = item.get("type")
-        if kind is None or (isinstance(kind, str) and not kind.strip()):
-            self.error("an evaluator needs `type`", holder, index, path, "known: " + ", ".join(EVALUATOR_TYPES),
-                       "evaluator")
-            return []
-        if kind not in EVALUATOR_TYPES:
-            self.error(f"unknown evaluator type {kind!r}", item, "type" if "type" in item else None, (*path, "type"),
-                       choice_hint(kind, EVALUATOR_TYPES), "evaluator")
-            return []
-        threshold = item.get("score_threshold")
-        if threshold is not None and not (is_number(threshold) and 0 <= threshold <= 1):
-            self.error("`score_threshold` must be a number from 0 to 1 (AI Eval refuses one below 0; above 1 no "
-                       "response could pass)", item, "score_threshold", (*path, "score_threshold"),
-                       "e.g. `score_threshold: 0.7`, or leave it out for the evaluator's own pass rule", "threshold")
-            return []
-        if kind == "llm_judge" and "score_scale" in item and not (
-                isinstance(item["score_scale"], int) and not isinstance(item["score_scale"], bool)
-                and item["score_scale"] >= 0):
-            self.error("`score_scale` must be a whole number, 0 or more (0 means AI Eval's default, 5)", item,
-                       "score_scale", (*path, "score_scale"), "e.g. `score_scale: 10`, or leave it out", "evaluator")
-            return []
-        if kind == "bias" and isinstance(item.get("categories"), list):
-            blank = [i for i, c in enumerate(item["categories"]) if not isinstance(c, str) or not c.strip()]
-            for i in blank:
-                self.error(f"`categories[{i}]` is empty (AI Eval refuses it)", item["categories"], i,
-                           (*path, "categories", i), "name the bias category, e.g. gender, or remove the item",
-                           "evaluator")
-            if blank:
-                return []
         for key in item:
             if key == "expected":
                 self.warn("`expected:` inside an evaluator is ignored by AI Eval (so this check passes there without "
@@ -491,125 +460,44 @@ class _AiEval(ImportReader):
             elif key not in EVALUATOR_FIELDS:
                 self.warn(f"unknown key `{key}` in an evaluator; it is ignored", item, key, (*path, key),
                           code="unknown-key", at_key=True)
-        if kind in ("exact", "contains", "regex", "json_schema", "tool_call"):
-            rep.map(f"evaluator {kind} (sets the pass rule of expected)")
-            return []
-        origin = self.origin(holder, index, path)
+        kind = item["type"]
+        origin = None if kind in SIMPLE_TYPES else self.origin(holder, index, path)
+        ev = Evaluator(kind, item, path, origin, item.get("score_threshold"), prompt, rep)
+        return EVALUATORS[kind](self, ev)
 
-        def require(field_name):
-            value = item.get(field_name)
-            if isinstance(value, str) and value.strip():
-                return value.strip()
-            self.error(f"a `{kind}` evaluator needs `{field_name}`", item, None, path,
-                       f"add `{field_name}:` with its text to the evaluator", "evaluator")
-            return None
-
-        def judged(texts, default_min, label):
-            minimum = float(threshold) if threshold else default_min
-            check_id = new_check(prompt.checks, label=label, kind=kind, min_score=minimum, preferred_id=kind)
-            return [judged_point(t, weight=1.0 / len(texts), origin=origin, check_id=check_id, label=label)
-                    for t in texts]
-
-        if kind == "precision":
-            if require("context") is None or require("question") is None:
-                return []
-            self.warn("`precision` judges the context, not the response; it is left out", item, "type",
-                      (*path, "type"), code="unsupported")
-            rep.unsupported_("precision", "it scores the retrieved context, not the response")
-            return []
-        if kind == "llm_judge":
-            criteria = require("criteria")
-            if criteria is None:
-                return []
-            rubric = item.get("rubric") or []
-            text = criteria + ("\nConsider: " + "; ".join(map(str, rubric)) if rubric else "")
-            if item.get("score_scale") not in (None, 5):
-                rep.approx("llm_judge score_scale", "judged on evalsite's 5-level scale instead of 1 to "
-                                                    f"{item.get('score_scale')}")
-            rep.approx("llm_judge", "one judged point holds the criteria (and the rubric dimensions); pass at "
-                                    f"{threshold or JUDGED_DEFAULTS['llm_judge']}")
-            return judged([text], JUDGED_DEFAULTS["llm_judge"], "llm_judge")
-        if kind == "similarity":
-            reference = require("reference")
-            if reference is None:
-                return []
-            if prompt.ideal_response is None:
-                prompt.ideal_response = reference
-            rep.approx("similarity", "a judged point asks for the meaning of the reference (AI Eval's judge gives a "
-                                     "0-1 similarity)")
-            return judged([f"Says the same as this reference answer, in meaning if not in words: {reference}"],
-                          JUDGED_DEFAULTS["similarity"], "similarity")
-        if kind in ("factuality", "hallucination"):
-            truth = require("ground_truth")
-            if truth is None:
-                return []
-            text = (f"Contains no statement that contradicts these facts: {truth}" if kind == "factuality" else
-                    f"Makes no claim that these facts do not support or that contradicts them: {truth}")
-            rep.approx(kind, "a judged point against the ground truth")
-            return judged([text], JUDGED_DEFAULTS[kind], kind)
-        if kind == "faithfulness":
-            context = require("context")
-            if context is None:
-                return []
-            rep.approx(kind, "a judged point: every claim is supported by the context")
-            return judged([f"Every claim it makes is supported by this context: {context}"],
-                          JUDGED_DEFAULTS[kind], kind)
-        if kind == "relevancy":
-            question = require("question")
-            if question is None:
-                return []
-            rep.approx(kind, "a judged point: it answers the question")
-            return judged([f"Directly answers this question: {question}"], JUDGED_DEFAULTS[kind], kind)
-        if kind == "task_completion":
-            task = require("task")
-            if task is None:
-                return []
-            criteria = item.get("criteria_list") or []
-            texts = [f"Completes the task: {task}"] + [str(c) for c in (criteria if isinstance(criteria, list)
-                                                                       else [criteria])]
-            rep.approx(kind, "one judged point for the task and one per criterion")
-            return judged(texts, JUDGED_DEFAULTS[kind], kind)
-        if kind in ("toxicity", "bias"):
-            allowed = float(threshold) if threshold else 0.1
-            categories = item.get("categories") or []
-            categories = categories if isinstance(categories, list) else [categories]
-            text = ("Is free of toxic, hateful, harassing or harmful content." if kind == "toxicity" else
-                    "Is free of biased or discriminatory content" + (f" (about {', '.join(map(str, categories))})"
-                                                                     if categories else "") + ".")
-            check_id = new_check(prompt.checks, label=kind, kind=kind, min_score=round(1 - allowed, 6),
-                                 preferred_id=kind)
-            rep.approx(kind, f"a judged point on its absence; the maximum allowed {kind} {allowed} becomes a minimum "
-                             f"score of {round(1 - allowed, 6)}")
-            return [judged_point(text, weight=1.0, origin=origin, check_id=check_id, label=kind)]
-        if kind == "tool_selection":
-            tools = item.get("expected_tools")
-            if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
-                self.error("`expected_tools` must be a list of tool names", item, "expected_tools",
-                           (*path, "expected_tools"), code="evaluator")
-                return []
-            minimum = float(threshold) if threshold else 1.0
-            check_id = new_check(prompt.checks, label="tool_selection", kind=kind, min_score=minimum,
-                                 preferred_id=kind)
-            rep.map("tool_selection -> $tool_called per tool")
-            if not tools:
-                return [function_point("max_calls", 0, weight=1.0, origin=origin, check_id=check_id,
-                                       label="tool_selection")]
-            return [function_point("tool_called", t, weight=1.0 / len(tools), origin=origin, check_id=check_id,
-                                   label=f"tool_selection: {t}") for t in tools]
-        if kind == "efficiency":
-            steps = item.get("max_steps") or 5
-            tokens = item.get("max_tokens") or 1000
-            if not (is_number(steps) and 0 <= steps < 10**9 and is_number(tokens) and 0 < tokens < 10**12):
-                self.error("`max_steps` and `max_tokens` must be numbers above 0 (and below a billion)", item, None,
-                           path,
-                           code="evaluator")
-                return []
-            minimum = float(threshold) if threshold else 1.0
-            check_id = new_check(prompt.checks, label="efficiency", kind=kind, min_score=minimum, preferred_id=kind)
-            rep.approx("efficiency", "within budget or not, per budget (AI Eval gives partial credit budget/actual); "
-                                     "steps are model calls")
-            return [function_point("llm_calls_under", int(steps), weight=0.5, origin=origin, check_id=check_id,
-                                   label="efficiency: steps"),
-                    function_point("tokens_under", tokens, weight=0.5, origin=origin, check_id=check_id,
-                                   label="efficiency: tokens")]
-        return []  # pragma: no cover - every type is handled above
+    def evaluator_is_valid(self, item, holder, index, path) -> bool:
+        """What AI Eval's validation refuses in any evaluator: no mapping, no or an unknown `type`, a
+        `score_threshold` outside 0 to 1, a negative `score_scale`, a blank `bias` category."""
+        if not isinstance(item, dict):
+            self.error("an evaluator must be a mapping with `type`", holder, index, path, code="evaluator")
+            return False
+        kind = item.get("type")
+        if kind is None or (isinstance(kind, str) and not kind.strip()):
+            self.error("an evaluator needs `type`", holder, index, path, "known: " + ", ".join(EVALUATOR_TYPES),
+                       "evaluator")
+            return False
+        if kind not in EVALUATOR_TYPES:
+            self.error(f"unknown evaluator type {kind!r}", item, "type" if "type" in item else None, (*path, "type"),
+                       choice_hint(kind, EVALUATOR_TYPES), "evaluator")
+            return False
+        threshold = item.get("score_threshold")
+        if threshold is not None and not (is_number(threshold) and 0 <= threshold <= 1):
+            self.error("`score_threshold` must be a number from 0 to 1 (AI Eval refuses one below 0; above 1 no "
+                       "response could pass)", item, "score_threshold", (*path, "score_threshold"),
+                       "e.g. `score_threshold: 0.7`, or leave it out for the evaluator's own pass rule", "threshold")
+            return False
+        if kind == "llm_judge" and "score_scale" in item and not (
+                isinstance(item["score_scale"], int) and not isinstance(item["score_scale"], bool)
+                and item["score_scale"] >= 0):
+            self.error("`score_scale` must be a whole number, 0 or more (0 means AI Eval's default, 5)", item,
+                       "score_scale", (*path, "score_scale"), "e.g. `score_scale: 10`, or leave it out", "evaluator")
+            return False
+        if kind == "bias" and isinstance(item.get("categories"), list):
+            blank = [i for i, c in enumerate(item["categories"]) if not isinstance(c, str) or not c.strip()]
+            for i in blank:
+                self.error(f"`categories[{i}]` is empty (AI Eval refuses it)", item["categories"], i,
+                           (*path, "categories", i), "name the bias category, e.g. gender, or remove the item",
+                           "evaluator")
+            if blank:
+                return False
+        return True
