@@ -1,10 +1,13 @@
+import json
+from pathlib import PurePosixPath
+
 from django import forms
 from django.core.exceptions import ValidationError
 
 from blueprints.models import BLUEPRINT_ID_MAX_LENGTH, Blueprint, suggest_blueprint_id, validate_blueprint_id
 
 MAX_UPLOAD_BYTES = 5 * 1024 * 1024
-UPLOAD_SUFFIXES = (".yml", ".yaml", ".json")
+UPLOAD_SUFFIXES = (".yml", ".yaml", ".json")  # suites; other files come as their companions
 
 
 class IdField(forms.CharField):
@@ -74,7 +77,7 @@ class MultipleFileInput(forms.ClearableFileInput):
 
 class MultipleFileField(forms.FileField):
     def __init__(self, *args, **kwargs):
-        kwargs.setdefault("widget", MultipleFileInput(attrs={"accept": ",".join(UPLOAD_SUFFIXES)}))
+        kwargs.setdefault("widget", MultipleFileInput())
         super().__init__(*args, **kwargs)
 
     def clean(self, data, initial=None):
@@ -84,39 +87,68 @@ class MultipleFileField(forms.FileField):
         return [single(data, initial)] if data else []
 
 
+def _read_upload(upload) -> bytes | None:
+    """An uploaded file's bytes, or None when it is larger than an import takes (it is listed as left out)."""
+    if upload.size > MAX_UPLOAD_BYTES:
+        return None
+    return upload.read()
+
+
 class ImportForm(forms.Form):
+    """Files chosen one by one, a folder (its files' paths relative to it come in ``folder_paths``, a JSON list in
+    the files' order, filled in by static/js/import.js), or pasted text."""
+
     files = MultipleFileField(
         required=False, label="Files",
-        help_text="One or many .yml, .yaml or .json blueprints. Each file's name gives its blueprint's id.",
+        help_text="One or many .yml, .yaml or .json blueprints and suites, with the files they name (judge prompts, "
+                  "test rows, fixtures, models/*.json). Each file's name gives its blueprint's id.",
     )
+    folder = MultipleFileField(
+        required=False, label="Or a folder",
+        widget=MultipleFileInput(attrs={"webkitdirectory": True, "directory": True, "data-folder-input": True}),
+        help_text="A folder of suites with their files, read as the import_blueprints command reads it: ids come "
+                  "from the paths inside the folder (sub/name.yml becomes sub__name).",
+    )
+    folder_paths = forms.CharField(required=False, widget=forms.HiddenInput(attrs={"data-folder-paths": True}))
     text = forms.CharField(
         required=False, strip=False, label="Or paste a blueprint",
         widget=forms.Textarea(attrs={"class": "code", "rows": 12, "spellcheck": "false"}),
     )
 
     def clean_files(self):
-        files = self.cleaned_data["files"]
-        decoded = []
-        for upload in files:
-            name = upload.name
-            if not name.lower().endswith(UPLOAD_SUFFIXES):
-                raise ValidationError(f"'{name}' is not a .yml, .yaml or .json file.")
-            if upload.size > MAX_UPLOAD_BYTES:
-                raise ValidationError(f"'{name}' is larger than 5 MB.")
-            data = upload.read()
-            if data.startswith(b"\xef\xbb\xbf"):
-                data = data[3:]
-            try:
-                decoded.append((name, data.decode("utf-8").replace("\r\n", "\n")))
-            except UnicodeDecodeError:
-                raise ValidationError(f"'{name}' is not UTF-8 text; save it as UTF-8 and try again.") from None
-        return decoded
+        """``(name, bytes or None)`` of each file chosen one by one."""
+        return [(upload.name, _read_upload(upload)) for upload in self.cleaned_data["files"]]
+
+    def clean_folder(self):
+        return [(upload.name, _read_upload(upload)) for upload in self.cleaned_data["folder"]]
 
     def clean(self):
         cleaned = super().clean()
-        if not self.errors and not cleaned.get("files") and not (cleaned.get("text") or "").strip():
-            raise ValidationError("Choose one or more files, or paste a blueprint.")
+        if self.errors:
+            return cleaned
+        cleaned["folder_name"], cleaned["folder"] = _folder_layout(cleaned.get("folder") or [],
+                                                                   cleaned.get("folder_paths") or "")
+        if not cleaned.get("files") and not cleaned["folder"] and not (cleaned.get("text") or "").strip():
+            raise ValidationError("Choose one or more files, or paste a blueprint. A whole folder can be chosen too.")
         return cleaned
+
+
+def _folder_layout(uploads: list, paths_json: str) -> tuple[str, list]:
+    """``(folder name, [(path inside the folder, bytes)])`` for a chosen folder. The browser posts each file's path
+    (``team-a/judges/safety.md``, the chosen folder first) beside the files; without them (no JavaScript) the files
+    are known by their names only, as files chosen one by one are."""
+    try:
+        paths = json.loads(paths_json) if paths_json else []
+    except ValueError:
+        paths = []
+    if (not isinstance(paths, list) or len(paths) != len(uploads)
+            or not all(isinstance(p, str) and p for p in paths)):
+        return "", uploads
+    parts = [PurePosixPath(p.replace("\\", "/")).parts for p in paths]
+    tops = {p[0] for p in parts if p}
+    if len(tops) != 1 or any(len(p) < 2 for p in parts):
+        return "", [("/".join(p), data) for p, (_, data) in zip(parts, uploads)]
+    return tops.pop(), [("/".join(p[1:]), data) for p, (_, data) in zip(parts, uploads)]
 
 
 class ImportConflictForm(forms.Form):
@@ -124,10 +156,24 @@ class ImportConflictForm(forms.Form):
 
     path = forms.CharField(max_length=1000, widget=forms.HiddenInput)
     text = forms.CharField(strip=False, max_length=MAX_UPLOAD_BYTES, widget=forms.HiddenInput)
+    files = forms.CharField(required=False, strip=False, widget=forms.HiddenInput)  # its companion files, JSON
+    folder = forms.CharField(required=False, max_length=300, widget=forms.HiddenInput)  # the imported folder's name
     choice = forms.ChoiceField(choices=[("new-id", "Import it as a new blueprint with the id"),
                                         ("revision", "Import it anyway, as a new revision of the existing blueprint")],
                                widget=forms.RadioSelect, initial="new-id")
     new_id = IdField(required=False, label="New id", validators=[])  # checked below, when it is the choice
+
+    def clean_files(self):
+        raw = self.cleaned_data["files"]
+        if not raw:
+            return {}
+        try:
+            files = json.loads(raw)
+        except ValueError:
+            files = None
+        if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+            raise ValidationError("The file's companion files did not come back as they were sent; import it again.")
+        return files
 
     def clean(self):
         cleaned = super().clean()
@@ -196,6 +242,9 @@ class RunForm(forms.Form):
     trials = forms.IntegerField(label="Trials", required=False, min_value=1, max_value=100,
                                 help_text="responses per prompt and model; empty: the blueprint's")
     fresh = forms.BooleanField(label="Fresh: ask every model again, not the response cache", required=False)
+    # Past EVALSITE_CONFIRM_USD or EVALSITE_CONFIRM_CALLS: "I expect about $X for N calls", whose value is the
+    # estimate it confirms (runs.start.confirmation_key), so a changed form needs a new confirmation.
+    confirm = forms.CharField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args, model_ids=(), judges=(), **kwargs):
         super().__init__(*args, **kwargs)
@@ -203,3 +252,21 @@ class RunForm(forms.Form):
         self.fields["judges"].choices = [(j.judge_id, f"{j.judge_id} · {j.approach}") for j in judges]
         self.initial.setdefault("models", list(model_ids))
         self.initial.setdefault("judges", [j.judge_id for j in judges])
+
+    @staticmethod
+    def run_choices(data) -> dict:
+        """The run the posted form asks for, read as the runs app's start view reads it: the models and
+        judges only when the user changed them (None: the blueprint's), added models after the ticked ones,
+        trials (None: the blueprint's; raises ValueError when not 1 to 100) and fresh."""
+        def changed(ticked, offered):
+            return None if set(ticked) == set(offered) else ticked
+
+        models = changed(data.getlist("models"), data.getlist("models_offered"))
+        added = [m.strip() for m in data.get("add_models", "").replace("\n", ",").split(",") if m.strip()]
+        if added:
+            models = [*(models if models is not None else data.getlist("models_offered")), *added]
+        trials = data.get("trials", "").strip()
+        if trials and not (trials.isdigit() and 1 <= int(trials) <= 100):
+            raise ValueError("trials is a whole number from 1 to 100 (or empty for the blueprint's)")
+        return {"models": models, "keep_judges": changed(data.getlist("judges"), data.getlist("judges_offered")),
+                "trials": int(trials) if trials else None, "fresh": bool(data.get("fresh"))}

@@ -4,11 +4,14 @@ the library, with the companion files a suite names, and the example blueprints.
 from __future__ import annotations
 
 import json
+import posixpath
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Iterable, Mapping
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from blueprints.models import (
@@ -17,6 +20,7 @@ from blueprints.models import (
     ModelCollection,
     blueprint_id_problem,
     collection_name_problem,
+    sha256_text,
     suggest_blueprint_id,
 )
 from blueprints.spec.collections import CollectionError, read_collection_file, resolve_models
@@ -39,13 +43,20 @@ class Conflict:
     imported_from: str  # the file the existing blueprint came from
     suggested_id: str  # a free id to import under instead
     text: str  # the refused file's text, to post again with the choice
+    files: dict = field(default_factory=dict)  # its companion files, posted again with it
+    folder_name: str = ""  # the imported folder's name (a suite at its top is known by it)
+    title: str = ""  # the refused file's own title, shown beside the existing blueprint's
+
+    @property
+    def files_json(self) -> str:
+        return json.dumps(dict(self.files), ensure_ascii=False) if self.files else ""
 
 
 @dataclass
 class ImportItem:
     name: str  # the file's path as given (relative to the imported folder), or "pasted text"
     slug: str | None
-    status: str  # "created", "updated", "unchanged", "refused"
+    status: str  # "created", "updated", "unchanged", "refused"; "attached" (a companion), "note" (left out)
     message: str = ""
     blueprint: Blueprint | None = None
     revision: BlueprintRevision | None = None
@@ -73,15 +84,26 @@ class ImportOutcome:
         return [item for item in self.items if item.revision is not None and not item.revision.is_valid]
 
     @property
+    def notes(self) -> list[ImportItem]:
+        return [item for item in self.items if item.status == "note"]
+
+    @property
     def summary(self) -> str:
-        """"3 files: 2 new, 1 updated, 0 unchanged, 0 refused (1 saved as a draft with errors)"."""
-        n = len(self.items)
+        """"3 files: 2 new, 1 updated, 0 unchanged, 0 refused (1 saved as a draft with errors)"; companion files
+        and files left out are counted after it."""
+        n = len(self.items) - len(self.notes) - self.count("attached")
         text = (f"{n} file{'s' if n != 1 else ''}: {self.count('created')} new, {self.count('updated')} updated, "
                 f"{self.count('unchanged')} unchanged, {self.count('refused')} refused")
         if self.drafts:
             text += f" ({len(self.drafts)} {'is a draft' if len(self.drafts) == 1 else 'are drafts'} with errors)"
         if self.collections:
             text += f"; {len(self.collections)} model collection{'s' if len(self.collections) != 1 else ''}"
+        if self.count("attached"):
+            k = self.count("attached")
+            text += f"; {k} companion file{'s' if k != 1 else ''} attached"
+        if self.notes:
+            k = len(self.notes)
+            text += f"; {k} other file{'s' if k != 1 else ''} left out"
         return text + "."
 
 
@@ -91,10 +113,12 @@ def import_files(files: Iterable[tuple[str, str, dict]], *, via: str, folder_nam
 
     The id is the path's, as upstream (``sub/name.yml`` -> ``sub__name``, a leading
     ``blueprints/`` dropped). Two files that would get the same id are both refused.
-    A file whose blueprint exists makes a new revision when its text changed; one whose id
-    belongs to a suite imported from another file is refused (with a ``Conflict`` to ask
-    about), unless ``choices`` (by path, what the person chose in the browser) says
-    ``"revision"`` (a new revision of that blueprint) or ``"id:<new id>"`` (import under it).
+    A file whose blueprint exists is unchanged when its text and companion files are the
+    current revision's (whichever door imported it first); it makes a new revision when it
+    comes from the same file (``source_path``); one whose id belongs to a suite imported from
+    another file (or made in evalsite) is refused, with a ``Conflict`` to ask about, unless
+    ``choices`` (by path, what the person chose in the browser) says ``"revision"`` (a new
+    revision of that blueprint) or ``"id:<new id>"`` (import under it).
     """
     outcome = ImportOutcome()
     files = _store_collection_files(list(files), outcome)
@@ -106,6 +130,7 @@ def import_files(files: Iterable[tuple[str, str, dict]], *, via: str, folder_nam
     lookup = ModelCollection.lookup()
     for path, text, companions in files:
         slug = slugs[path]
+        source = source_path(path, folder_name)
         choice = (choices or {}).get(path, "")
         clash = by_slug[slug]
         if choice.startswith("id:"):
@@ -131,11 +156,12 @@ def import_files(files: Iterable[tuple[str, str, dict]], *, via: str, folder_nam
                                             f"{problem} Rename the file so that its id is, for example, "
                                             f"'{suggest_blueprint_id(slug)}'."))
             continue
-        taken = "" if choice == "revision" else _taken_by_another_suite(slug, path)
+        taken = "" if choice == "revision" else _taken_by_another_suite(slug, path, source, text, companions)
         if taken:
-            outcome.items.append(ImportItem(path, slug, "refused", taken, conflict=_conflict(slug, text)))
+            conflict = _conflict(slug, path, text, companions, folder_name)
+            outcome.items.append(ImportItem(path, slug, "refused", taken, conflict=conflict))
             continue
-        outcome.items.append(_import_one(path, slug, text, companions, via=via, lookup=lookup))
+        outcome.items.append(_import_one(path, slug, text, companions, via=via, lookup=lookup, source=source))
     return outcome
 
 
@@ -177,16 +203,88 @@ def slugify_id(text: str) -> str:
     return slugify(text)[:100]
 
 
-def _taken_by_another_suite(slug: str, path: str) -> str:
-    """Why ``path`` may not become a new revision of the blueprint ``slug``: it was imported from another file."""
+# --- upload identity: which file a blueprint's revisions came from ---------------------------------------------
+
+
+def source_path(path: str, folder_name: str = "") -> str:
+    """Where an imported file came from, as its revisions record it (``import_report["source"]``): its path relative
+    to the imported folder, the same from the command line and a folder chosen in the browser; a generically named
+    suite at the folder's top (``EVAL.yaml``) with the folder's name first, as its id takes it. A file uploaded by
+    itself is known by its name alone."""
+    pure = PurePosixPath(posixpath.normpath(path.replace("\\", "/")))
+    if folder_name and len(pure.parts) == 1 and pure.stem.lower() in GENERIC_SUITE_NAMES:
+        return f"{folder_name}/{pure.as_posix()}"
+    return pure.as_posix()
+
+
+def same_source(recorded: str, source: str) -> bool:
+    """True when two recorded paths can be one file: one ends with the other (a folder imported from its parent,
+    or a file uploaded by its name). A generic name alone (``EVAL.yaml``, ``eval.yml``) says nothing of where the
+    file came from, so it never matches by itself."""
+    a = PurePosixPath(recorded or "").parts
+    b = PurePosixPath(source or "").parts
+    shorter, longer = sorted((a, b), key=len)
+    if not shorter:
+        return False
+    if len(shorter) == 1 and PurePosixPath(shorter[0]).stem.lower() in GENERIC_SUITE_NAMES:
+        return False
+    return longer[len(longer) - len(shorter):] == shorter
+
+
+def _recorded_sources(blueprint: Blueprint) -> list[tuple[str, str]]:
+    """``(source, path as shown)`` of each revision imported from a file, newest first (a revision imported before
+    sources were recorded is known by its path)."""
+    rows = blueprint.revisions.order_by("-number").values_list("import_report__source", "import_report__path")
+    return [(source or path, path or source) for source, path in rows
+            if isinstance(source or path, str) and (source or path)]
+
+
+def _taken_by_another_suite(slug: str, path: str, source: str, text: str, companions: Mapping) -> str:
+    """Why ``path`` may not silently become a new revision of the blueprint ``slug``: that blueprint holds other
+    text and came from another file (or was made in evalsite). Empty when the text and companion files are its
+    current revision's (then nothing changes), or when it came from this file."""
     existing = Blueprint.objects.filter(slug=slug).select_related("current_revision").first()
     if existing is None or existing.current_revision is None:
         return ""
-    before = (existing.current_revision.import_report or {}).get("path")
-    if not before or before == path:
+    current = existing.current_revision
+    if current.sha256 == sha256_text(text) and (current.files or {}) == dict(companions or {}):
+        return ""  # the same file, whichever door imported it first: unchanged
+    recorded = _recorded_sources(existing)
+    if any(same_source(before, source) for before, _ in recorded):
         return ""
-    return (f"the id '{slug}' belongs to the suite imported from '{before}', and '{path}' is another file: "
-            f"give this suite its own `name:`, or rename or delete '{slug}' first (its page, Settings)")
+    fix = _fix_for(path, text)
+    if not recorded:
+        return (f"the id '{slug}' belongs to a blueprint made in evalsite, not imported from a file, and '{path}' "
+                f"has other text: {fix}, or rename or delete '{slug}' first (its page, Settings)")
+    shown, this = _shown_sources(recorded[0], path, source)
+    if shown == this:  # a generic name uploaded by itself: the name alone does not say it is the same file
+        return (f"the id '{slug}' belongs to the suite imported from '{shown}', and this '{path}' has other text: "
+                f"a file's name alone does not say it is the same suite. Import its folder (the path then tells "
+                f"suites apart), {fix}, or rename or delete '{slug}' first (its page, Settings)")
+    return (f"the id '{slug}' belongs to the suite imported from '{shown}', and '{this}' is another file: "
+            f"{fix}, or rename or delete '{slug}' first (its page, Settings)")
+
+
+def _shown_sources(recorded: tuple[str, str], path: str, source: str) -> tuple[str, str]:
+    """How a conflict names the two files: by their paths, or, when those are the same (``EVAL.yaml`` at the top
+    of two folders), by their sources (``team-a/EVAL.yaml``, ``team-b/EVAL.yaml``)."""
+    before_source, before_path = recorded
+    if before_path == path and before_source != source:
+        return before_source, source
+    return before_path, path
+
+
+def _fix_for(path: str, text: str) -> str:
+    """How to give a file its own id: an AgentV or AI Eval suite by its ``name:``; a Weval blueprint by its path."""
+    from blueprints.spec.dialects import WEVAL, detect_dialect
+
+    try:
+        weval = detect_dialect(text, path=path) == WEVAL
+    except Exception:  # noqa: BLE001 - the reader explains a text it cannot read
+        weval = True
+    if weval or PurePosixPath(path).stem.lower() not in GENERIC_SUITE_NAMES:
+        return "rename the file (its path gives its id)"
+    return "give this suite its own `name:`"
 
 
 def free_id(slug: str) -> str:
@@ -194,11 +292,27 @@ def free_id(slug: str) -> str:
     return suggest_blueprint_id(slug)
 
 
-def _conflict(slug: str, text: str) -> Conflict:
+def _conflict(slug: str, path: str, text: str, companions: Mapping, folder_name: str) -> Conflict:
     existing = Blueprint.objects.select_related("current_revision").get(slug=slug)
-    return Conflict(existing=existing, runs=existing.runs.count(),
-                    imported_from=(existing.current_revision.import_report or {}).get("path", ""),
-                    suggested_id=free_id(slug), text=text)
+    recorded = _recorded_sources(existing)
+    return Conflict(existing=existing, runs=existing.runs.count() if hasattr(existing, "runs") else 0,
+                    imported_from=_shown_sources(recorded[0], path, source_path(path, folder_name))[0] if recorded
+                    else "",
+                    suggested_id=free_id(slug), text=text, files=dict(companions or {}), folder_name=folder_name,
+                    title=_title_of(slug, text, companions))
+
+
+def _title_of(slug: str, text: str, companions: Mapping) -> str:
+    """The title a file would give its blueprint (its parsed title, else its ``title:`` line)."""
+    from blueprints.models import title_from_text
+    from blueprints.parsing import parse_text
+
+    try:
+        result = parse_text(text, blueprint_id=slug, collections=ModelCollection.lookup(), files=dict(companions))
+    except Exception:  # noqa: BLE001 - a title is only shown; the import says what is wrong with the text
+        result = None
+    title = result.blueprint.title if result is not None and result.blueprint is not None else None
+    return (title or title_from_text(text) or "")[:500]
 
 
 def _store_collection_files(files: list[tuple[str, str, dict]], outcome: ImportOutcome) -> list:
@@ -223,7 +337,11 @@ def _store_collection_files(files: list[tuple[str, str, dict]], outcome: ImportO
         if problem is not None:
             outcome.collections.append((name, f"skipped: '{pure.name}' does not name a collection: {problem}"))
             continue
-        _, changed = ModelCollection.store(name, [m for m in data if m.strip()], source=path)
+        try:
+            _, changed = ModelCollection.store(name, [m for m in data if m.strip()], source=path)
+        except ValidationError as exc:
+            outcome.collections.append((name, f"skipped: {path}: {' '.join(exc.messages)}"))
+            continue
         outcome.collections.append((name, "stored" if changed else "unchanged"))
     return rest
 
@@ -261,12 +379,12 @@ def _relpath(path: str, start: str) -> str:
     return posixpath.relpath(posixpath.normpath(path), posixpath.normpath(start or "."))
 
 
-def _import_one(path, slug, text, companions, *, via, lookup) -> ImportItem:
+def _import_one(path, slug, text, companions, *, via, lookup, source="") -> ImportItem:
     with transaction.atomic():
         blueprint, created = Blueprint.objects.get_or_create(slug=slug, defaults={"title": ""})
         revision, changed = blueprint.save_revision(
             text, files=companions, collections=lookup, summary=f"Imported from {path}",
-            import_report={"via": via, "path": path},
+            import_report={"via": via, "path": path, "source": source or path},
         )
     if created:
         status = "created"
@@ -297,12 +415,22 @@ def import_folder(folder: Path, *, via: str = "import_blueprints") -> ImportOutc
     """A blueprint repository: its `models/*.json` as collections, then every blueprint file below it."""
     folder = folder.resolve()
     outcome = ImportOutcome()
+    files = _read_folder(folder, outcome)
+    outcome.items.extend(import_files(files, via=via, folder_name=folder.name).items)
+    return outcome
+
+
+def _read_folder(folder: Path, outcome: ImportOutcome, *, shown=None) -> list[tuple[str, str, dict]]:
+    """``(relative path, text, companion files)`` of each suite below ``folder`` (resolved), as the command line and
+    the browser's folder upload both read it: `models/*.json` at its top are stored as collections first (in
+    ``outcome``), links to files outside it and files that are not UTF-8 text are refused there.
+    ``shown(path)``: how a collection's source is recorded (its path, by default)."""
     models_dir = folder / "models"
     linked = [p for p in sorted(models_dir.glob("*.json")) if _outside(p, folder)] if models_dir.is_dir() else []
     for path in linked:  # refused as a linked blueprint is: its content is not the folder's to give
         outcome.items.append(ImportItem(f"models/{path.name}", None, "refused", f"'models/{path.name}' is a link "
                                         "to a file outside the folder being imported; copy the file in instead"))
-    outcome.collections = import_collections(models_dir, skip=frozenset(linked))
+    outcome.collections = import_collections(models_dir, skip=frozenset(linked), shown=shown)
     files = []
     for path in iter_blueprint_files([folder]):
         relative = path.relative_to(folder).as_posix()
@@ -312,12 +440,183 @@ def import_folder(folder: Path, *, via: str = "import_blueprints") -> ImportOutc
             continue
         try:
             text = read_text(path)
-        except (OSError, UnicodeDecodeError) as exc:
+        except UnicodeDecodeError as exc:
+            outcome.items.append(ImportItem(relative, None, "refused", f"'{relative}' is not UTF-8 text; save it as "
+                                            f"UTF-8 and try again (byte {exc.start} is not UTF-8)"))
+            continue
+        except OSError as exc:
             outcome.items.append(ImportItem(relative, None, "refused", f"cannot read '{relative}': {exc}"))
             continue
         files.append((relative, text, companion_files(path, text, folder)))
-    outcome.items.extend(import_files(files, via=via, folder_name=folder.name).items)
+    return files
+
+
+# --------------------------------------------------------------------------------------
+# Uploads: files and folders from the browser, read as the command line reads a folder
+
+
+def import_uploads(uploads: Iterable[tuple[str, bytes | None]], *, folder_name: str = "",
+                   via: str = "upload") -> ImportOutcome:
+    """Files from the import page: ``(path, content)``, the path relative to the folder the person chose (its name
+    ``folder_name``), or a file's name when files were chosen one by one (``folder_name`` empty); content None
+    when the file was too large to take.
+
+    They are laid out in a temporary folder and read exactly as ``import_blueprints`` reads a folder, so a suite
+    gets the same id, the same companion files and the same revision from either door. Files chosen one by one
+    have no folder: a file a suite names (``judges/safety.md``) is found by its name among them. A file that is
+    neither a suite, a collection, nor named by a suite is listed as left out (a note, not a refusal); files and
+    folders whose names start with '.' are skipped, as the command skips them.
+    """
+    outcome = ImportOutcome()
+    kept: dict[str, bytes] = {}
+    for raw, data in uploads:
+        relative = _upload_path(raw)
+        if relative is None:
+            outcome.items.append(ImportItem(str(raw)[:300], None, "note", "not a usable file path"))
+            continue
+        if any(part.startswith(".") for part in PurePosixPath(relative).parts):
+            continue  # .git and other hidden files: the command line skips them too
+        if data is None:
+            outcome.items.append(ImportItem(relative, None, "note", f"larger than {MAX_UPLOAD_MB} MB"))
+            continue
+        kept[relative] = data
+    with tempfile.TemporaryDirectory(prefix="evalsite-upload-") as tmp:
+        root = (Path(tmp) / "folder").resolve()
+        for relative, data in list(kept.items()):
+            target = root / relative
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            except OSError as exc:
+                outcome.items.append(ImportItem(relative, None, "note", f"could not be laid out with the other "
+                                                f"files ({exc.strerror or exc})"))
+                kept.pop(relative)
+        found = ImportOutcome()
+        files = _read_folder(root, found, shown=lambda path: path.relative_to(root).as_posix())
+        order = {relative: n for n, relative in enumerate(kept)}  # as chosen: messages name files in that order
+        files.sort(key=lambda f: order.get(f[0], len(order)))
+        if not folder_name:
+            files = _attach_by_name(files, kept)
+    imported = import_files(files, via=via, folder_name=folder_name)
+    outcome.collections = found.collections + imported.collections
+    outcome.items.extend(found.items)
+    outcome.items.extend(imported.items)
+    _note_unused(outcome, files, kept)
     return outcome
+
+
+MAX_UPLOAD_MB = 5
+
+
+def _upload_path(raw) -> str | None:
+    """A posted path made relative and clean (``a/./b.yml``); None for one that leaves its folder or has none."""
+    text = str(raw or "").replace("\\", "/").lstrip("/")
+    if not text or "\x00" in text or len(text) > 1000:
+        return None
+    clean = posixpath.normpath(text)
+    if clean in (".", "..") or clean.startswith("../"):
+        return None
+    return clean
+
+
+def _named_paths(path: str, text: str) -> list[str]:
+    """The companion files a suite names, as it writes them (AgentV's tests files, judge prompts, scripts and
+    file blocks; a Weval blueprint's fixtures file)."""
+    from blueprints.spec.companions import agentv_paths, as_path
+    from blueprints.spec.dialects import AGENTV, AGENTV_TESTS, WEVAL, detect_dialect_of
+    from blueprints.spec.parse import detect_format
+    from blueprints.spec.source import SourceError, load
+
+    try:
+        documents = load(text, detect_format(text, path), settings.EVALSITE_LIMITS).documents
+    except SourceError:
+        return []
+    dialect = detect_dialect_of(documents)
+    first = documents[0] if documents else None
+    if dialect in (AGENTV, AGENTV_TESTS):
+        named = [as_path(value) for value, _ in agentv_paths(first)]
+    elif dialect == WEVAL and isinstance(first, dict):
+        named = [as_path(first.get("fixtures"))]
+    else:
+        named = []
+    return [key for key in dict.fromkeys(named) if key and not any(ch in key for ch in "*?[")]
+
+
+def _attach_by_name(files: list[tuple[str, str, dict]], kept: Mapping[str, bytes]) -> list[tuple[str, str, dict]]:
+    """Files chosen one by one have no folder: a file a suite names (``judges/safety.md``) that was not found beside
+    it is the uploaded file of that name, when exactly one has it; a tests file found so is read for the files it
+    names in turn. AI Eval prompt files and AgentV test rows go to the suites as ``import_files`` offers them."""
+    from blueprints.spec.dialects import companion_kind
+
+    by_name: dict[str, list[str]] = {}
+    for relative in kept:
+        by_name.setdefault(PurePosixPath(relative).name, []).append(relative)
+    suites = {path for path, _, _ in files}
+    out = []
+    for path, text, companions in files:
+        attached = companions
+        queue, seen = [(path, text)], 0
+        while queue and seen < 50:
+            named_in, named_text = queue.pop(0)
+            seen += 1
+            for key in _named_paths(named_in, named_text):
+                if key in attached:
+                    continue
+                matches = [r for r in by_name.get(PurePosixPath(key).name, []) if r != path]
+                if len(matches) != 1:
+                    continue
+                try:
+                    found = kept[matches[0]].removeprefix(b"\xef\xbb\xbf").decode("utf-8")
+                except UnicodeDecodeError:
+                    continue
+                if attached is companions:
+                    attached = type(companions)(companions)
+                    attached.problems = dict(getattr(companions, "problems", {}))
+                attached[key] = found
+                getattr(attached, "problems", {}).pop(key, None)
+                if PurePosixPath(key).suffix.lower() in (".yaml", ".yml", ".jsonl", ".json"):
+                    queue.append((matches[0], found))
+        out.append((path, text, attached))
+    for relative, data in kept.items():  # prompt files and test rows the folder reading skipped: offered as before
+        if relative in suites or PurePosixPath(relative).suffix.lower() not in (".yaml", ".yml", ".json"):
+            continue
+        try:
+            ctext = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if companion_kind(ctext, relative) and not any(relative == p for p, _, _ in out):
+            out.append((relative, ctext, {}))
+    return out
+
+
+def _note_unused(outcome: ImportOutcome, files: list[tuple[str, str, dict]], kept: Mapping[str, bytes]) -> None:
+    """Each uploaded file that is neither a suite, a collection, a companion of a suite, nor already reported: a
+    note saying it was left out and why. Companion files found for suites are listed as attached."""
+    listed = {item.name for item in outcome.items} | {path for path, _, _ in files}
+    collections = {f"models/{name}.json" for name, _ in outcome.collections}
+    owners: dict[str, str] = {}
+    for path, _, companions in files:
+        for key in companions:
+            tail = PurePosixPath(*[p for p in PurePosixPath(key).parts if p not in ("..", ".")] or ["."]).as_posix()
+            suite_dir = PurePosixPath(path).parent
+            for relative in kept:
+                by_name = "/" not in relative and PurePosixPath(key).name == relative  # files chosen one by one
+                if relative != path and (relative == tail or relative.endswith("/" + tail) or by_name
+                                         or (suite_dir / key).as_posix() == relative):
+                    owners.setdefault(relative, path)
+    for relative in kept:
+        if relative in listed or relative in collections:
+            continue
+        if relative in owners:
+            outcome.items.append(ImportItem(relative, None, "attached", f"a companion file of '{owners[relative]}', "
+                                            "kept with its revision"))
+            continue
+        suffix = PurePosixPath(relative).suffix.lower()
+        if suffix in (".yml", ".yaml", ".json"):
+            why = "is not a suite (a prompt file, test rows or data), and no suite imported with it names it"
+        else:
+            why = "is not a .yml, .yaml or .json file, and no suite imported with it names it"
+        outcome.items.append(ImportItem(relative, None, "note", f"'{relative}' {why}"))
 
 
 def _outside(path: Path, folder: Path) -> bool:
@@ -328,8 +627,9 @@ def _outside(path: Path, folder: Path) -> bool:
         return True
 
 
-def import_collections(models_dir: Path, *, skip: frozenset = frozenset()) -> list[tuple[str, str]]:
-    """Store each `models/<NAME>.json` as a collection, except the paths in ``skip``."""
+def import_collections(models_dir: Path, *, skip: frozenset = frozenset(), shown=None) -> list[tuple[str, str]]:
+    """Store each `models/<NAME>.json` as a collection, except the paths in ``skip``; ``shown(path)`` is the source
+    recorded with it (its path by default)."""
     results = []
     if not models_dir.is_dir():
         return results
@@ -346,7 +646,11 @@ def import_collections(models_dir: Path, *, skip: frozenset = frozenset()) -> li
         except CollectionError as exc:
             results.append((name, f"skipped: {exc}"))
             continue
-        _, changed = ModelCollection.store(name, model_ids, source=str(path))
+        try:
+            _, changed = ModelCollection.store(name, model_ids, source=shown(path) if shown else str(path))
+        except ValidationError as exc:
+            results.append((name, f"skipped: models/{path.name}: {' '.join(exc.messages)}"))
+            continue
         results.append((name, "stored" if changed else "unchanged"))
     return results
 

@@ -430,6 +430,58 @@ class BlueprintRevision(models.Model):
         return parse_text(self.text, blueprint_id=self.blueprint.slug, collections=lookup, files=self.files or {})
 
 
+MODEL_ID_MAX_LENGTH = 200  # as a blueprint's `models:` (blueprints.spec.header_reader.MAX_MODEL_ID_CHARS)
+_PROVIDER_CHARS = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+_MODEL_ID_EXAMPLE = "openai:gpt-4o-mini"
+
+
+def model_id_problem(value) -> str | None:
+    """Why ``value`` can never run as an entry of a model collection (what is wrong and the fix), else None.
+
+    Read with the blueprint's own model-id parser (``blueprints.spec.model_ids``): ``provider:model``, variant
+    suffixes such as ``[temp:0.7]`` allowed. An unknown provider is not refused here: a blueprint may define a
+    custom model of that id."""
+    from blueprints.spec.model_ids import normalize_model_entry, provider_of, split_variant_suffixes
+
+    if not isinstance(value, str) or not value.strip():
+        return "the entry is empty; write a model id such as " + _MODEL_ID_EXAMPLE
+    text, _ = normalize_model_entry(value)
+    text = text if isinstance(text, str) else value.strip()
+    if len(text) > MODEL_ID_MAX_LENGTH:
+        return (f"the id is {len(text):,} characters long; a model id has at most {MODEL_ID_MAX_LENGTH}: write it as "
+                f"provider:model, e.g. {_MODEL_ID_EXAMPLE}")
+    if is_collection_name(text):
+        return (f"'{text}' names a collection; a collection lists model ids, not other collections: list its models "
+                f"here instead")
+    if any(ch.isspace() for ch in text) or any(ord(ch) < 32 for ch in text):
+        joined = "-".join(text.split())
+        return (f"'{shown_id(text)}' has a space in it, and a model id has none: write it as provider:model, e.g. "
+                f"'{shown_id(joined)}'")
+    base = split_variant_suffixes(text)[0]
+    provider = provider_of(text)
+    if provider is None:
+        return (f"'{shown_id(text)}' has no provider: write it as provider:model, e.g. {_MODEL_ID_EXAMPLE} "
+                f"(a blueprint's custom model cannot go in a collection)")
+    head, _, name = base.partition(":")
+    if not _PROVIDER_CHARS.match(head.strip()):
+        return (f"'{shown_id(text)}' has an unusable provider '{shown_id(head, 30)}': a provider is letters, digits, "
+                f"'-', '_' and '.', e.g. {_MODEL_ID_EXAMPLE}")
+    if not name.strip():
+        return f"'{shown_id(text)}' has no model name after '{head}:': write e.g. {head}:model-name"
+    return None
+
+
+def model_ids_problems(model_ids, *, where=lambda n: f"entry {n}") -> list[str]:
+    """A located message for each id in ``model_ids`` that can never run: ``"entry 2: 'x' has no provider: ..."``
+    (``where(n)`` names the n-th entry, counting from 1)."""
+    problems = []
+    for n, model_id in enumerate(model_ids, start=1):
+        problem = model_id_problem(model_id)
+        if problem is not None:
+            problems.append(f"{where(n)}: {problem}.")
+    return problems
+
+
 class ModelCollection(models.Model):
     """A named list of model ids (``CORE``) that a blueprint's ``models:`` may name."""
 
@@ -450,6 +502,9 @@ class ModelCollection(models.Model):
             raise ValidationError({"name": "A collection name is upper case, e.g. CORE."})
         if not isinstance(self.models, list) or not all(isinstance(m, str) and m.strip() for m in self.models):
             raise ValidationError({"models": "A collection is a list of model ids such as openai:gpt-4o-mini."})
+        problems = model_ids_problems(self.models)
+        if problems:
+            raise ValidationError({"models": [f"{self.name}, {problem}" for problem in problems]})
 
     @classmethod
     def lookup(cls):

@@ -4,7 +4,7 @@ variants a run would make, its calls and its estimated cost."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Callable
 
 from django.conf import settings
@@ -19,7 +19,7 @@ from blueprints.spec.limits import Limits
 from blueprints.spec.model_ids import effective_id, format_js_number, is_collection_name, provider_of
 from evalsite.engine import engine_config
 from runs.engine.judge import plan_for_run
-from runs.engine.estimate import CallEstimate, generations_per_variant, max_tokens_of
+from runs.engine.estimate import ModelEstimate, RunEstimate, estimate_run, generations_per_variant
 from runs.engine.providers.prices import price_table
 
 
@@ -157,11 +157,10 @@ def prompt_view(bp: SpecBlueprint, prompt: Prompt) -> PromptView:
 
 
 @dataclass
-class ModelLine(CallEstimate):
+class ModelLine(ModelEstimate):
     """One model of the run (or a judge), and what its calls would cost (``runs.engine.estimate``)."""
 
     source: str = ""  # the collection it came from, if any
-    priced: bool = False  # the engine's price table knows this model
 
     @property
     def id(self) -> str:
@@ -179,10 +178,11 @@ class Preview:
     variants: list[str]  # the first Limits.max_variants ids; variant_total counts them all
     judges: list[ModelLine]
     judges_are_default: bool
-    generation_calls: int
+    generation_calls: int  # generated turns, those answered from fixtures included
     judge_calls: int
     prices_known: bool
     variant_total: int = 0
+    estimate: RunEstimate | None = None  # the engine's bill of a run with the blueprint's own choices
 
     @property
     def variant_count(self) -> int:
@@ -228,11 +228,20 @@ def _model_id(model) -> str:
     return model if isinstance(model, str) else model.id
 
 
+def _line(estimate: ModelEstimate, source: str = "") -> ModelLine:
+    line = ModelLine(**{f.name: getattr(estimate, f.name) for f in fields(ModelEstimate)}, source=source)
+    if line.canned:  # the preview counts fixtures' turns as the model's generations (at no cost)
+        line.calls = estimate.canned_answers
+    return line
+
+
 def build_preview(bp: SpecBlueprint, collections: Callable[[str], list[str] | None] | None,
                   limits: Limits | None = None) -> Preview:
     """Prompts as the run will see them, the model variants, and the calls and tokens they take.
 
-    At most ``limits.max_variants`` variant ids are listed (``variant_total`` counts them all).
+    At most ``limits.max_variants`` variant ids are listed (``variant_total`` counts them all). The calls
+    and tokens are ``runs.engine.estimate.estimate_run``'s for the blueprint's own choices (its trials
+    included), no cache assumed.
     """
     limits = limits or settings.EVALSITE_LIMITS
     prompts = [prompt_view(bp, p) for p in bp.prompts]
@@ -252,28 +261,18 @@ def build_preview(bp: SpecBlueprint, collections: Callable[[str], list[str] | No
                 variants.append(effective_id(_model_id(model), temperature=temperature or 0,
                                              system_index=index if system_count > 1 else None,
                                              system_count=system_count))
-    per_model = len(temperatures) * system_count
-    prices = price_table()
-    lines = []
-    judges_ids, judges_default = _judges(bp)
-    judge_lines = [ModelLine(j, priced=j in prices) for j in judges_ids]
-    judge_calls = 0
-    for model in models:
-        model_id = _model_id(model)
-        line = ModelLine(model_id, source=origins.get(model_id, ""), canned=provider_of(model_id) in CANNED_PROVIDERS,
-                         priced=model_id in prices)
-        max_out = max_tokens_of(model)
-        for view in prompts:
-            line.add_candidate(view.prompt, bp, variants=per_model, max_out=max_out)
-            for judge in judge_lines:
-                judge.add_judging(view.prompt, bp, judged=view.judged_points * per_model, max_out=max_out)
-            judge_calls += view.judged_points * per_model * len(judge_lines)
-        lines.append(line)
+    plan = run_judges(bp)
+    estimate = None
+    if variant_total <= limits.max_variants:  # a run past the limit is refused: nothing to estimate
+        estimate = estimate_run(bp, models, plan)
+    lines = [_line(m, origins.get(m.model_id, "")) for m in estimate.candidates] if estimate else []
+    judge_lines = [_line(j) for j in estimate.judges] if estimate else []
     return Preview(
         blueprint=bp, prompts=prompts, models=lines, missing_collections=missing, temperatures=temperatures,
-        systems=bp.systems, variants=variants, judges=judge_lines, judges_are_default=judges_default,
-        generation_calls=sum(m.calls for m in lines), judge_calls=judge_calls, prices_known=bool(prices),
-        variant_total=variant_total,
+        systems=bp.systems, variants=variants, judges=judge_lines, judges_are_default=not plan.configured,
+        generation_calls=estimate.generated_turns if estimate else 0,
+        judge_calls=estimate.judge_calls if estimate else 0, prices_known=bool(price_table()),
+        variant_total=variant_total, estimate=estimate,
     )
 
 
@@ -316,6 +315,88 @@ def known_models() -> list[str]:
     return sorted(price_table()) + sorted(ModelCollection.objects.values_list("name", flat=True))
 
 
-def _judges(bp: SpecBlueprint) -> tuple[list[str], bool]:
-    plan = run_judges(bp)
-    return [j.model for j in plan.judges], not plan.configured
+
+# --------------------------------------------------------------------------------------
+# The run form's estimate: the bill of the run the form asks for, as it changes
+
+
+@dataclass
+class KeyWarning:
+    """One missing key and every model of the run (candidates and judges) that needs it."""
+
+    variable: str
+    provider: str
+    models: list[str]
+    judges: list[str]
+
+    @property
+    def message(self) -> str:
+        what = [f"'{m}'" for m in self.models] + [f"judge '{j}'" for j in self.judges]
+        return f"no API key for {self.provider}: set {self.variable} in the environment to run {', '.join(what)}"
+
+
+@dataclass
+class FormEstimate:
+    estimate: "RunEstimate | None"
+    refused: str | None = None  # why the run cannot start as the form stands
+    key_warnings: list[KeyWarning] | None = None
+    other_problems: list[str] | None = None
+    confirm_needed: bool = False
+    confirm_key: str = ""
+    confirm_usd: float = 0.0
+    confirm_calls: int = 0
+
+    @property
+    def problems(self) -> bool:
+        return bool(self.key_warnings or self.other_problems)
+
+
+def key_warnings(planned) -> tuple[list[KeyWarning], list[str]]:
+    """The run's problems with a missing key grouped per provider (one line each); the other problems as said."""
+    from runs.engine.providers import check_models, fixtures_from_blueprint
+    from runs.spec import custom_models
+
+    bp = planned.blueprint
+    providers = engine_config().providers
+    customs = custom_models(bp)
+    fixtures, _ = fixtures_from_blueprint(bp.fixtures, planned.revision.files or {})
+    judged = any(p.fn is None for prompt in bp.prompts for p in prompt.all_points())
+    groups: dict[str, KeyWarning] = {}
+    keyed: list[str] = []
+    found = [(p, False) for p in check_models(planned.models, providers, custom_models=customs, fixtures=fixtures)]
+    if judged:
+        found += [(p, True) for p in check_models([j.model for j in planned.plan.judges], providers,
+                                                  custom_models=customs)]
+    for problem, is_judge in found:
+        if not problem.variable or not problem.message.startswith("no API key for "):
+            continue
+        provider = provider_of(problem.model_id) or problem.model_id
+        group = groups.setdefault(problem.variable, KeyWarning(problem.variable, provider, [], []))
+        (group.judges if is_judge else group.models).append(problem.model_id)
+        keyed.append(problem.message)
+    others = [p for p in planned.problems if not any(p.endswith(message) for message in keyed)]
+    return list(groups.values()), others
+
+
+def form_estimate(blueprint, revision, data) -> FormEstimate:
+    """What the run form's choices would cost (``runs.start.estimate_start``), its key warnings, and whether
+    starting it needs the confirmation (EVALSITE_CONFIRM_USD, EVALSITE_CONFIRM_CALLS)."""
+    from blueprints.forms import RunForm
+    from runs import start as run_start
+    from runs.spec import RunRefused
+
+    thresholds = dict(confirm_usd=settings.EVALSITE_CONFIRM_USD, confirm_calls=settings.EVALSITE_CONFIRM_CALLS)
+    try:
+        choices = RunForm.run_choices(data) if data is not None else {
+            "models": None, "keep_judges": None, "trials": None, "fresh": False}
+        planned = run_start.plan_start(blueprint, revision=revision, models=choices["models"],
+                                       keep_judges=choices["keep_judges"])
+        estimate = run_start.estimate_start(planned, trials=choices["trials"], fresh=choices["fresh"])
+    except ValueError as exc:
+        return FormEstimate(None, refused=str(exc), **thresholds)
+    except RunRefused as refused:
+        return FormEstimate(None, refused=str(refused), **thresholds)
+    warnings, others = key_warnings(planned)
+    return FormEstimate(estimate, key_warnings=warnings, other_problems=others,
+                        confirm_needed=run_start.over_threshold(estimate),
+                        confirm_key=run_start.confirmation_key(estimate), **thresholds)

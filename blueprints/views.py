@@ -8,6 +8,7 @@ of the same template; without htmx the same URL renders the whole page.
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
+from django.http import HttpResponseRedirect
 from django.db.models import Q
 from django.db.models.functions import Lower
 from django.shortcuts import get_object_or_404, redirect, render
@@ -27,7 +28,15 @@ from blueprints.forms import (
     RunForm,
     TryForm,
 )
-from blueprints.models import BLUEPRINT_ID_MAX_LENGTH, Blueprint, BlueprintRevision, ModelCollection, shown_id
+from blueprints.models import (
+    BLUEPRINT_ID_MAX_LENGTH,
+    Blueprint,
+    BlueprintRevision,
+    ModelCollection,
+    collection_name_problem,
+    model_ids_problems,
+    shown_id,
+)
 
 LIBRARY_PAGE_SIZE = 50
 SORTS = {
@@ -140,19 +149,36 @@ def new_blueprint(request):
 
 @require_http_methods(["GET", "POST"])
 def import_blueprints(request):
+    """Files chosen one by one, a folder (read as ``import_blueprints`` reads one: the same ids and companion
+    files), or pasted text."""
     form = ImportForm(request.POST, request.FILES) if request.method == "POST" else ImportForm()
     outcome = None
     if request.method == "POST" and form.is_valid():
-        outcome = importing.import_files([(name, text, {}) for name, text in form.cleaned_data["files"]],
-                                        via="upload")
-        pasted = form.cleaned_data["text"]
+        data = form.cleaned_data
+        outcome = importing.ImportOutcome()
+        if data["folder"]:
+            _merge(outcome, importing.import_uploads(data["folder"], folder_name=data["folder_name"]))
+        if data["files"]:
+            _merge(outcome, importing.import_uploads(data["files"]))
+        pasted = data["text"]
         if pasted.strip():
             blueprint, revision = editing.create_from_text(pasted.replace("\r\n", "\n"),
                                                             summary="Pasted into evalsite")
             outcome.items.append(importing.ImportItem("pasted text", blueprint.slug, "created",
                                                      blueprint=blueprint, revision=revision))
         form = ImportForm()
-    return render(request, "blueprints/import.html", {"form": form, "outcome": outcome})
+    return render(request, "blueprints/import.html", _import_context(form, outcome))
+
+
+def _merge(outcome, more):
+    outcome.items.extend(more.items)
+    outcome.collections.extend(more.collections)
+
+
+def _import_context(form, outcome):
+    from django.conf import settings
+
+    return {"form": form, "outcome": outcome, "max_files": settings.DATA_UPLOAD_MAX_NUMBER_FILES}
 
 
 @require_POST
@@ -164,10 +190,11 @@ def import_conflict(request):
         outcome = importing.ImportOutcome(items=[importing.ImportItem(
             form["path"].value() or "the file", None, "refused", f"nothing was imported: {problems}")])
     else:
-        path = form.cleaned_data["path"]
-        outcome = importing.import_files([(path, form.cleaned_data["text"], {})], via="upload",
-                                         choices={path: form.as_choice()})
-    return render(request, "blueprints/import.html", {"form": ImportForm(), "outcome": outcome})
+        data = form.cleaned_data
+        path = data["path"]
+        outcome = importing.import_files([(path, data["text"], data["files"])], via="upload",
+                                         folder_name=data["folder"], choices={path: form.as_choice()})
+    return render(request, "blueprints/import.html", _import_context(ImportForm(), outcome))
 
 
 # --- one blueprint ----------------------------------------------------------------------
@@ -191,14 +218,16 @@ def detail(request, slug):
     return render(request, "blueprints/blueprint_detail.html", context)
 
 
-def _run_context(revision, preview):
-    """The run form's choices and, when a run cannot start, why (see the run-form partial)."""
+def _run_context(revision, preview, data=None):
+    """The run form's choices (as posted, when ``data`` is given), the bill of the run they ask for, and,
+    when a run cannot start, why (see the run-form partial and blueprints/_estimate.html)."""
     if revision is None or preview is None:
         reason = "Fix the errors in this blueprint before running it: drafts cannot run."
         return {"run_form": None, "run_blocked": reason, "run_action": None}
     model_ids = [m.id for m in preview.models]
     judges = previews.run_judges(preview.blueprint).judges
-    form = RunForm(model_ids=model_ids, judges=judges)
+    form = RunForm(data, model_ids=model_ids, judges=judges) if data is not None else \
+        RunForm(model_ids=model_ids, judges=judges)
     blocked = None
     if preview.missing_collections:
         names = ", ".join(preview.missing_collections)
@@ -206,9 +235,48 @@ def _run_context(revision, preview):
                    "or list the models explicitly.")
     elif not model_ids:
         blocked = "This blueprint lists no models to run."
-    # The runs app owns starting a run; this app only names its address.
+    # The runs app owns starting a run; this app only names its address. The Start button goes through
+    # run_estimate first (formaction), which asks for the confirmation past the thresholds.
     return {"run_form": form, "run_blocked": blocked, "run_action": reverse("runs:start"),
-            "run_problems": previews.run_problems(preview, revision), "known_models": previews.known_models()}
+            "run_check": reverse("blueprints:run-estimate", args=[revision.blueprint.slug]),
+            "run_estimate": None if blocked else previews.form_estimate(revision.blueprint, revision, data),
+            "known_models": previews.known_models()}
+
+
+@require_http_methods(["GET", "POST"])
+def run_estimate(request, slug):
+    """The run form's estimate for what the form says now: htmx gets blueprints/_estimate.html, as the boxes
+    change. The Start button posts here too: past EVALSITE_CONFIRM_USD or EVALSITE_CONFIRM_CALLS the run
+    starts only with "I expect about $X for N calls" ticked for this very estimate; then (or below the
+    thresholds) the same post goes on to the runs app's start (307 keeps it a POST). Refused, or asked
+    only for the estimate (no JavaScript), the blueprint page comes back with the form as it was posted."""
+    blueprint = get_object_or_404(Blueprint.objects.select_related("current_revision"), slug=slug)
+    revision = blueprint.current_revision
+    lookup = ModelCollection.lookup()
+    result = revision.parse(lookup) if revision else None
+    preview = previews.build_preview(result.blueprint, lookup) if result and result.blueprint else None
+    data = request.POST if request.method == "POST" else request.GET
+    run = _run_context(revision, preview, data)
+    if request.htmx:
+        return render(request, "blueprints/_estimate.html", run)
+    check = run.get("run_estimate")
+    if request.method == "POST" and not data.get("estimate_only") and check is not None:
+        if not check.confirm_needed or data.get("confirm") == check.confirm_key:
+            return HttpResponseRedirect(reverse("runs:start"), status=307)
+        e = check.estimate
+        messages.error(request, f"Not started: this run would make {e.total_calls:,} calls for about "
+                                f"${e.cost or 0:,.2f}, past the amount that asks first (${check.confirm_usd:g} or "
+                                f"{check.confirm_calls:,} calls). Tick “I expect about ${e.cost or 0:,.2f} for "
+                                f"{e.total_calls:,} calls” and start it again.")
+    context = {
+        "blueprint": blueprint, "revision": revision, "result": result, "preview": preview,
+        "spec": result.blueprint if result else None,
+        "description_html": editing.render_markdown(blueprint.description),
+        "rename_form": RenameForm(initial={"slug": blueprint.suggested_id if blueprint.id_problem else blueprint.slug},
+                                  blueprint=blueprint),
+        **run,
+    }
+    return render(request, "blueprints/blueprint_detail.html", context)
 
 
 @require_http_methods(["GET", "POST"])
@@ -374,12 +442,19 @@ def collections(request):
         return _collection_action(request, request.POST.get("action"), request.POST.get("name", ""))
     if request.method == "POST":
         name = request.POST.get("name", "").strip().upper()
-        model_ids = [line.strip() for line in request.POST.get("models", "").splitlines() if line.strip()]
+        lines = [(n, line.strip()) for n, line in enumerate(request.POST.get("models", "").splitlines(), start=1)
+                 if line.strip()]
+        model_ids = [model_id for _, model_id in lines]
+        # Each id is checked where it was typed: "Line 3: 'foo:bar baz' has a space in it... e.g. 'foo:bar-baz'."
+        problems = model_ids_problems(model_ids, where=lambda n: f"Line {lines[n - 1][0]}")
+        name_problem = collection_name_problem(name)
         try:
+            if problems:
+                raise ValidationError([name_problem or "Nothing was saved: some model ids can never run."] + problems)
             # An empty list is allowed: real repositories keep some (FRONTIER.json is `[]`).
             ModelCollection.store(name, model_ids, source="edited in evalsite")
         except ValidationError as exc:
-            error = " ".join(exc.messages)
+            error = exc.messages
         else:
             messages.success(request, f"Saved the collection {name}.")
             return redirect("blueprints:collections")

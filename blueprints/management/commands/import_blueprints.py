@@ -10,8 +10,10 @@ from blueprints.importing import import_folder
 class Command(BaseCommand):
     help = ("Import a folder of blueprints (a clone of a blueprint repository, say). Ids come from the paths "
             "relative to the folder (sub/name.yml -> sub__name, a leading blueprints/ dropped); models/*.json "
-            "become model collections. A changed file makes a new revision; an unchanged one does not. "
-            "Files with errors are kept as drafts. Exits 1 when a file was refused.")
+            "become model collections. A changed file makes a new revision; an unchanged one does not, whichever "
+            "door (this command, the import page) imported it first. A file whose id belongs to other text "
+            "imported from another file is refused with the fix. Files with errors are kept as drafts. Exits 1 "
+            "when a file was refused.")
 
     def add_arguments(self, parser):
         parser.add_argument("folder", help="the folder to import, searched recursively (models/ folders skipped)")

@@ -11,7 +11,9 @@ from blueprints.spec.files import iter_blueprint_files, validate_file
 
 class Command(BaseCommand):
     help = ("Validate blueprint files (YAML or JSON) and folders of them. Prints OK with counts, or each problem "
-            "as file:line:col. Exits 1 when any file has an error.")
+            "as file:line:col. Exits 1 when any file has an error. Model collections (`models: [CORE]`) are "
+            "looked up in a models/ folder beside the file or above it, then among the collections evalsite has "
+            "stored.")
 
     def add_arguments(self, parser):
         parser.add_argument("paths", nargs="+", help="files or folders (searched recursively, models/ skipped)")
@@ -19,7 +21,9 @@ class Command(BaseCommand):
 
     def handle(self, *paths, **options):
         call_hosts = getattr(settings, "EVALSITE_CALL_HOSTS", ())
-        reports = [validate_file(path, call_hosts=call_hosts, limits=settings.EVALSITE_LIMITS)
+        stored = _stored_collections()
+        reports = [validate_file(path, stored_collections=stored, call_hosts=call_hosts,
+                                 limits=settings.EVALSITE_LIMITS)
                    for path in iter_blueprint_files(options["paths"])]
         if options["json"]:
             self.stdout.write(json.dumps([_as_json(r) for r in reports], ensure_ascii=False, indent=2))
@@ -50,6 +54,19 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{_plural(len(reports), 'file')}: {len(reports) - len(bad)} OK, {len(bad)} with errors, "
             f"{_plural(warnings, 'warning')}; {_plural(prompts, 'prompt')} in the valid files")
+
+
+def _stored_collections() -> dict[str, list[str]]:
+    """The model collections evalsite has stored (the Collections page, imports), by name; none when the database
+    is not set up yet (a checkout where ``migrate`` has not run): files are validated all the same."""
+    from django.db import DatabaseError
+
+    from blueprints.models import ModelCollection
+
+    try:
+        return {name: list(models) for name, models in ModelCollection.objects.values_list("name", "models")}
+    except (DatabaseError, RuntimeError):  # RuntimeError: a test runner that keeps the database closed
+        return {}
 
 
 def _plural(n, word):
