@@ -98,8 +98,14 @@ def start(request):
     try:
         models, judges = _strings(data, "models"), _strings(data, "judges")
         trials = _trials(data)
+        budget = None if data.get("budgetUsd") is None else run_start.check_budget(data["budgetUsd"])
     except ValueError as exc:
-        return _error(400, str(exc))
+        return _error(400, f"`budgetUsd`: {exc}" if "budget" in str(exc) else str(exc))
+    dry_run = data.get("dryRun", False)
+    if not isinstance(dry_run, bool):
+        return _error(400, "`dryRun` must be true or false")
+    if dry_run:
+        return _dry_run(text, slug, models=models, judges=judges, trials=trials, fresh=bool(data.get("fresh")))
     with transaction.atomic():
         if text is not None and slug:
             blueprint, _ = Blueprint.objects.get_or_create(slug=slug, defaults={"title": slug})
@@ -112,12 +118,33 @@ def start(request):
                 return _error(404, f"no blueprint with the id '{shown_id(slug)}'")
         try:
             run = run_start.start_run(blueprint, models=models, judges=judges, fresh=bool(data.get("fresh")),
-                                     trials=trials, source="api")
+                                     trials=trials, source="api", budget_usd=budget)
         except run_spec.RunRefused as refused:
             transaction.set_rollback(text is not None and not slug)  # keep nothing from a refused one-off text
             return _error(422, refused.message, problems=refused.problems, blueprint=blueprint.slug)
     run.refresh_from_db()  # with inline tasks (tests), the run has already finished on commit
     return JsonResponse(run_status(run, request), status=201)
+
+
+def _dry_run(text, slug, *, models, judges, trials, fresh) -> JsonResponse:
+    """What the run would cost (``runs.start.estimate_start``): 200 with the estimate; nothing sent, nothing kept."""
+    with transaction.atomic():
+        try:
+            if text is not None:
+                blueprint, _ = create_from_text(text, summary="Sent to the API (dry run)")  # rolled back below
+            else:
+                blueprint = Blueprint.objects.filter(slug=slug).first()
+                if blueprint is None:
+                    return _error(404, f"no blueprint with the id '{shown_id(slug)}'")
+            planned = run_start.plan_start(blueprint, models=models, judges=judges)
+            estimate = run_start.estimate_start(planned, trials=trials, fresh=fresh)
+        except run_spec.RunRefused as refused:
+            return _error(422, refused.message, problems=refused.problems)
+        finally:
+            transaction.set_rollback(True)
+    return JsonResponse({"dryRun": True, "blueprint": slug or blueprint.slug,
+                         **estimate.to_json(), "problems": planned.problems,
+                         "confirmationNeeded": run_start.over_threshold(estimate)})
 
 
 def _refused_new_id(slug: str) -> JsonResponse | None:
@@ -166,12 +193,13 @@ def control(request, run_id, action):
         return _error(404, f"unknown action '{action}': use cancel, resume, retry-failed or rename")
     run = _run_or_404(run_id)
     data = {}
-    if action == "rename":
+    if action in ("rename", "resume"):  # resume: an optional {"budgetUsd": n}, the run's new cap
         data = _body(request)
         if isinstance(data, JsonResponse):
             return data
     try:
-        done = {"cancel": actions.cancel, "resume": actions.resume, "retry-failed": actions.retry_failed,
+        done = {"cancel": actions.cancel, "resume": lambda r: actions.resume(r, data.get("budgetUsd")),
+                "retry-failed": actions.retry_failed,
                 "rename": lambda r: actions.rename(r, data.get("name"))}[action](run)
     except actions.Refused as refused:
         return _error(refused.status, refused.message)

@@ -7,6 +7,7 @@ they produce is stored and finished by runs/records.py.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
@@ -15,12 +16,15 @@ from blueprints.models import Blueprint, BlueprintRevision, ModelCollection
 from blueprints.spec.collections import resolve_models
 from blueprints.spec.schema import Blueprint as SpecBlueprint
 from blueprints.spec.schema import CustomModel
+from runs.engine.estimate import CacheProbe, RunEstimate, estimate_run  # noqa: F401 (the bench uses estimate_run)
 from runs.engine.judge import JudgePlan, plan_for_run
+from runs.engine.providers import SqliteCache
 from runs.engine.providers import fixtures_from_blueprint, run_problems
 
 from evalsite.engine import engine_config
 
 from .bulk import insert
+from .cache import response_cache
 from .models import Response, Run
 
 from .records import finish_run, plan_to_json
@@ -67,17 +71,21 @@ def run_label(revision: BlueprintRevision) -> str:
     return digest.hexdigest()[:16]
 
 
-def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None, models: list[str] | None = None,
-              judges: list[str] | None = None, keep_judges: list[str] | None = None, fresh: bool = False,
-              trials: int | None = None, source: str = "web", collections=None, enqueue: bool = True) -> Run:
-    """Create a run and its items; with ``enqueue``, hand it to the workers once the transaction commits.
+@dataclass
+class StartPlan:
+    """What a run of these choices would be, worked out without starting it (``start_run`` and the estimate)."""
 
-    ``models`` and ``judges`` replace the blueprint's; ``keep_judges`` (judge ids, the run
-    form's ticked boxes) narrows its judges, keeping their approaches and ids. None of
-    them given: the blueprint's evaluation, the same from every door.
-    Raises RunRefused when the blueprint has errors or names an unknown collection.
-    ``trials`` None runs each prompt as many times as the blueprint asks (its ``trials``, else once).
-    """
+    revision: BlueprintRevision
+    blueprint: SpecBlueprint
+    models: list
+    plan: JudgePlan
+    embedding_model: str | None
+    problems: list[str]
+
+
+def plan_start(blueprint: Blueprint, *, revision: BlueprintRevision | None = None, models: list[str] | None = None,
+               judges: list[str] | None = None, keep_judges: list[str] | None = None, collections=None) -> StartPlan:
+    """The revision, models, judges and problems of a run, as ``start_run`` would make it; raises RunRefused."""
     revision = revision or blueprint.current_revision
     if revision is None:
         raise RunRefused("the blueprint has no saved text yet")
@@ -106,6 +114,56 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
         raise RunRefused(f"this run would expand to {product:,} model variants, more than the limit of "
                          f"{settings.EVALSITE_LIMITS.max_variants:,}; choose fewer models, or raise the limit with "
                          "the setting EVALSITE_MAX_VARIANTS")
+    return StartPlan(revision, bp, resolved, plan, embedding_model, problems)
+
+
+def estimate_start(planned: StartPlan, *, trials: int | None = None, fresh: bool = False) -> RunEstimate:
+    """The bill of a planned run (``runs.engine.estimate.estimate_run``), answers in the response cache free."""
+    cache = response_cache()
+    probe = None
+    if not fresh and isinstance(cache, SqliteCache):  # the database cache is async: its hits go uncounted
+        probe = CacheProbe(engine_config().providers, cache.get, custom_models=custom_models(planned.blueprint))
+    try:
+        return estimate_run(planned.blueprint, planned.models, planned.plan, trials=trials, fresh=fresh,
+                            embedding_model=planned.embedding_model, cache=probe)
+    finally:
+        if isinstance(cache, SqliteCache):
+            cache.close()
+
+
+def over_threshold(estimate: RunEstimate) -> bool:
+    """A run this large asks the person starting it to confirm (EVALSITE_CONFIRM_USD, EVALSITE_CONFIRM_CALLS)."""
+    return ((estimate.cost or 0) >= settings.EVALSITE_CONFIRM_USD
+            or estimate.total_calls >= settings.EVALSITE_CONFIRM_CALLS)
+
+
+def confirmation_key(estimate: RunEstimate) -> str:
+    """What the confirmation box says it expects, as a value the start can compare: calls and cents."""
+    return f"{estimate.total_calls}:{round((estimate.cost or 0) * 100)}"
+
+
+def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None, models: list[str] | None = None,
+              judges: list[str] | None = None, keep_judges: list[str] | None = None, fresh: bool = False,
+              trials: int | None = None, source: str = "web", collections=None, enqueue: bool = True,
+              budget_usd: float | None = None) -> Run:
+    """Create a run and its items; with ``enqueue``, hand it to the workers once the transaction commits.
+
+    ``budget_usd``: the run's spending cap (docs/runs.md, "Budget"); refused when a model it would call has
+    no price.
+
+    ``models`` and ``judges`` replace the blueprint's; ``keep_judges`` (judge ids, the run
+    form's ticked boxes) narrows its judges, keeping their approaches and ids. None of
+    them given: the blueprint's evaluation, the same from every door.
+    Raises RunRefused when the blueprint has errors or names an unknown collection.
+    ``trials`` None runs each prompt as many times as the blueprint asks (its ``trials``, else once).
+    """
+    planned = plan_start(blueprint, revision=revision, models=models, judges=judges, keep_judges=keep_judges,
+                         collections=collections)
+    revision, bp, resolved, plan = planned.revision, planned.blueprint, planned.models, planned.plan
+    embedding_model, problems = planned.embedding_model, planned.problems
+    if budget_usd is not None:
+        judged = any(p.fn is None for prompt in bp.prompts for p in prompt.all_points())  # else no judge is asked
+        refuse_unpriced_budget(budget_usd, resolved, plan if judged else None, embedding_model, custom_models(bp))
     judged_points = {i: sum(1 for p in prompt.all_points() if p.fn is None) for i, prompt in enumerate(bp.prompts)}
     override = max(1, int(trials)) if trials is not None else None
     per_prompt = [override or prompt.trials or 1 for prompt in bp.prompts]
@@ -118,6 +176,9 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
                      "problems": problems, "embeddingModel": embedding_model,
                      "requestedModels": models or None, "requestedJudges": judges or None,
                      "keptJudges": keep_judges},
+            budget_usd=budget_usd,
+            manifest=run_manifest(revision, bp, resolved, plan, per_prompt=per_prompt, trials=override,
+                                  fresh=fresh, embedding_model=embedding_model),
         )
         variants = run.variants(bp)
         rows = [
@@ -136,3 +197,90 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
         elif enqueue:
             transaction.on_commit(lambda: enqueue_pending(run.pk))
     return run
+
+
+# --- a budget, and the manifest -------------------------------------------------------------------------
+
+
+def unpriced_models(models, plan: JudgePlan | dict | None, embedding_model: str | None, customs=()) -> list[str]:
+    """The models a run may call that have no price in prices.json: custom models (their endpoint is yours),
+    and any candidate, judge (the backup judge included) or embedding model the table does not list.
+    ``fixtures:`` models send nothing and cost nothing."""
+    from blueprints.spec.model_ids import parse_for_api_call, provider_of
+    from runs.engine.providers.prices import price_of
+
+    ids = [m.id if isinstance(m, CustomModel) else m.get("id") if isinstance(m, dict) else m for m in models]
+    if isinstance(plan, dict):
+        judges = [j["model"] for j in [*plan.get("judges", []), plan.get("backup")] if j]
+    elif plan is not None:
+        judges = [j.model for j in (*plan.judges, plan.backup) if j is not None]
+    else:
+        judges = []
+    missing = []
+    for model_id in [*ids, *judges, *([embedding_model] if embedding_model else [])]:
+        if not isinstance(model_id, str):
+            continue
+        base = parse_for_api_call(model_id).original_model_id
+        if base in customs or isinstance(next((m for m in models if isinstance(m, dict) and m.get("id") == base),
+                                                None), dict):
+            missing.append(base)
+        elif provider_of(base) != "fixtures" and price_of(base) is None:
+            missing.append(base)
+    return list(dict.fromkeys(missing))
+
+
+def check_budget(value) -> float:
+    """A budget as sent: a number of US dollars above 0 (text is read as a number)."""
+    if isinstance(value, bool):
+        raise ValueError("the budget is a number of US dollars above 0")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError("the budget is a number of US dollars above 0") from None
+    if not number > 0 or number != number or number == float("inf"):
+        raise ValueError("the budget is a number of US dollars above 0")
+    return number
+
+
+def refuse_unpriced_budget(budget_usd, models, plan, embedding_model, customs=()) -> None:
+    """A budgeted run must be able to count every call: refused when a model it would call has no price."""
+    try:
+        check_budget(budget_usd)
+    except ValueError as exc:
+        raise RunRefused(str(exc)) from None
+    missing = unpriced_models(models, plan, embedding_model, customs)
+    if missing:
+        raise RunRefused(
+            f"a budget of ${float(budget_usd):g} needs a price for every model the run calls, and "
+            f"{', '.join(repr(m) for m in missing)} {'has' if len(missing) == 1 else 'have'} none",
+            [f"'{m}' has no price in runs/engine/providers/prices.json (a custom model never has one): add its "
+             f"price there, leave it out of the run, or run without a budget" for m in missing])
+
+
+def run_manifest(revision: BlueprintRevision, bp: SpecBlueprint, resolved, plan: JudgePlan, *, per_prompt,
+                 trials, fresh: bool, embedding_model: str | None) -> dict:
+    """What the run pinned, to rebuild it (runs/replay.py, docs/runs.md "Replay"): the revision (number and
+    text sha), models and their parameters, judges with their approach and prompt, the scale, trials. The
+    engine draws no random numbers (no seed to keep): repeats differ by their trial index, which is in each
+    call's cache key. The cache key of every call the run makes is kept in its call log (``cacheKey``)."""
+    from runs.engine.judge import JUDGE_MAX_TOKENS, JUDGE_TEMPERATURE, _system_prompt
+
+    def judge(j):
+        if j is None:
+            return None
+        return {"id": j.id, "model": j.model, "approach": j.approach,
+                "systemPromptSha256": hashlib.sha256(_system_prompt(j, plan).encode("utf-8")).hexdigest()}
+
+    return {
+        "version": 1,
+        "blueprint": revision.blueprint.slug,
+        "revision": {"number": revision.number, "sha256": revision.sha256, "label": run_label(revision)},
+        "models": [m.to_upstream() if isinstance(m, CustomModel) else m for m in resolved],
+        "parameters": {"temperatures": list(bp.temperatures or ()), "systems": len(bp.systems or ()) or None,
+                       "concurrency": bp.concurrency, "fresh": fresh, "embeddingModel": embedding_model},
+        "judges": {"judges": [judge(j) for j in plan.judges], "backup": judge(plan.backup),
+                   "temperature": JUDGE_TEMPERATURE, "maxTokens": JUDGE_MAX_TOKENS},
+        "scale": plan.scale.name,
+        "trials": {"override": trials, "perPrompt": list(per_prompt)},
+        "seeds": None,
+    }

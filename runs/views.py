@@ -31,6 +31,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django_htmx.http import HttpResponseStopPolling
 
+from blueprints.forms import RunForm
 from blueprints.models import Blueprint
 
 from . import actions, call_views, compare as run_compare, grid, heatmap as heat_map, response_page, trust, verdicts
@@ -84,11 +85,6 @@ def _spec(run: Run):
 # --- starting and controlling ----------------------------------------------------------------
 
 
-def _changed(ticked: list[str], offered: list[str]) -> list[str] | None:
-    """What the user changed: None when every offered box is still ticked (the blueprint's own choice)."""
-    return None if set(ticked) == set(offered) else ticked
-
-
 @require_POST
 def start(request):
     blueprint = get_object_or_404(Blueprint, slug=request.POST.get("blueprint", ""))
@@ -96,19 +92,22 @@ def start(request):
     number = request.POST.get("revision")
     if number and revision and str(revision.number) != number:
         revision = get_object_or_404(blueprint.revisions, number=number)
-    post = request.POST
-    models = _changed(post.getlist("models"), post.getlist("models_offered"))
-    added = [m.strip() for m in post.get("add_models", "").replace("\n", ",").split(",") if m.strip()]
-    if added:
-        models = [*(models if models is not None else post.getlist("models_offered")), *added]
-    trials = post.get("trials", "").strip()
-    if trials and not (trials.isdigit() and 1 <= int(trials) <= 100):
-        messages.error(request, "Cannot run: trials is a whole number from 1 to 100 (or empty for the blueprint's).")
+    try:
+        choices = RunForm.run_choices(request.POST)  # read as the form's live estimate reads it
+    except ValueError as exc:
+        messages.error(request, f"Cannot run: {exc}.")
         return redirect(blueprint.get_absolute_url())
     try:
-        run = run_start.start_run(blueprint, revision=revision, models=models,
-                                 keep_judges=_changed(post.getlist("judges"), post.getlist("judges_offered")),
-                                 trials=int(trials) if trials else None, fresh=bool(post.get("fresh")), source="web")
+        planned = run_start.plan_start(blueprint, revision=revision, models=choices["models"],
+                                       keep_judges=choices["keep_judges"])
+        estimate = run_start.estimate_start(planned, trials=choices["trials"], fresh=choices["fresh"])
+        if run_start.over_threshold(estimate) and \
+                request.POST.get("confirm") != run_start.confirmation_key(estimate):
+            messages.error(request, f"Not started: this run would make {estimate.total_calls:,} calls for about "
+                                    f"${estimate.cost or 0:,.2f}; tick “I expect about ${estimate.cost or 0:,.2f} "
+                                    f"for {estimate.total_calls:,} calls” on the run form and start it again.")
+            return redirect(blueprint.get_absolute_url())
+        run = run_start.start_run(blueprint, revision=revision, source="web", **choices)
     except run_spec.RunRefused as refused:
         messages.error(request, f"Cannot run: {refused}")
         return redirect(blueprint.get_absolute_url())

@@ -1,24 +1,37 @@
-"""What a run would cost before it runs: calls and tokens per model and per judge, priced by prices.json.
+"""What a run would cost before it runs: its calls by kind, tokens and dollars, priced by prices.json.
 
-Pure arithmetic over the parsed blueprint, beside the price table it uses (``providers/prices.py``):
-the editor's preview and the run form show it. Token counts are estimates from characters
-(4 per token); every generation is assumed to use its whole ``max_tokens`` (reference 5.8:
-candidates get 1500 unless a custom model sets ``max_tokens``; judges 500 at temperature 0), so
-the estimate is an upper bound for the answers and close for the prompts.
+One function, :func:`estimate_run`, for every door: the editor's preview, the run form (as its boxes
+change), ``run_blueprint --dry-run`` and the API's ``dryRun``. It walks the same items a run makes
+(prompt x model variant x trial, ``generate.expand_variants``) and the same judge plan, so its
+``calls.total`` is the number of requests the run sends when every call succeeds the first time.
+
+Pure arithmetic over the parsed blueprint, beside the price table it uses (``providers/prices.py``).
+Token counts are estimates from characters (4 per token); every answer is assumed to use its whole
+``max_tokens`` (reference 5.8: candidates get 1500 unless a custom model sets ``max_tokens``; judges 500
+at temperature 0) unless the caller says how long answers are, so the estimate is an upper bound for
+the answers and close for the prompts. What it cannot know is said, never guessed: a model without a
+price, the backup judge (asked only when every judge failed on a point), a judge's unreadable answer
+(asked once more).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import Callable, Iterable, Mapping, Sequence
 
+from blueprints.spec.model_ids import parse_for_api_call, provider_of
 from blueprints.spec.schema import Blueprint, CustomModel, Prompt
 
-from .judge import JUDGE_MAX_TOKENS
-from .providers.prices import DEFAULT_MAX_TOKENS, estimate_usd
+from .generate import ModelVariant, expand_variants, uses_cache
+from .judge import (JUDGE_MAX_TOKENS, JUDGE_TEMPERATURE, JudgePlan, JudgeSpec, JudgeTask, band_scale,
+                    build_judge_messages, parse_judge_answer)
+from .providers.cache import cache_key
+from .providers.endpoints import FIXTURES_PREFIX, Problem, resolve_endpoint
+from .providers.prices import DEFAULT_MAX_TOKENS, Price, price_table
+from .providers.settings import ProviderSettings
+from .types import Turn
 
-# The judge's instructions and scale around each criterion, in characters (approximate).
-JUDGE_PROMPT_OVERHEAD_CHARS = 2400
 CHARS_PER_TOKEN = 4
 
 
@@ -39,7 +52,7 @@ def generations_per_variant(prompt: Prompt) -> int:
     """Model calls for one prompt and one model variant (reference 5.4, deviation 14)."""
     to_generate = sum(1 for m in prompt.messages if m.to_generate)
     last = prompt.messages[-1] if prompt.messages else None
-    if last is not None and last.role == "user":
+    if last is None or last.role != "assistant":
         to_generate += 1
     return to_generate
 
@@ -52,36 +65,400 @@ def conversation_chars(prompt: Prompt, bp: Blueprint) -> int:
     return len(system) + sum(len(m.content or "") for m in prompt.messages)
 
 
+def judged_points(prompt: Prompt) -> list:
+    """The points the judges are asked about (assess.judge_tasks): every point without a function."""
+    return [p for p in prompt.all_points() if p.fn is None]
+
+
+def trials_of(prompt: Prompt, trials: int | None) -> int:
+    """Responses per prompt and variant: the run's override, else the prompt's ``trials``, else one (runs.start)."""
+    return max(1, int(trials)) if trials is not None else (prompt.trials or 1)
+
+
+# --------------------------------------------------------------------------------------
+# What the response cache already holds
+
+
+class CacheProbe:
+    """Asks the response cache, with the router's keys, whether a call would be answered from it.
+
+    ``get`` is the cache's (synchronous) ``get``. Only what can be known is looked up: a generated
+    turn after an uncached one, and the judging of a response not wholly cached, are calls.
+    """
+
+    def __init__(self, settings: ProviderSettings, get: Callable[[str], dict | None], *,
+                 custom_models: Mapping[str, CustomModel] | None = None) -> None:
+        self.settings, self.get, self.custom_models = settings, get, dict(custom_models or {})
+        self._endpoints: dict[str, object] = {}
+
+    def answer(self, model_id: str, messages: Sequence[dict], *, temperature: float | None, max_tokens: int | None,
+               trial: int = 0, readable: Callable[[str], bool] | None = None) -> str | None:
+        model_id = parse_for_api_call(model_id).original_model_id
+        endpoint = self._endpoints.get(model_id)
+        if endpoint is None:
+            endpoint = self._endpoints[model_id] = resolve_endpoint(model_id, self.settings, self.custom_models)
+        if isinstance(endpoint, Problem):
+            return None
+        key = cache_key(endpoint.cache_identity(), messages, temperature=temperature,
+                        max_tokens=max_tokens if max_tokens is not None else endpoint.default_max_tokens, trial=trial)
+        try:
+            hit = self.get(key)
+        except Exception:  # a broken cache only makes the estimate count a call
+            return None
+        text = hit.get("text") if isinstance(hit, dict) else None
+        if not isinstance(text, str) or not text.strip() or (readable is not None and not readable(text)):
+            return None
+        return text
+
+
+# --------------------------------------------------------------------------------------
+# The estimate
+
+
 @dataclass
-class CallEstimate:
-    """The calls and tokens of one model (a candidate or a judge) over a run."""
+class ModelEstimate:
+    """The calls and tokens of one model in one role over a run (a judge: one line per judge of the plan)."""
 
     model_id: str
+    role: str = "candidate"  # candidate | judge | embedding
+    label: str = ""  # a judge's id, ``holistic-gpt-4-1-mini(openrouter:...)``
     canned: bool = False  # answered without a call (fixtures): no cost
-    calls: int = 0
+    custom: bool = False  # a blueprint's own endpoint: no price
+    calls: int = 0  # requests it sends
+    cached: int = 0  # answered from the response cache: free
+    canned_answers: int = 0  # generated turns answered from fixtures
     input_tokens: int = 0
     output_tokens: int = 0
+    price: Price | None = None
+
+    @property
+    def priced(self) -> bool:
+        return self.price is not None
 
     @property
     def cost(self) -> float | None:
-        """US dollars; None when the model's price is unknown (never 0 for unknown)."""
-        if self.canned:
+        """US dollars for the calls it sends; None when its price is unknown (never 0 for unknown)."""
+        if self.canned or not self.calls:
             return 0.0
-        return estimate_usd(self.model_id, self.input_tokens, self.output_tokens)
+        if self.price is None:
+            return None
+        return (self.input_tokens * self.price.input_per_million
+                + self.output_tokens * self.price.output_per_million) / 1_000_000
 
-    def add_candidate(self, prompt: Prompt, bp: Blueprint, *, variants: int, max_out: int) -> None:
-        """One prompt's generations for ``variants`` variants of this model; each call sees the
-        conversation so far, earlier generated turns included."""
-        chars = conversation_chars(prompt, bp)
-        calls = generations_per_variant(prompt)
-        self.calls += calls * variants
-        self.input_tokens += variants * sum(tokens(chars) + i * max_out for i in range(calls))
-        self.output_tokens += variants * calls * max_out
+    def to_json(self) -> dict:
+        return {"id": self.model_id, "role": self.role, **({"judge": self.label} if self.label else {}),
+                "calls": self.calls, "cached": self.cached, "canned": self.canned_answers,
+                "inputTokens": self.input_tokens, "outputTokens": self.output_tokens, "costUsd": self.cost}
 
-    def add_judging(self, prompt: Prompt, bp: Blueprint, *, judged: int, max_out: int) -> None:
-        """``judged`` judge calls on one prompt's responses (each reads the conversation and the answer)."""
+
+@dataclass(frozen=True)
+class UnknownPart:
+    """What the estimate cannot price or count, in words: ``model 'local:x' has no price``."""
+
+    kind: str  # price | backup-judge | judge-repairs | service
+    id: str
+    message: str
+    calls: int = 0
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "id": self.id, "calls": self.calls, "message": self.message}
+
+
+@dataclass
+class RunEstimate:
+    candidates: list[ModelEstimate]
+    judges: list[ModelEstimate]
+    embeddings: list[ModelEstimate]
+    responses: int  # items the run makes (prompt x variant x trial)
+    backup_calls: int = 0  # at most, if every judge fails on every point
+    backup_model: str | None = None
+    repair_calls: int = 0  # at most, if every judge answer is unreadable once
+    service_points: int = 0  # `$call` points: outside services, not model calls
+    prices_as_of: str = ""
+    unknown: list[UnknownPart] = field(default_factory=list)
+
+    @property
+    def lines(self) -> list[ModelEstimate]:
+        return [*self.candidates, *self.judges, *self.embeddings]
+
+    @property
+    def generation_calls(self) -> int:
+        return sum(m.calls for m in self.candidates)
+
+    @property
+    def generated_turns(self) -> int:
+        """Every generated turn, those answered from fixtures or the cache included."""
+        return sum(m.calls + m.cached + m.canned_answers for m in self.candidates)
+
+    @property
+    def judge_calls(self) -> int:
+        return sum(m.calls for m in self.judges)
+
+    @property
+    def embedding_calls(self) -> int:
+        return sum(m.calls for m in self.embeddings)
+
+    @property
+    def total_calls(self) -> int:
+        return self.generation_calls + self.judge_calls + self.embedding_calls
+
+    @property
+    def cached_calls(self) -> int:
+        return sum(m.cached for m in self.lines)
+
+    @property
+    def canned_calls(self) -> int:
+        return sum(m.canned_answers for m in self.candidates)
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(m.input_tokens for m in self.lines)
+
+    @property
+    def output_tokens(self) -> int:
+        return sum(m.output_tokens for m in self.lines)
+
+    @property
+    def cost(self) -> float | None:
+        """Dollars for the calls of known price; None when there are calls and no price is known for any."""
+        known = [m.cost for m in self.lines if m.calls and m.cost is not None]
+        if not known and any(m.calls and m.cost is None for m in self.lines):
+            return None
+        return sum(known)
+
+    @property
+    def cost_complete(self) -> bool:
+        return not any(m.calls and m.cost is None for m in self.lines)
+
+    @property
+    def unpriced(self) -> list[str]:
+        return list(dict.fromkeys(m.model_id for m in self.lines if m.calls and m.cost is None))
+
+    def to_json(self) -> dict:
+        return {
+            "calls": {"total": self.total_calls, "generation": self.generation_calls, "judge": self.judge_calls,
+                      "embedding": self.embedding_calls, "cached": self.cached_calls, "canned": self.canned_calls,
+                      "possibleExtra": {"backupJudge": self.backup_calls, "judgeRepairs": self.repair_calls}},
+            "responses": self.responses,
+            "tokens": {"input": self.input_tokens, "output": self.output_tokens},
+            "costUsd": None if self.cost is None else round(self.cost, 6),
+            "costComplete": self.cost_complete,
+            "pricesAsOf": self.prices_as_of,
+            "unknown": [u.to_json() for u in self.unknown],
+            "models": [m.to_json() for m in self.lines],
+        }
+
+
+def _model_id(model: str | CustomModel) -> str:
+    return model.id if isinstance(model, CustomModel) else model
+
+
+def _judge_input_chars(prompt: Prompt, point, judge: JudgeSpec, plan: JudgePlan, bp: Blueprint,
+                       answer_chars: int) -> int:
+    """The judge's request for one point, rendered as it is sent, with a stand-in answer of the assumed length."""
+    system = (prompt.system if prompt.system_set else bp.system) or None
+    if bp.systems:
+        system = max((s or "" for s in bp.systems), key=len) or None
+    turns = [Turn("system", system)] if system else []
+    answer = "x" * answer_chars
+    generated = []
+    for message in prompt.messages:
+        if message.to_generate:
+            turns.append(Turn("assistant", answer, generated=True))
+            generated.append(answer)
+        else:
+            turns.append(Turn(message.role, message.content))
+    if not prompt.messages or prompt.messages[-1].role != "assistant":
+        turns.append(Turn("assistant", answer, generated=True))
+        generated.append(answer)
+    subject = "\n\n".join(generated) or next((t.content or "" for t in reversed(turns) if t.role == "assistant"), "")
+    task = JudgeTask(criterion=point.text or "", conversation=tuple(turns), subject_text=subject,
+                     inverted=point.inverted, prompt_id=prompt.id,
+                     scale=band_scale(point.score_ranges) if point.score_ranges else None)
+    plan_for_point = plan if task.scale is None else _with_scale(plan, task.scale)
+    return sum(len(m["content"]) for m in build_judge_messages(task, judge, plan_for_point))
+
+
+def _with_scale(plan: JudgePlan, scale) -> JudgePlan:
+    return replace(plan, scale=scale)
+
+
+def _cached_generation(prompt: Prompt, variant: ModelVariant, trial: int, probe: CacheProbe
+                       ) -> tuple[int, list[Turn] | None]:
+    """How many of a response's turns the cache answers (in order), and its conversation when all are."""
+    temperature = variant.temperature_for(prompt)
+    system = variant.system_for(prompt)
+    history: list[dict] = [{"role": "system", "content": system}] if system else []
+    conversation: list[Turn] = [Turn("system", system)] if system else []
+    hits = 0
+
+    def turn() -> bool:
+        nonlocal hits
+        text = probe.answer(variant.base_model_id, history, temperature=temperature, max_tokens=None, trial=trial)
+        if text is None:
+            return False
+        hits += 1
+        history.append({"role": "assistant", "content": text})
+        conversation.append(Turn("assistant", text, generated=True))
+        return True
+
+    for message in prompt.messages:
+        if message.to_generate:
+            if not turn():
+                return hits, None
+        else:
+            history.append({"role": message.role, "content": message.content})
+            conversation.append(Turn(message.role, message.content))
+    if (not prompt.messages or prompt.messages[-1].role != "assistant") and not turn():
+        return hits, None
+    return hits, conversation
+
+
+def _cached_judgings(prompt: Prompt, conversation: list[Turn], plan: JudgePlan, probe: CacheProbe) -> set:
+    """The (point index, judge index) pairs whose readable verdict the cache already holds."""
+    from .assess import judge_tasks
+    from .types import GeneratedResponse
+
+    generated = [t.content for t in conversation if t.generated]
+    text = "\n\n".join(generated) if generated else None
+    final = next((t.content for t in reversed(conversation) if t.role == "assistant"), None)
+    response = GeneratedResponse(prompt_id=prompt.id, model_variant_id="", conversation=tuple(conversation),
+                                 text=text, final_text=final)
+    found = set()
+    for p_index, task in enumerate(judge_tasks(prompt, response)):
+        task_plan = plan if task.scale is None else _with_scale(plan, task.scale)
+        for j_index, judge in enumerate(plan.judges):
+            messages = build_judge_messages(task, judge, task_plan)
+            if probe.answer(judge.model, messages, temperature=JUDGE_TEMPERATURE, max_tokens=JUDGE_MAX_TOKENS,
+                            readable=lambda t, s=task_plan.scale: parse_judge_answer(t, s).ok) is not None:
+                found.add((p_index, j_index))
+    return found
+
+
+def estimate_run(
+    bp: Blueprint,
+    models: Iterable[str | CustomModel],
+    plan: JudgePlan,
+    *,
+    trials: int | None = None,
+    fresh: bool = False,
+    embedding_model: str | None = None,
+    cache: CacheProbe | None = None,
+    answer_tokens: int | None = None,
+    prices: Mapping[str, Price] | None = None,
+) -> RunEstimate:
+    """The calls, tokens and dollars of a run of ``bp`` with these choices (what ``runs.start`` would make).
+
+    ``models`` are the run's resolved models (collections expanded, custom models as objects); ``plan`` its
+    judges (``judge.plan_for_run``); ``trials`` the run's override (None: each prompt's own). ``cache``, when
+    given and the run is not ``fresh``, counts answers the response cache already holds as free.
+    ``answer_tokens`` is the assumed length of a generated answer (None: its whole ``max_tokens``).
+    """
+    models = list(models)
+    prices = price_table() if prices is None else prices
+    customs = {m.id: m for m in models if isinstance(m, CustomModel)}
+    variants = expand_variants(bp, models)
+    probe = None if fresh else cache
+    judged_per_prompt = [judged_points(p) for p in bp.prompts]
+    any_judged = any(judged_per_prompt)
+    ideal_prompts = [p for p in bp.prompts if p.ideal_response] if embedding_model else []
+
+    def line(model_id: str, role: str, label: str = "") -> ModelEstimate:
+        canned = role == "candidate" and model_id not in customs and provider_of(model_id) == FIXTURES_PREFIX
+        return ModelEstimate(model_id, role=role, label=label, canned=canned, custom=model_id in customs,
+                             price=None if model_id in customs else prices.get(model_id))
+
+    candidates: dict[str, ModelEstimate] = {}
+    for model in models:
+        candidates.setdefault(_model_id(model), line(_model_id(model), "candidate"))
+    max_out = {_model_id(m): max_tokens_of(m) for m in models}
+    judges = [line(j.model, "judge", j.judge_id) for j in plan.judges] if any_judged else []
+    embeddings = [line(embedding_model, "embedding")] if ideal_prompts else []
+    responses = backup = repairs = services = 0
+
+    for index, prompt in enumerate(bp.prompts):
+        n_trials = trials_of(prompt, trials)
+        points = judged_per_prompt[index]
+        services += sum(1 for p in prompt.all_points() if p.fn == "call") * len(variants) * n_trials
+        turns = generations_per_variant(prompt)
         chars = conversation_chars(prompt, bp)
-        self.calls += judged
-        self.input_tokens += judged * (tokens(chars + JUDGE_PROMPT_OVERHEAD_CHARS)
-                                       + generations_per_variant(prompt) * max_out)
-        self.output_tokens += judged * JUDGE_MAX_TOKENS
+        prompt_tokens = tokens(chars)
+        judge_chars: dict[tuple[int, int], int] = {}  # (answer tokens, judge index) -> judge input per point
+        for variant in variants:
+            model = candidates[variant.base_model_id]
+            out = answer_tokens if answer_tokens is not None else max_out[variant.base_model_id]
+            probe_this = probe is not None and not model.canned and uses_cache(prompt, variant)
+            for trial in range(n_trials):
+                responses += 1
+                hits, conversation = (0, None)
+                if probe_this:
+                    hits, conversation = _cached_generation(prompt, variant, trial, probe)
+                if model.canned:
+                    model.canned_answers += turns
+                else:
+                    model.cached += hits
+                    model.calls += turns - hits
+                    model.input_tokens += sum(prompt_tokens + i * out for i in range(hits, turns))
+                    model.output_tokens += (turns - hits) * out
+                if points and judges:
+                    cached = _cached_judgings(prompt, conversation, plan, probe) \
+                        if probe is not None and conversation is not None else set()
+                    for j_index, judge_line in enumerate(judges):
+                        key = (out, j_index)
+                        if key not in judge_chars:
+                            judge_chars[key] = sum(
+                                _judge_input_chars(prompt, p, plan.judges[j_index], plan, bp, out * CHARS_PER_TOKEN)
+                                for p in points)
+                        hit = sum(1 for p_index in range(len(points)) if (p_index, j_index) in cached)
+                        sent = len(points) - hit
+                        judge_line.cached += hit
+                        judge_line.calls += sent
+                        # Each point's request differs by its criterion; spread the prompt's total evenly.
+                        judge_line.input_tokens += tokens(judge_chars[key]) * sent // len(points)
+                        judge_line.output_tokens += sent * JUDGE_MAX_TOKENS
+                        repairs += sent
+                    if plan.backup is not None and not plan.configured:
+                        backup += len(points)
+                if prompt.ideal_response and embeddings:
+                    embeddings[0].calls += 1
+                    embeddings[0].input_tokens += out + tokens(len(prompt.ideal_response))
+
+    estimate = RunEstimate(
+        candidates=list(candidates.values()), judges=judges, embeddings=embeddings, responses=responses,
+        backup_calls=backup, backup_model=plan.backup.model if plan.backup is not None and backup else None,
+        repair_calls=repairs, service_points=services,
+        prices_as_of=max((p.as_of for p in prices.values() if p.as_of), default=""),
+    )
+    estimate.unknown = _unknown_parts(estimate, prices)
+    return estimate
+
+
+def _unknown_parts(estimate: RunEstimate, prices: Mapping[str, Price]) -> list[UnknownPart]:
+    parts = []
+    seen = set()
+    for m in estimate.lines:
+        if not m.calls or m.cost is not None or m.model_id in seen:
+            continue
+        seen.add(m.model_id)
+        calls = sum(x.calls for x in estimate.lines if x.model_id == m.model_id)
+        if m.custom:
+            message = f"custom model '{m.model_id}' has no price (its endpoint is yours): its {calls} calls are not in the total"
+        else:
+            message = (f"no price for '{m.model_id}' in prices.json: its {calls} calls are not in the total; "
+                       "add it to runs/engine/providers/prices.json")
+        parts.append(UnknownPart("price", m.model_id, message, calls))
+    if estimate.backup_calls:
+        backup = estimate.backup_model or ""
+        parts.append(UnknownPart(
+            "backup-judge", backup,
+            f"up to {estimate.backup_calls} more calls to the backup judge '{backup}', one per point on which "
+            "every judge fails", estimate.backup_calls))
+    if estimate.repair_calls:
+        parts.append(UnknownPart(
+            "judge-repairs", "", f"up to {estimate.repair_calls} more judge calls if answers are unreadable "
+            "(each is asked once more)", estimate.repair_calls))
+    if estimate.service_points:
+        parts.append(UnknownPart(
+            "service", "$call", f"{estimate.service_points} `$call` checks call outside services: not model calls, "
+            "not counted", estimate.service_points))
+    return parts

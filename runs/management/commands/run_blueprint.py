@@ -1,4 +1,4 @@
-"""python manage.py run_blueprint PATH_OR_ID [--models a,b] [--judges x,y] [--fresh] [--enqueue] [--json OUT]"""
+"""python manage.py run_blueprint PATH_OR_ID [--models a,b] [--judges x,y] [--fresh] [--enqueue] [--dry-run] [--json OUT]"""
 
 import json
 import sys
@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from django.core.management.base import BaseCommand
+from django.db import transaction
 
 from blueprints.models import Blueprint, ModelCollection, shown_id
 from blueprints import importing
@@ -14,7 +15,7 @@ from blueprints.spec.files import read_text
 from blueprints.spec.ids import blueprint_id_for_file
 from runs.exports import run_to_json
 from runs.spec import RunRefused
-from runs.start import start_run
+from runs.start import estimate_start, plan_start, start_run
 from runs.work import Progress, run_inline
 
 
@@ -36,14 +37,23 @@ class Command(BaseCommand):
         parser.add_argument("--trials", type=int, default=None,
                             help="responses per prompt and model (default: the blueprint's `trials`, else 1)")
         parser.add_argument("--enqueue", action="store_true", help="hand the run to the workers and print its id")
-        parser.add_argument("--json", metavar="OUT", help="also write the result file (as export_run --format json)")
+        parser.add_argument("--budget", type=float, default=None, metavar="USD",
+                            help="stop the run before its calls would cost more than this many US dollars "
+                                 "(docs/runs.md, Budget); every model it calls needs a price")
+        parser.add_argument("--json", metavar="OUT", help="also write the result file (as export_run --format json); "
+                                                          "with --dry-run, the estimate")
+        parser.add_argument("--dry-run", action="store_true",
+                            help="print what the run would cost (calls by kind, tokens, dollars, what is unknown) "
+                                 "and stop: nothing is sent and nothing is stored")
 
     def handle(self, *args, **options):
+        if options["dry_run"]:
+            return self._dry_run(options)
         blueprint, collections = self._blueprint(options["target"])
         try:
             run = start_run(blueprint, models=_csv(options["models"]), judges=_csv(options["judges"]),
                             fresh=options["fresh"], trials=options["trials"], source="cli",
-                            collections=collections, enqueue=options["enqueue"])
+                            collections=collections, enqueue=options["enqueue"], budget_usd=options["budget"])
         except RunRefused as refused:
             self.stderr.write(f"cannot run: {refused.message}")
             for problem in refused.problems:
@@ -59,12 +69,38 @@ class Command(BaseCommand):
         run = run_inline(run, progress=Progress(on_item=bar.step, on_wait=bar.wait))
         bar.close()
         self._table(run)
+        if run.stopped_reason:
+            self.stderr.write(f"{run.stopped_detail} (spent ${run.spent_usd:.4f}); resume it with a higher cap: "
+                              f"POST /api/runs/{run.pk}/resume {{\"budgetUsd\": N}}")
         if options["json"]:
             Path(options["json"]).write_text(json.dumps(run_to_json(run), ensure_ascii=False, indent=2),
                                              encoding="utf-8")
             self.stderr.write(f"wrote {options['json']}")
         if run.status != "done":
             raise SystemExit(1)
+
+    def _dry_run(self, options):
+        with transaction.atomic():  # a file is imported to be read like any blueprint, then forgotten
+            blueprint, collections = self._blueprint(options["target"])
+            try:
+                planned = plan_start(blueprint, models=_csv(options["models"]), judges=_csv(options["judges"]),
+                                     collections=collections)
+                estimate = estimate_start(planned, trials=options["trials"], fresh=options["fresh"])
+            except RunRefused as refused:
+                self.stderr.write(f"cannot run: {refused.message}")
+                for problem in refused.problems:
+                    self.stderr.write(f"  {problem}")
+                raise SystemExit(2)
+            finally:
+                transaction.set_rollback(True)
+        for problem in planned.problems:
+            self.stderr.write(f"warning: {problem}")
+        for line in estimate_lines(estimate):
+            self.stdout.write(line)
+        if options["json"]:
+            data = {"blueprint": blueprint.slug, **estimate.to_json(), "problems": planned.problems}
+            Path(options["json"]).write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
+            self.stderr.write(f"wrote {options['json']}")
 
     def _blueprint(self, target):
         path = Path(target)
@@ -102,6 +138,20 @@ class Command(BaseCommand):
                               f"{run.status}")
         else:
             self.stdout.write(f"run {run.pk} {run.status}: nothing could be scored")
+
+
+def estimate_lines(estimate) -> list[str]:
+    """The dry run's summary, one figure a line."""
+    calls = estimate.to_json()["calls"]
+    cost = estimate.cost
+    money = "unknown" if cost is None else f"about ${cost:,.4f}" + ("" if estimate.cost_complete else " (at least)")
+    lines = [f"{calls['total']:,} calls: {calls['generation']:,} generations, {calls['judge']:,} judge calls, "
+             f"{calls['embedding']:,} embeddings ({estimate.responses:,} responses)",
+             f"not sent: {calls['cached']:,} answered from the response cache, {calls['canned']:,} from fixtures",
+             f"tokens: ~{estimate.input_tokens:,} in, up to {estimate.output_tokens:,} out",
+             f"cost: {money}"]
+    lines += [f"unknown: {part.message}" for part in estimate.unknown]
+    return lines
 
 
 class _Bar:
