@@ -40,6 +40,18 @@ class Run(models.Model):
     judges = models.JSONField(default=dict)
     options = models.JSONField(default=dict)  # fresh, trials, max_tokens, ...
     cancel_requested = models.BooleanField(default=False)
+    # A spending cap in US dollars (None: none). No call is sent once what was spent plus what is in flight
+    # (each call estimated from its tokens and its model's price) would pass it; the run then stops as
+    # cancelled with ``stopped_reason`` "budget", and resumes with a higher cap (docs/runs.md, "Budget").
+    budget_usd = models.FloatField(null=True, blank=True)
+    spent_usd = models.FloatField(default=0.0)  # the budget's ledger: what each call cost as it was answered
+    # Why a cancelled run stopped when nobody cancelled it: "budget" (its cap), "replay" (an answer missing
+    # from the cache while replaying); ``stopped_detail`` says it in words.
+    stopped_reason = models.CharField(max_length=20, blank=True)
+    stopped_detail = models.TextField(blank=True)
+    # What the run pinned, to rebuild it (runs/replay.py): revision, models, parameters, judges, scale, trials.
+    # The cache key of each call it made is kept in each response's call log (``cacheKey``, with its trial).
+    manifest = models.JSONField(default=dict, blank=True)
 
     items_total = models.PositiveIntegerField(default=0)
     items_done = models.PositiveIntegerField(default=0)
@@ -358,3 +370,30 @@ class PairJudgement(models.Model):
 
     def __str__(self):
         return f"{self.left_id} vs {self.right_id}: {self.winner}"
+
+
+class RunSummary(models.Model):
+    """A finished run's figures across runs read (``runs.engine.across.summarise`` of its results matrix: per
+    variant mean, interval, n, per-prompt cell scores), built on first need and good while the run's
+    ``results_version`` and status are what they were (``runs.across.summaries``): never shown stale.
+
+    ``baseline`` keeps the run's comparison with its blueprint's pinned baseline, good while the baseline's
+    own version and status are the ones written there."""
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="summary")
+    results_version = models.PositiveIntegerField()
+    status = models.CharField(max_length=12)
+    shape = models.PositiveSmallIntegerField(default=1)
+    models_key = models.TextField(blank=True)  # "\n<model>\n<model>\n": the runs a model took part in
+    data = models.JSONField(default=dict)
+    baseline = models.JSONField(default=dict, blank=True)
+    built_at = models.DateTimeField(default=timezone.now)
+
+
+class BaselinePin(models.Model):
+    """The run a blueprint's later runs are compared with (the history page pins it)."""
+
+    blueprint = models.OneToOneField("blueprints.Blueprint", on_delete=models.CASCADE, related_name="baseline_pin")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    who = models.CharField(max_length=150, blank=True)
+    pinned_at = models.DateTimeField(default=timezone.now)

@@ -1,12 +1,21 @@
 from django.urls import path
 
-from . import api, api_compare, pairs, views
+from . import api, api_across, api_compare, pairs, views
+from .across import views as across_views
 
 app_name = "runs"
 
 urlpatterns = [
     path("runs/", views.run_list, name="list"),
     path("runs/start", views.start, name="start"),
+    path("runs/history/<path:slug>", across_views.history, name="history"),
+    path("runs/models/", across_views.model_list, name="models"),
+    path("runs/models/<path:model_id>/", across_views.model_detail, name="model"),
+    path("runs/leaderboards/<path:tag>/", across_views.leaderboard, name="leaderboard"),
+    path("overview/", across_views.overview, name="overview"),
+    path("api/models/<path:model_id>", api_across.model_detail, name="api-model"),
+    path("api/runs-history/<path:slug>", api_across.blueprint_history, name="api-history"),
+    path("api/leaderboards/<path:tag>", api_across.leaderboard, name="api-leaderboard"),
     path("runs/pairs", pairs.blueprint_pairs, name="pairs-blueprint"),
     path("runs/<int:run_id>/", views.detail, name="detail"),
     path("judges/", views.judges, name="judges"),
@@ -33,6 +42,7 @@ urlpatterns = [
     path("runs/<int:run_id>/report.html", views.report, name="report"),
     path("runs/<int:run_id>/delete", views.delete, name="delete"),
     path("runs/<int:run_id>/rename", views.rename, name="rename"),
+    path("runs/<int:run_id>/baseline", across_views.run_baseline, name="run-baseline"),
     # Last among runs/<id>/...: its <str:action> would match the names above.
     path("runs/<int:run_id>/<str:action>", views.control, name="control"),
     path("api/runs", api.start, name="api-start"),

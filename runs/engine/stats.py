@@ -23,6 +23,7 @@ applied); nothing here reads rows or recomputes a cell. Pure NumPy/SciPy: no Dja
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -136,6 +137,7 @@ def bootstrap_means(values: np.ndarray, weights: np.ndarray, *, counts: np.ndarr
     return out
 
 
+@functools.lru_cache(maxsize=1024)
 def expanded_tail(alpha: float, n: int) -> float:
     """The tail share for an *expanded* percentile interval (Hesterberg, "What teachers should know about the
     bootstrap", 2015): the plain percentile interval is too narrow by about sqrt((n - 1) / n) and by using

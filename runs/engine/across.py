@@ -1,0 +1,357 @@
+"""Across runs: a run's summary read off its results matrix, and what many summaries say together -- a
+blueprint's trend per model variant, each run against a pinned baseline, a model's runs and its weakest and
+strongest prompts against its peers, leaderboards over many blueprints, and drift at temperature 0.
+
+Every score here is a matrix cell's (``Cell.score``, its prompt's trial rule applied) or a figure of
+``runs.engine.stats`` over such cells; nothing here reads rows or recomputes a cell. A *summary* is a plain
+dict (stored as JSON by ``runs.across``):
+
+    {"prompts": [prompt id, ...], "weights": [prompt weight or None, ...], "order": [variant, ...],
+     "variants": {variant: {"model", "temperature", "mean", "low", "high", "n", "cells": [score or None per
+                  prompt], "responses": [response id or None per prompt], "calls", "costUsd", "costCalls",
+                  "latencyMs"}}}
+
+Pure Python: no Django here.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from . import stats
+from .matrix import Matrix
+
+SUMMARY_SHAPE = 1  # bump when the summary's layout changes: older stored summaries are rebuilt
+DRIFT_MIN_GAP = timedelta(days=1)
+WEAK_LISTED = 5  # weakest and strongest prompts listed on a model page
+
+_VARIANT = re.compile(r"^(?P<model>.*?)\[temp:(?P<temp>[^\]]*)\](?:\[sp_idx:(?P<sp>\d+)\])?$")
+
+
+def parse_variant(variant_id: str) -> tuple[str, float | None, int | None]:
+    """``model[temp:T][sp_idx:i]`` -> (model id as written, T, i); an id without the suffix is all model."""
+    found = _VARIANT.match(variant_id)
+    if not found:
+        return variant_id, None, None
+    try:
+        temperature = float(found["temp"])
+    except ValueError:
+        temperature = None
+    return found["model"], temperature, int(found["sp"]) if found["sp"] is not None else None
+
+
+# --- one run -----------------------------------------------------------------------------------------------------
+
+
+def summarise(matrix: Matrix, prompts: Sequence) -> dict:
+    """A run's summary from its matrix: per variant the mean with its interval (``stats.mean_intervals`` over
+    every prompt of the run, exactly as ``runs.compare.decisions`` gives it), the cell scores by prompt, the
+    response each cell stands for, and cost and latency per call (from the cells' trials)."""
+    columns: dict[str, dict[int, float | None]] = {v: {} for v in matrix.variants}
+    for (index, variant_id), cell in matrix.cells.items():
+        columns.setdefault(variant_id, {})[index] = cell.score
+    intervals = stats.mean_intervals(columns, {i: p.weight for i, p in enumerate(prompts)},
+                                     items=range(len(prompts)))
+    variants = {}
+    for variant_id in matrix.variants:
+        model, temperature, _ = parse_variant(variant_id)
+        cells: list[float | None] = [None] * len(prompts)
+        responses: list[int | None] = [None] * len(prompts)
+        calls = cost_calls = latency_calls = 0
+        cost = latency = 0.0
+        for index in range(len(prompts)):
+            cell = matrix.cell(index, variant_id)
+            if cell is None:
+                continue
+            cells[index] = stats.finite(cell.score)
+            responses[index] = cell.response_id
+            for trial in cell.trials:
+                if trial.status not in ("done", "failed"):
+                    continue
+                calls += 1
+                if trial.cost_usd is not None:
+                    cost_calls += 1
+                    cost += trial.cost_usd
+                if trial.latency_ms is not None:
+                    latency_calls += 1
+                    latency += trial.latency_ms
+        interval = intervals.get(variant_id) or stats.MeanInterval(None, None, None, 0)
+        variants[variant_id] = {
+            "model": model, "temperature": temperature, "mean": interval.mean, "low": interval.low,
+            "high": interval.high, "n": interval.n, "cells": cells, "responses": responses, "calls": calls,
+            "costUsd": cost / cost_calls if cost_calls else None, "costCalls": cost_calls,
+            "latencyMs": latency / latency_calls if latency_calls else None}
+    return {"shape": SUMMARY_SHAPE, "prompts": [p.id for p in prompts], "weights": [p.weight for p in prompts],
+            "order": list(matrix.variants), "variants": variants}
+
+
+def cell_scores(summary: dict, variant_id: str) -> dict[str, float | None]:
+    """``{prompt id: cell score}`` of one variant (the first of two prompts sharing an id)."""
+    out: dict[str, float | None] = {}
+    cells = summary["variants"].get(variant_id, {}).get("cells") or []
+    for prompt_id, score in zip(summary["prompts"], cells):
+        out.setdefault(prompt_id, score)
+    return out
+
+
+def weights_of(summary: dict) -> dict[str, float | None]:
+    return dict(zip(summary["prompts"], summary["weights"]))
+
+
+def rank_of(summary: dict, variant_id: str) -> tuple[int | None, int]:
+    """(1 for the best mean among the run's variants with a mean, or None without one; how many have one)."""
+    means = [v["mean"] for v in summary["variants"].values() if v["mean"] is not None]
+    mine = summary["variants"].get(variant_id, {}).get("mean")
+    if mine is None:
+        return None, len(means)
+    return 1 + sum(1 for m in means if m > mine), len(means)
+
+
+# --- a run against another (the baseline) --------------------------------------------------------------------------
+
+
+def compare_summaries(run: dict, base: dict, changed: Iterable[str] = ()) -> dict[str, stats.Comparison]:
+    """Each variant of ``run`` against the same variant of ``base`` (``a`` the run's, ``b`` the base's), prompts
+    matched by id, ``changed`` prompts left out; the comparisons drawn from the same resamples of the prompts, as
+    ``runs.compare.compare_with_base`` does, so the verdicts are the compare page's."""
+    common = [v for v in run["order"] if v in base["variants"]]
+    left_out = set(changed)
+    weights = weights_of(run)
+    pairs = [(cell_scores(run, v), cell_scores(base, v)) for v in common]
+    items = sorted({k for a, b in pairs for k in a if k in b and k not in left_out}, key=str)
+    index = {k: i for i, k in enumerate(items)}
+    diffs, w = np.zeros((len(items), len(pairs))), np.zeros((len(items), len(pairs)))
+    sides = []
+    for j, (a, b) in enumerate(pairs):
+        ids, xs, ys = stats.align(a, b, left_out)
+        for k, x, y in zip(ids, xs, ys):
+            weight = weights.get(k)
+            diffs[index[k], j] = x - y
+            w[index[k], j] = 1.0 if weight is None else max(0.0, float(weight))
+        sides.append((ids, xs, ys))
+    results = stats.bootstrap_means(diffs, w) if items else [(None, None, None)] * len(pairs)
+    out = {}
+    for j, (delta, low, high) in enumerate(results):
+        ids, xs, ys = sides[j]
+        ws = [w[index[k], j] for k in ids]
+        total = sum(ws)
+        mean_a = sum(x * v for x, v in zip(xs, ws)) / total if total else None
+        mean_b = sum(y * v for y, v in zip(ys, ws)) / total if total else None
+        out[common[j]] = stats.Comparison(delta, low, high, len(ids), stats.verdict(low, high), mean_a, mean_b)
+    return out
+
+
+def comparison_from_dict(data: dict) -> stats.Comparison:
+    return stats.Comparison(data.get("delta"), data.get("low"), data.get("high"), data.get("n", 0),
+                            data.get("verdict", "cant_tell"), data.get("meanA"), data.get("meanB"))
+
+
+def comparison_to_dict(c: stats.Comparison) -> dict:
+    return {**c.to_dict(), "meanA": c.mean_a, "meanB": c.mean_b}
+
+
+# --- a blueprint's history -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class TrendPoint:
+    run_id: int
+    when: datetime
+    revision: int
+    mean: float | None
+    low: float | None
+    high: float | None
+    n: int
+
+
+def trends(history: Sequence[tuple[int, datetime, int, dict]]) -> dict[str, list[TrendPoint]]:
+    """Per variant, its mean with its interval in each run (``history``: (run id, when, revision number,
+    summary), oldest first); variants in order of first appearance."""
+    out: dict[str, list[TrendPoint]] = {}
+    for run_id, when, revision, summary in history:
+        for variant_id in summary["order"]:
+            v = summary["variants"][variant_id]
+            out.setdefault(variant_id, []).append(TrendPoint(run_id, when, revision, v["mean"], v["low"], v["high"],
+                                                             v["n"]))
+    return out
+
+
+def trend_svg_points(points: Sequence[TrendPoint], width: int = 560, height: int = 120, pad: int = 14) -> list[dict]:
+    """Where each run's mean (and its interval) sits in a ``width`` x ``height`` chart of 0..1 scores."""
+    if not points:
+        return []
+    step = (width - 2 * pad) / max(1, len(points) - 1)
+
+    def y(score: float) -> float:
+        return round(pad + (1 - score) * (height - 2 * pad), 1)
+
+    out = []
+    for i, p in enumerate(points):
+        x = round(pad + i * step if len(points) > 1 else width / 2, 1)
+        out.append({"x": x, "y": y(p.mean) if p.mean is not None else None,
+                    "y_low": y(p.low) if p.low is not None else None,
+                    "y_high": y(p.high) if p.high is not None else None, "point": p})
+    return out
+
+
+# --- a model across runs -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PromptGap:
+    run_id: int
+    prompt_index: int
+    prompt_id: str
+    variant_id: str
+    score: float
+    peers: float  # the other models' mean cell score on that prompt
+    response_id: int | None
+
+    @property
+    def gap(self) -> float:
+        return self.score - self.peers
+
+
+def prompt_gaps(run_id: int, summary: dict, model: str) -> list[PromptGap]:
+    """Every cell of ``model``'s variants in a run against the mean of the other models' cells on that prompt."""
+    mine = [v for v in summary["order"] if summary["variants"][v]["model"] == model]
+    others = [v for v in summary["order"] if summary["variants"][v]["model"] != model]
+    out = []
+    for variant_id in mine:
+        data = summary["variants"][variant_id]
+        for index, score in enumerate(data["cells"]):
+            if score is None:
+                continue
+            peers = [summary["variants"][o]["cells"][index] for o in others]
+            peers = [p for p in peers if p is not None]
+            if not peers:
+                continue
+            out.append(PromptGap(run_id, index, summary["prompts"][index], variant_id, score,
+                                 sum(peers) / len(peers), data["responses"][index]))
+    return out
+
+
+def weakest_and_strongest(gaps: Iterable[PromptGap], limit: int = WEAK_LISTED) -> tuple[list[PromptGap],
+                                                                                        list[PromptGap]]:
+    """The prompts where a model falls furthest below its peers' mean, and where it stands furthest above."""
+    gaps = list(gaps)
+    weak = sorted((g for g in gaps if g.gap < 0), key=lambda g: (g.gap, g.run_id, g.prompt_index))[:limit]
+    strong = sorted((g for g in gaps if g.gap > 0), key=lambda g: (-g.gap, g.run_id, g.prompt_index))[:limit]
+    return weak, strong
+
+
+# --- leaderboards over many blueprints -----------------------------------------------------------------------------
+
+
+@dataclass
+class BoardRow:
+    model: str
+    mean: float | None
+    low: float | None
+    high: float | None
+    covered: int  # blueprints it ran (in the latest finished run of each)
+    per_blueprint: dict = field(default_factory=dict)  # blueprint key -> its mean there
+    rank: int | None = None
+
+
+@dataclass
+class Board:
+    blueprints: int
+    minimum: int  # blueprints a model must have run to be ranked
+    ranked: list[BoardRow]
+    apart: list[BoardRow]  # ran too few: shown, not ranked
+
+
+def minimum_covered(blueprints: int) -> int:
+    """A model is ranked when it ran at least half of the tag's blueprints (rounded up; at least one)."""
+    return max(1, math.ceil(blueprints / 2))
+
+
+def model_means(summary: dict) -> dict[str, float]:
+    """Per model of a run, its blueprint score: the prompt-weighted mean of its cells (every variant of the model
+    pooled: a cell is a prompt x variant), ``stats.mean_interval``'s mean."""
+    cells: dict[str, tuple[list, list]] = {}
+    for variant_id in summary["order"]:
+        data = summary["variants"][variant_id]
+        scores, weights = cells.setdefault(data["model"], ([], []))
+        scores.extend(data["cells"])
+        weights.extend(summary["weights"])
+    out = {}
+    for model, (scores, weights) in cells.items():
+        pairs = [(s, 1.0 if w is None else max(0.0, float(w))) for s, w in zip(scores, weights) if s is not None]
+        total = sum(w for _, w in pairs)
+        if total > 0:
+            out[model] = sum(s * w for s, w in pairs) / total
+    return out
+
+
+def leaderboard(latest: Mapping[str, dict], blueprints: int) -> Board:
+    """``latest``: blueprint key -> the summary of its latest finished run. Each model's mean over the
+    blueprints it ran, its 95% interval a bootstrap over those blueprints (``stats.mean_interval``: none with
+    fewer than two), ranked best first among the models that ran at least ``minimum_covered`` of them."""
+    per_model: dict[str, dict] = {}
+    for key, summary in latest.items():
+        for model, mean in model_means(summary).items():
+            per_model.setdefault(model, {})[key] = mean
+    minimum = minimum_covered(blueprints)
+    rows = []
+    for model, means in per_model.items():
+        interval = stats.mean_interval(list(means.values()))
+        rows.append(BoardRow(model, interval.mean, interval.low, interval.high, len(means), dict(means)))
+    rows.sort(key=lambda r: (r.mean is None, -(r.mean or 0.0), r.model))
+    ranked = [r for r in rows if r.covered >= minimum]
+    for i, row in enumerate(ranked):
+        row.rank = i + 1
+    return Board(blueprints, minimum, ranked, [r for r in rows if r.covered < minimum])
+
+
+# --- drift ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Drift:
+    revision_id: int
+    variant_id: str
+    model: str
+    run_id: int  # the later run
+    base_id: int  # the earlier one, at least DRIFT_MIN_GAP before
+    comparison: stats.Comparison
+
+    @property
+    def verdict_words(self) -> str:
+        return {"better": "up", "worse": "down"}.get(self.comparison.verdict, "can't tell")
+
+
+def drift(runs: Sequence[tuple[int, int, datetime, dict]], min_gap: timedelta = DRIFT_MIN_GAP) -> list[Drift]:
+    """``runs``: (run id, revision id, when, summary) of finished runs. For each revision and each variant at
+    temperature 0, its latest run against the latest earlier run at least ``min_gap`` before it, paired by prompt
+    (the revision is the same, so every prompt is the same question); flagged when the verdict is not
+    "can't tell". Most recent first."""
+    by_revision: dict[int, list] = {}
+    for run in runs:
+        by_revision.setdefault(run[1], []).append(run)
+    out = []
+    for revision_id, mine in by_revision.items():
+        mine.sort(key=lambda r: (r[2], r[0]))
+        variants = {v for _, _, _, s in mine for v, data in s["variants"].items() if data["temperature"] == 0}
+        for variant_id in sorted(variants):
+            having = [r for r in mine if variant_id in r[3]["variants"]]
+            if len(having) < 2:
+                continue
+            later = having[-1]
+            earlier = [r for r in having if later[2] - r[2] >= min_gap]
+            if not earlier:
+                continue
+            base = earlier[-1]
+            comparison = compare_summaries({**later[3], "order": [variant_id]}, base[3])[variant_id]
+            if comparison.verdict != "cant_tell":
+                out.append(Drift(revision_id, variant_id, later[3]["variants"][variant_id]["model"], later[0],
+                                 base[0], comparison))
+    out.sort(key=lambda d: (-d.run_id, d.variant_id))
+    return out

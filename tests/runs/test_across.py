@@ -1,0 +1,300 @@
+"""Across runs: a blueprint's history with a pinned baseline, a model's page, leaderboards by tag, drift, and
+their API -- over runs made through the production path (start -> worker tasks, inline -> records) against the
+fake LLM server. Every figure is held to a matrix cell or to the compare page's own decisions."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+
+from blueprints.importing import import_files
+from blueprints.models import Blueprint
+from runs import across
+from runs import compare as run_compare
+from runs import start as run_start
+from runs.engine import across as engine
+from runs.models import Run, RunSummary
+from runs.records import bump_results, run_matrix
+from runs.spec import parsed_blueprint
+from tests.fakes.pytest_fixtures import fake_llm, fake_llm_server, fake_provider  # noqa: F401
+from tests.web.conftest import htmx
+
+PROMPTS = 8
+A, B = "openai:cand-a", "openai:cand-b"
+
+
+def text(tags=("maths",), models=(A, B), changed: int | None = None) -> str:
+    head = f"title: Across\ntags: [{', '.join(tags)}]\nmodels: [{', '.join(models)}]\n---\n"
+    return head + "".join(
+        f"- id: q{n}\n  prompt: Question {n}{' (reworded)' if n == changed else ''}?\n  should:\n    - $contains: GOOD\n"
+        for n in range(PROMPTS))
+
+
+def script(fake, *, b_good: int):
+    """cand-a answers GOOD to every prompt; cand-b to the first ``b_good`` only."""
+    rules = [{"model": "cand-a", "match": ".", "reply": "GOOD answer"}]
+    rules += [{"model": "cand-b", "match": rf"Question {n}\b", "reply": "GOOD too"} for n in range(b_good)]
+    rules.append({"model": "cand-b", "match": ".", "reply": "BAD answer"})
+    fake.script(rules)
+
+
+def make_run(fake, blueprint, *, b_good: int, revision=None) -> Run:
+    script(fake, b_good=b_good)
+    run = run_start.start_run(blueprint, revision=revision, fresh=True)
+    run.refresh_from_db()
+    assert run.status == "done", run.status
+    return run
+
+
+def imported(slug_text: str, name: str = "across.yml") -> Blueprint:
+    return import_files([(name, slug_text, {})], via="test").items[0].blueprint
+
+
+def variant(model: str) -> str:
+    return f"{model}[temp:0]"
+
+
+# --- pure: tables ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant_id, expected", [
+    ("openai:gpt-4o[temp:0]", ("openai:gpt-4o", 0.0, None)),
+    ("openrouter:meta/llama-3:free[temp:0.7][sp_idx:1]", ("openrouter:meta/llama-3:free", 0.7, 1)),
+    ("custom-model", ("custom-model", None, None)),
+])
+def test_a_variant_id_gives_its_model_as_written_its_temperature_and_system(variant_id, expected):
+    assert engine.parse_variant(variant_id) == expected
+
+
+@pytest.mark.parametrize("blueprints, minimum", [(1, 1), (2, 1), (3, 2), (4, 2), (5, 3)])
+def test_a_model_is_ranked_when_it_ran_at_least_half_the_tags_blueprints(blueprints, minimum):
+    assert engine.minimum_covered(blueprints) == minimum
+
+
+def _summary(model_cells: dict[str, list[float]]) -> dict:
+    n = len(next(iter(model_cells.values())))
+    return {"prompts": [f"p{i}" for i in range(n)], "weights": [None] * n, "order": list(model_cells),
+            "variants": {f"{m}[temp:0]": {"model": m, "temperature": 0.0, "mean": sum(c) / n, "low": None,
+                                           "high": None, "n": n, "cells": c, "responses": [None] * n}
+                         for m, c in model_cells.items()}}
+
+
+def test_a_leaderboard_ranks_models_that_ran_enough_blueprints_and_shows_the_others_apart():
+    one = _summary({"x": [1.0, 0.5], "y": [0.5, 0.5]})
+    one["order"] = ["x[temp:0]", "y[temp:0]"]
+    two = _summary({"x": [1.0, 1.0]})
+    two["order"] = ["x[temp:0]"]
+    three = _summary({"x": [0.0, 1.0]})
+    three["order"] = ["x[temp:0]"]
+    board = engine.leaderboard({"b1": one, "b2": two, "b3": three}, 4)
+    assert [(r.model, r.rank, r.covered) for r in board.ranked] == [("x", 1, 3)]
+    assert board.ranked[0].mean == pytest.approx((0.75 + 1.0 + 0.5) / 3)
+    assert [(r.model, r.rank, r.covered) for r in board.apart] == [("y", None, 1)]
+
+
+# --- through the real worker path ------------------------------------------------------------------------------------
+
+pytestmark_db = pytest.mark.django_db(transaction=True)
+
+
+@pytestmark_db
+def test_the_history_shows_every_run_and_the_baselines_verdicts_are_the_compare_pages(client, fake_provider):
+    blueprint = imported(text())
+    first = make_run(fake_provider, blueprint, b_good=PROMPTS)
+    second = make_run(fake_provider, blueprint, b_good=2)
+
+    page = client.get(f"/runs/history/{blueprint.slug}")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert f'id="run-{first.pk}"' in html and f'id="run-{second.pk}"' in html
+    assert "No baseline is pinned" in html
+
+    assert client.post(f"/runs/history/{blueprint.slug}", {"run": first.pk}).status_code == 302
+    found = across.history(blueprint)
+    assert found.baseline.pk == first.pk
+    decided = run_compare.decisions(second, first)
+    ours = found.compared[second.pk]["pairs"]
+    for pair in decided.pairs:  # the same verdicts, differences and intervals as the compare page
+        mine = ours[pair.a]
+        assert (mine.verdict, mine.delta, mine.low, mine.high, mine.n) == (
+            pair.verdict, pair.delta, pair.low, pair.high, pair.n)
+    assert found.compared[second.pk]["regressions"] == [variant(B)]
+
+    # Each run's mean and interval are the run page's (decisions without a base: stats.mean_intervals).
+    for run in (first, second):
+        models = run_compare.decisions(run).models
+        info = next(i for i in found.runs if i.pk == run.pk)
+        for v, interval in models.items():
+            got = info.summary["variants"][v]
+            assert (got["mean"], got["low"], got["high"], got["n"]) == (
+                interval.mean, interval.low, interval.high, interval.n)
+
+    # The run page loads "compared with the baseline" in place; it names the regression.
+    detail = client.get(f"/runs/{second.pk}/").content.decode()
+    assert f'hx-get="/runs/{second.pk}/baseline"' in detail and f"/runs/history/{blueprint.slug}" in detail
+    part = client.get(f"/runs/{second.pk}/baseline", **htmx()).content.decode()
+    assert "Compared with the baseline" in part and "worse" in part and variant(B) in part
+    assert "baseline of its blueprint" in client.get(f"/runs/{first.pk}/baseline", **htmx()).content.decode()
+    assert client.get(f"/runs/{second.pk}/baseline").status_code == 302  # without htmx: the history page
+
+
+@pytestmark_db
+def test_a_summary_is_rebuilt_when_the_runs_results_change_and_never_shown_stale(client, fake_provider):
+    blueprint = imported(text())
+    run = make_run(fake_provider, blueprint, b_good=4)
+    across.history(blueprint)
+    stored = RunSummary.objects.get(run=run)
+    assert stored.results_version == run.results_version
+    # A reviewer's change moves the version (records.bump_results, as an override does): the next read rebuilds.
+    cell = run_matrix(run, parsed_blueprint(run.revision).prompts).cell(PROMPTS - 1, variant(B))
+    run.responses.filter(pk=cell.response_id).update(score=1.0)
+    bump_results(run.pk)
+    run.refresh_from_db()
+    info = next(i for i in across.history(blueprint).runs if i.pk == run.pk)
+    expected = run_compare.decisions(run).models[variant(B)]
+    assert info.summary["variants"][variant(B)]["mean"] == expected.mean == pytest.approx(5 / PROMPTS)
+    assert RunSummary.objects.get(run=run).results_version == run.results_version
+
+
+@pytestmark_db
+def test_the_history_names_the_prompts_a_new_revision_changed_and_leaves_them_out(client, fake_provider):
+    blueprint = imported(text())
+    first = make_run(fake_provider, blueprint, b_good=PROMPTS)
+    revision, _ = blueprint.save_revision(text(changed=0))
+    blueprint.refresh_from_db()
+    second = make_run(fake_provider, blueprint, b_good=PROMPTS, revision=revision)
+    across.pin_baseline(blueprint, first)
+    found = across.history(blueprint)
+    assert [r["changed"] for r in found.revisions] == [[], ["q0"]]
+    assert found.compared[second.pk]["changed"] == ["q0"]
+    assert found.compared[second.pk]["pairs"][variant(A)].n == PROMPTS - 1
+    assert "1 prompt changed (<code>q0</code>)" in client.get(f"/runs/history/{blueprint.slug}").content.decode()
+
+
+@pytestmark_db
+def test_a_model_page_lists_its_runs_with_ranks_and_its_weakest_prompts_link_to_the_response(client,
+                                                                                             fake_provider):
+    blueprint = imported(text())
+    run = make_run(fake_provider, blueprint, b_good=3)
+    matrix = run_matrix(run, parsed_blueprint(run.revision).prompts)
+    page = client.get(f"/runs/models/{B}/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "2 of 2" in html  # cand-b is second of the run's two models
+    found = across.model_page(B)
+    assert [(r.info.pk, r.rank, r.of) for r in found.runs] == [(run.pk, 2, 2)]
+    assert found.runs[0].variant["mean"] == pytest.approx(matrix.summaries[variant(B)].mean)
+    assert len(found.weak) == 5 and not found.strong
+    for gap in found.weak:  # each a matrix cell, against the other model's cell on the same prompt
+        cell, peer = matrix.cell(gap.prompt_index, variant(B)), matrix.cell(gap.prompt_index, variant(A))
+        assert (gap.score, gap.peers, gap.response_id) == (cell.score, peer.score, cell.response_id)
+        assert f'href="/runs/{run.pk}/responses/{cell.response_id}/"' in html
+    assert across.model_page(A).runs[0].rank == 1
+    assert client.get("/runs/models/openai:nobody/").status_code == 404
+    listing = client.get("/runs/models/").content.decode()
+    assert f'href="/runs/models/{A}/"' in listing and f'href="/runs/models/{B}/"' in listing
+
+    api = json.loads(client.get(f"/api/models/{B}").content)
+    assert api["runs"][0]["rank"] == 2 and api["runs"][0]["mean"] == pytest.approx(matrix.summaries[variant(B)].mean)
+    assert api["weakest"][0]["response"] == found.weak[0].response_id
+
+
+@pytestmark_db
+def test_a_tag_leaderboard_ranks_over_the_latest_run_of_each_blueprint_and_sets_the_few_apart(client,
+                                                                                           fake_provider):
+    one = imported(text(tags=("maths",)), "one.yml")
+    two = imported(text(tags=("maths", "other")), "two.yml")
+    three = imported(text(tags=("maths",), models=(A, "openai:cand-c")), "three.yml")
+    make_run(fake_provider, one, b_good=0)  # an older run of one: the latest is read
+    make_run(fake_provider, one, b_good=PROMPTS)
+    make_run(fake_provider, two, b_good=4)
+    fake_provider.script([{"model": "cand-a", "match": ".", "reply": "GOOD"},
+                          {"model": "cand-c", "match": ".", "reply": "BAD"}])
+    run_start.start_run(three, fresh=True)
+    board = across.tag_board("maths")
+    assert board.board.minimum == 2
+    assert [(r.model, r.rank, r.covered) for r in board.board.ranked] == [(A, 1, 3), (B, 2, 2)]
+    assert board.board.ranked[1].mean == pytest.approx((1.0 + 0.5) / 2)
+    assert [(r.model, r.covered) for r in board.board.apart] == [("openai:cand-c", 1)]
+    html = client.get("/runs/leaderboards/maths/").content.decode()
+    assert "Ran too few to be ranked" in html and "openai:cand-c" in html
+    api = json.loads(client.get("/api/leaderboards/maths").content)
+    assert [r["model"] for r in api["ranked"]] == [A, B] and api["apart"][0]["blueprints"] == 1
+    assert client.get("/runs/leaderboards/nothing/").status_code == 404
+    overview = client.get("/overview/").content.decode()
+    assert 'href="/runs/leaderboards/maths/"' in overview and "Leaderboards by tag" in overview
+
+
+@pytestmark_db
+def test_drift_at_temperature_zero_a_day_apart_is_flagged_on_the_overview_and_the_model_page(client,
+                                                                                              fake_provider):
+    blueprint = imported(text())
+    before = make_run(fake_provider, blueprint, b_good=PROMPTS)
+    two_days = before.finished_at - timedelta(days=2)
+    Run.objects.filter(pk=before.pk).update(created_at=two_days, finished_at=two_days)
+    after = make_run(fake_provider, blueprint, b_good=0)
+    drifted = across.drift_of(across.finished_infos())
+    assert [(d.variant_id, d.run_id, d.base_id, d.comparison.verdict) for d in drifted] == [
+        (variant(B), after.pk, before.pk, "worse")]
+    assert drifted[0].comparison.delta == pytest.approx(-1.0)
+    overview = client.get("/overview/").content.decode()
+    assert "No drift found" not in overview and f"run {after.pk}</a> against" in overview
+    model = client.get(f"/runs/models/{B}/").content.decode()
+    assert 'id="drift"' in model
+    assert 'id="drift"' not in client.get(f"/runs/models/{A}/").content.decode()
+
+
+@pytestmark_db
+def test_runs_less_than_a_day_apart_are_not_drift(fake_provider):
+    blueprint = imported(text())
+    make_run(fake_provider, blueprint, b_good=PROMPTS)
+    make_run(fake_provider, blueprint, b_good=0)
+    assert across.drift_of(across.finished_infos()) == []
+
+
+@pytestmark_db
+def test_the_overview_lists_what_finished_since_the_last_visit_with_regressions(client, fake_provider):
+    blueprint = imported(text())
+    first = make_run(fake_provider, blueprint, b_good=PROMPTS)
+    across.pin_baseline(blueprint, first)
+    html = client.get("/overview/").content.decode()  # sets the last visit
+    assert f'href="/runs/{first.pk}/"' in html
+    assert "Nothing new" in client.get("/overview/").content.decode()
+    second = make_run(fake_provider, blueprint, b_good=1)
+    html = client.get("/overview/").content.decode()
+    assert f'href="/runs/{second.pk}/"' in html and "worse than the baseline" in html
+    assert 'href="/overview/"' in client.get("/runs/").content.decode()
+
+
+@pytestmark_db
+def test_the_history_api_gives_each_run_its_figures_and_its_comparison_with_the_baseline(client, fake_provider):
+    blueprint = imported(text())
+    first = make_run(fake_provider, blueprint, b_good=PROMPTS)
+    second = make_run(fake_provider, blueprint, b_good=2)
+    across.pin_baseline(blueprint, first)
+    data = json.loads(client.get(f"/api/runs-history/{blueprint.slug}").content)
+    assert data["baseline"] == first.pk and [r["run"] for r in data["runs"]] == [first.pk, second.pk]
+    assert data["runs"][1]["baseline"]["regressions"] == [variant(B)]
+    assert data["runs"][1]["variants"][variant(B)]["mean"] == pytest.approx(2 / PROMPTS)
+    assert client.get("/api/runs-history/nope").status_code == 404
+
+
+@pytestmark_db
+def test_the_history_and_model_pages_read_a_bounded_number_of_queries(client, fake_provider):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    blueprint = imported(text())
+    counts = []
+    for b_good in (8, 4, 2):
+        make_run(fake_provider, blueprint, b_good=b_good)
+        client.get(f"/runs/history/{blueprint.slug}")  # builds the new run's summary
+        client.get(f"/runs/models/{B}/")
+        with CaptureQueriesContext(connection) as history:
+            client.get(f"/runs/history/{blueprint.slug}")
+        with CaptureQueriesContext(connection) as model:
+            client.get(f"/runs/models/{B}/")
+        counts.append((len(history), len(model)))
+    assert counts[0] == counts[1] == counts[2], counts
