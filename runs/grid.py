@@ -26,6 +26,9 @@ from django.db.models import Q
 from django.db.models import TextField
 from django.db.models.functions import Cast, Left
 from django.urls import reverse
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+from django.utils.text import Truncator
 
 from blueprints.spec.jsregex import RegexError, compile_js
 from runs.engine.matrix import AGGREGATION_WORDS, STATE_LABELS, Cell, Matrix, VariantSummary, prompt_summary
@@ -161,6 +164,48 @@ class GridCell:
     reason = property(lambda self: self.cell.reason if self.cell else "")
 
 
+_THUMBS = {-1: '<span class="flag" title="a reviewer gave it a thumbs down">👎</span>',
+           1: '<span class="flag" title="a reviewer gave it a thumbs up">👍</span>',
+           0: '<span class="flag" title="a reviewer left a comment">💬</span>'}
+_GRID_TEXT = {"not-evaluated": "n/e", "failed": "failed", "not-run": "not run"}
+
+
+def cell_html(cell: GridCell, index: int, col: int, oob: bool = False) -> str:
+    """One grid cell as the page and the live poll send it (plain strings, not a template: 500 a page)."""
+    swap = ' hx-swap-oob="outerHTML"' if oob else ""
+    if not cell.response_id:
+        return f'<td id="cell-{index}-{col}" class="gcell cell-missing"{swap}><span class="muted">–</span></td>'
+    state = cell.state
+    classes = ["gcell", cell.bucket if state == "scored" else f"cell-{state}"]
+    if not cell.matches:
+        classes.append("dim")
+    if cell.below or state == "failed":
+        classes.append("below")
+    href = escape(cell.href)
+    text = f"{cell.score:.2f}" if state == "scored" else _GRID_TEXT.get(state, f"{escape(state)}…")
+    parts = [f'<td id="cell-{index}-{col}" class="{" ".join(classes)}" tabindex="-1" data-response="{href}"{swap}>\n'
+             f'  <div class="gcell-head"><a href="{href}" class="gcell-score">{text}</a>']
+    if cell.violated_should_not:
+        parts.append('<span class="flag flag-not" title="meets a should-not point">✗</span>')
+    if cell.disagreement:
+        parts.append('<span class="flag flag-disagree" title="judges disagree on a point">≠</span>')
+    if cell.overridden:
+        parts.append('<span class="flag" title="a reviewer overrode a point">✎</span>')
+    parts.append(_THUMBS.get(cell.thumbs, ""))
+    if cell.trials > 1:
+        parts.append(f'<span class="trials" title="{cell.rule} of {cell.trials} trials">×{cell.trials}</span>')
+    parts.append("</div>\n")
+    if cell.preview or cell.reason:
+        summary = (escape(cell.preview) if cell.preview else
+                   f'<span class="problem">{escape(Truncator(cell.reason).chars(160))}</span>')
+        parts.append(f'  <details class="gcell-more">\n    <summary>{summary}</summary>\n'
+                     f'    <div class="gcell-full" hx-get="{escape(cell.open_href)}" hx-trigger="toggle from:closest '
+                     f'details once" hx-swap="innerHTML"><span class="muted small">Loading…</span></div>\n'
+                     f'  </details>\n')
+    parts.append("</td>")
+    return "".join(parts)
+
+
 @dataclass
 class GridRow:
     index: int
@@ -169,6 +214,10 @@ class GridRow:
     cells: list[GridCell]
     mean: float | None = None  # the matrix's row mean
     spread: float | None = None
+
+    @property
+    def cells_html(self) -> SafeString:
+        return mark_safe("".join(cell_html(c, self.index, col) for col, c in enumerate(self.cells)))
 
 
 @dataclass
@@ -317,7 +366,8 @@ def changed_cells(run: Run, bp, query: GridQuery, since) -> tuple[list[tuple[int
     _add_previews(changed, run)
     for row in changed:
         _mark(row, keep, searched, query.threshold)
-        out.extend((row.index, col, cell) for col, cell in enumerate(row.cells) if cell.state != "missing")
+        out.extend((row.index, col, mark_safe(cell_html(cell, row.index, col, oob=True)))
+                   for col, cell in enumerate(row.cells) if cell.state != "missing")
     return out, models
 
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from html import escape
 
-from runs.engine.matrix import Cell, Matrix, prompt_summary
+from django.utils.safestring import SafeString, mark_safe
+
+from runs.engine.matrix import AGGREGATION_WORDS, Cell, Matrix, prompt_summary
 
 HEATMAP_PAGE_SIZE = 100
 HEATMAP_SORTS = {"order": "Blueprint order", "lowest": "Lowest mean first", "spread": "Most spread first"}
@@ -26,6 +29,50 @@ class Row:
     weight: float | None
     cells: list[Cell | None]
     mean: float | None
+    cells_html: SafeString = mark_safe("")  # the row's <td> cells, for the page (``cells_html``)
+
+
+_CELL_TEXT = {"failed": "failed", "not-evaluated": "n/e", "not-run": "not run"}
+_HIDDEN = {"not-evaluated": " (not evaluated)", "pending": "pending", "running": "running"}
+
+
+def cell_text(cell: Cell) -> str:
+    """A cell's figure as every heatmap prints it: its score by its rule, or its state in words."""
+    if cell.state == "scored":
+        return f"{cell.shown:.2f}"
+    text = _CELL_TEXT.get(cell.state, "…")
+    hidden = _HIDDEN.get(cell.state)
+    return text + (f'<span class="visually-hidden">{hidden}</span>' if hidden else "")
+
+
+def cell_html(cell: Cell | None, href: str) -> str:
+    """One heatmap cell, linked to ``href`` (the response page, or its anchor in the report): the colour of
+    its printed score, its figure, its flags and, with trials, how they were combined. Written here once for
+    the run page, the heatmap pages and the offline report (1,000 cells a page: plain strings, not a template)."""
+    if cell is None or not cell.response_id:
+        return '<td class="cell cell-missing"><span class="muted">–</span></td>'
+    colour = cell.heat if cell.state == "scored" else f"cell-{cell.state}"
+    title = f' title="{escape(cell.reason[:200])}"' if cell.reason else ""
+    parts = [f'<td class="cell {colour}"><a href="{href}"{title}>', cell_text(cell)]
+    if cell.violated_should_not:
+        parts.append('<span class="flag flag-not" title="meets a should-not point">✗<span class="visually-hidden">'
+                     ' meets a should-not point</span></span>')
+    if cell.disagreement:
+        parts.append('<span class="flag flag-disagree" title="judges disagree on a point">≠<span '
+                     'class="visually-hidden"> judges disagree</span></span>')
+    if cell.k > 1:
+        rule = AGGREGATION_WORDS.get(cell.outcome.aggregation, "mean")
+        parts.append(f'<span class="trials" title="{rule} of {cell.k} trials">×{cell.k}</span>')
+    parts.append("</a></td>")
+    return "".join(parts)
+
+
+def with_cells_html(rows_: list[Row], href_of) -> list[Row]:
+    """Each row with its cells as HTML; ``href_of(response_id)`` gives a cell's link."""
+    for row in rows_:
+        row.cells_html = mark_safe("".join(cell_html(c, href_of(c.response_id) if c and c.response_id else "")
+                                           for c in row.cells))
+    return rows_
 
 
 def columns(matrix: Matrix) -> list[Column]:

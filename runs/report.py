@@ -72,27 +72,19 @@ def report_chunks(run: Run) -> Iterator[str]:
     yield render_to_string("runs/report.html#tail", {})
 
 
-_CELL_TEXT = {"failed": "failed", "not-evaluated": "n/e", "not-run": "not run"}
-
-
 def _cell_text(cell) -> str:
-    """A matrix cell's figure: its score by its rule, or its state; with trials, how they were combined."""
-    shown = f"{cell.shown:.2f}" if cell.state == "scored" else _CELL_TEXT.get(cell.state, "…")
+    """A matrix cell's figure (``heatmap.cell_text``) and, with trials, how they were combined."""
+    shown = heatmap.cell_text(cell)
     if cell.k > 1:
         shown += f' <span class="muted small">{AGGREGATION_WORDS.get(cell.outcome.aggregation, "mean")} of {cell.k}</span>'
     return shown
 
 
 def _heatmap_row(row) -> str:
-    cells = []
-    for cell in row.cells:
-        if cell is None or not cell.response_id:
-            cells.append('<td class="cell heat-none">–</td>')
-            continue
-        cells.append(f'<td class="cell {cell.heat}"><a href="#r-{cell.response_id}">'
-                     f'{_cell_text(cell)}{_flags(cell.violated_should_not, cell.disagreement)}</a></td>')
+    cells = "".join(heatmap.cell_html(cell, f"#r-{cell.response_id}" if cell and cell.response_id else "")
+                    for cell in row.cells)
     return (f'<tr><th scope="row"><a href="#prompt-{row.index}"><code>{escape(row.prompt_id)}</code></a></th>'
-            f'{"".join(cells)}</tr>\n')
+            f'{cells}</tr>\n')
 
 
 def _prompts_html(run: Run, spec, chunk: list[int], matrix) -> str:

@@ -218,7 +218,10 @@ def _heatmap_context(request, run: Run, spec) -> dict:
         return {"heatmap": None}
     matrix = _matrix(run, spec)
     page = Paginator(matrix.prompt_order(sort), heat_map.HEATMAP_PAGE_SIZE).get_page(request.GET.get("page"))
-    return {"heatmap": {"columns": heat_map.columns(matrix), "rows": heat_map.rows(matrix, list(page.object_list)),
+    link = reverse("runs:response", args=[run.pk, 987654321])
+    rows = heat_map.with_cells_html(heat_map.rows(matrix, list(page.object_list)),
+                                    lambda pk: link.replace("987654321", str(pk)))
+    return {"heatmap": {"columns": heat_map.columns(matrix), "rows": rows,
                         "page": page, "sort": sort, "sorts": heat_map.HEATMAP_SORTS.items(),
                         "prompts": len(spec.prompts)}}
 
