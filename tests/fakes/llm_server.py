@@ -39,6 +39,26 @@ name has its own request counter, so use distinct names per test:
 * ``malformed-then-ok`` / ``always-malformed``: 200 with broken JSON.
 * ``empty``: a 200 answer whose text is empty.
 * ``latency-50ms``: this model's latency instead of the server's.
+* ``rpm-600`` / ``tpm-40000``: a rate limit for this model name (below).
+
+**Rate limits** (requests and tokens per minute, per model name), as OpenAI
+enforces them: a bucket per model that refills evenly (``rpm``/60 a second)
+and holds ``window_s`` seconds' worth (1 s by default: OpenAI "quantizes" a
+minute's limit into shorter windows, so 600 a minute allows 10 at once, not
+600), the same for tokens (a call counts its prompt words plus the answer's
+token limit it asked for, as OpenAI counts max_tokens before answering).
+Every answer to a limited model carries the headers OpenAI sends
+(``x-ratelimit-limit-requests``, ``-remaining-requests``, ``-reset-requests``
+as a duration like ``6m0s``/``1s``/``20ms``, and ``-tokens``); Anthropic's
+protocol gets ``anthropic-ratelimit-*`` headers (resets in RFC 3339) and Gemini
+none (its 429 body carries ``google.rpc.RetryInfo``). Over the limit: 429
+with ``retry-after`` (whole seconds) and ``retry-after-ms``, and the
+provider's rate-limit error body. Set them by name (``rpm-600``), with
+``FakeLLMServer(rate_limits=[{"model": regex, "rpm": n, "tpm": n, "window_s":
+s}])``, ``server.set_rate_limits([...])`` or ``POST /_control/config
+{"rate_limits": [...]}`` (first matching rule wins; a name's own ``rpm-``/
+``tpm-`` words win over rules). ``server.rate_limit_stats()`` (and ``GET
+/_control/stats``) counts answers by status.
 
 **Scripted replies** (for playing LLM judges): rules tried in order, first
 match wins; each is ``{"match": regex on the last user message, "model":
@@ -50,7 +70,8 @@ status, "times": optional number of uses}``. Set them with
 **Control endpoints**: ``GET /_control/requests`` (the request log: path,
 protocol, model, headers, body, status), ``POST /_control/reset`` (log,
 counters and rules), ``POST /_control/script``, ``POST /_control/config``
-(``{"latency_ms": n}``), ``GET /_control/health``.
+(``{"latency_ms": n}``, ``{"rate_limits": [...]}``), ``GET /_control/stats``,
+``GET /_control/health``.
 
 The server is asyncio streams with a minimal HTTP/1.1 parser and keep-alive,
 so its own overhead stays far below a real model's latency and a benchmark
@@ -65,9 +86,12 @@ import json
 import re
 import socket
 import sys
+import math
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 _DROP = object()
@@ -86,6 +110,37 @@ _ALWAYS_MODE = re.compile(r"always-(hang|drop|malformed)")
 _RETRY_AFTER = re.compile(r"retry-after-(\d+(?:\.\d+)?)(?![\d.])")
 _RETRY_AFTER_MS = re.compile(r"retry-after-ms-(\d+)")
 _LATENCY = re.compile(r"latency-(\d+)ms")
+_RPM = re.compile(r"(?<![a-z])rpm-(\d+)")
+_TPM = re.compile(r"(?<![a-z])tpm-(\d+)")
+
+
+@dataclass
+class _Bucket:
+    """One model's requests or tokens: refills ``per_minute``/60 a second up to ``capacity``."""
+
+    per_minute: float
+    capacity: float
+    level: float
+    at: float
+
+    def refill(self, now: float) -> None:
+        self.level = min(self.capacity, self.level + (now - self.at) * self.per_minute / 60.0)
+        self.at = now
+
+    def seconds_until(self, amount: float) -> float:
+        return max(0.0, (amount - self.level) * 60.0 / self.per_minute)
+
+    def seconds_until_full(self) -> float:
+        return max(0.0, (self.capacity - self.level) * 60.0 / self.per_minute)
+
+
+def openai_duration(seconds: float) -> str:
+    """A reset as OpenAI writes it: ``6m0s``, ``1s``, ``20ms``, ``1.5s``."""
+    if seconds < 1:
+        return f"{max(0, math.ceil(seconds * 1000))}ms"
+    minutes, rest = divmod(seconds, 60)
+    rest = f"{rest:.3f}".rstrip("0").rstrip(".")
+    return f"{int(minutes)}m{rest}s" if minutes else f"{rest}s"
 
 
 @dataclass
@@ -113,7 +168,7 @@ class Rule:
 class FakeLLMServer:
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0, latency_ms: float = 0.0,
                  rules: list[dict] | None = None, log_requests: bool = True, hang_s: float = 600.0,
-                 ssl_context=None) -> None:
+                 ssl_context=None, rate_limits: list[dict] | None = None) -> None:
         self.host = host
         self.ssl_context = ssl_context  # serve HTTPS with this server-side context
         self.port = port
@@ -124,6 +179,11 @@ class FakeLLMServer:
         self._rules: list[Rule] = [Rule(**r) for r in (rules or [])]
         self._log: list[dict] = []
         self._counters: dict[str, int] = {}
+        self._rate_rules: list[tuple[re.Pattern, dict]] = []
+        self._buckets: dict[tuple[str, str], _Bucket] = {}
+        self._statuses: Counter = Counter()  # answers by status, kept even without a request log
+        if rate_limits:
+            self.set_rate_limits(rate_limits)
         self._server: asyncio.base_events.Server | None = None
         self._handlers: set[asyncio.Task] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -143,6 +203,25 @@ class FakeLLMServer:
     def reset(self) -> None:
         with self._lock:
             self._rules, self._log, self._counters = [], [], {}
+            self._rate_rules, self._buckets, self._statuses = [], {}, Counter()
+
+    def set_rate_limits(self, rules: list[dict]) -> None:
+        """``[{"model": regex, "rpm": n, "tpm": n, "window_s": s}]``; the first rule matching a model name wins."""
+        compiled = []
+        for rule in rules:
+            unknown = set(rule) - {"model", "rpm", "tpm", "window_s"}
+            if unknown:
+                raise TypeError(f"unknown rate-limit keys: {sorted(unknown)}")
+            compiled.append((re.compile(rule.get("model") or ""), {
+                "rpm": float(rule["rpm"]) if rule.get("rpm") else None,
+                "tpm": float(rule["tpm"]) if rule.get("tpm") else None,
+                "window_s": float(rule.get("window_s") or 1.0)}))
+        with self._lock:
+            self._rate_rules, self._buckets = compiled, {}
+
+    def rate_limit_stats(self) -> dict[int, int]:
+        with self._lock:
+            return dict(self._statuses)
 
     def requests(self, model: str | None = None) -> list[dict]:
         with self._lock:
@@ -292,6 +371,13 @@ class FakeLLMServer:
             if self.log_requests:
                 entry.update(headers=headers, body=data, messages=messages)
                 self._log.append(entry)
+            limited = self._rate_limit(protocol, model, messages, data, entry["time"])
+            if limited is not None and limited[0] == 429:
+                self._statuses[429] += 1
+        if limited is not None and limited[0] == 429:
+            entry["status"] = 429
+            return limited
+        limit_headers = limited[1] if limited is not None else {}
 
         latency = self.latency_s
         if m := _LATENCY.search(model):
@@ -299,6 +385,9 @@ class FakeLLMServer:
         fault = _fault(model, count)
         if latency:
             await asyncio.sleep(latency)
+        with self._lock:
+            self._statuses[fault if fault is not None else
+                           (rule.status if rule is not None and rule.status else 200)] += 1
         if fault == "hang":
             entry["status"] = None
             return _HANG
@@ -311,14 +400,63 @@ class FakeLLMServer:
         status = fault if isinstance(fault, int) else (rule.status if rule is not None and rule.status else None)
         if status is not None:
             entry["status"] = status
-            return status, _retry_headers(model), _json(_error_body(protocol, status, model, headers))
+            return status, {**limit_headers, **_retry_headers(model)}, _json(_error_body(protocol, status, model,
+                                                                                         headers))
 
         reply = rule.reply if rule is not None else f"Echo: {last_user}"
         if "empty" in model.split("-"):
             reply = ""
         prompt_tokens = sum(len((m["content"] or "").split()) for m in messages)
         entry["status"] = 200
-        return 200, {}, _json(_answer(protocol, model, reply, prompt_tokens, len(reply.split()), count))
+        return 200, limit_headers, _json(_answer(protocol, model, reply, prompt_tokens, len(reply.split()), count))
+
+    def _rate_limit(self, protocol: str, model: str, messages: list[dict], data: dict, now: float):
+        """None (no limit for this model), ``(200, headers)`` within it, or a whole 429 answer. Under the lock."""
+        limits = next((limits for pattern, limits in self._rate_rules if pattern.search(model)), None)
+        rpm, tpm = (limits or {}).get("rpm"), (limits or {}).get("tpm")
+        window = (limits or {}).get("window_s", 1.0)
+        if m := _RPM.search(model):
+            rpm = float(m.group(1))
+        if m := _TPM.search(model):
+            tpm = float(m.group(1))
+        if not rpm and not tpm:
+            return None
+        cost = sum(len((m["content"] or "").split()) for m in messages) + _asked_tokens(data)
+        buckets = {}
+        for kind, per_minute in (("requests", rpm), ("tokens", tpm)):
+            if not per_minute:
+                continue
+            bucket = self._buckets.get((model, kind))
+            if bucket is None:
+                capacity = max(1.0 if kind == "requests" else float(cost), per_minute * window / 60.0)
+                bucket = self._buckets[(model, kind)] = _Bucket(per_minute, capacity, capacity, now)
+            bucket.refill(now)
+            buckets[kind] = bucket
+        needs = {"requests": 1.0, "tokens": float(cost)}
+        short = [kind for kind, bucket in buckets.items() if bucket.level < needs[kind]]
+        if not short:
+            for kind, bucket in buckets.items():
+                bucket.level -= needs[kind]
+        headers = _limit_headers(protocol, buckets, time.time())
+        if not short:
+            return 200, headers
+        wait = max(buckets[kind].seconds_until(needs[kind]) for kind in short)
+        headers["retry-after"] = str(max(1, math.ceil(wait)))
+        headers["retry-after-ms"] = str(max(1, math.ceil(wait * 1000)))
+        kind = short[0]
+        limit = int(buckets[kind].per_minute)
+        message = (f"Rate limit reached for {model} in organization org-fake on {kind} per min "
+                   f"({'RPM' if kind == 'requests' else 'TPM'}): Limit {limit}, Requested "
+                   f"{int(needs[kind])}. Please try again in {openai_duration(wait)}.")
+        if protocol == "anthropic":
+            body = {"type": "error", "error": {"type": "rate_limit_error", "message": message}}
+        elif protocol == "gemini":
+            headers = {}  # Gemini sends no rate-limit headers; the wait is in the body
+            body = {"error": {"code": 429, "message": message, "status": "RESOURCE_EXHAUSTED", "details": [
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{math.ceil(wait)}s"}]}}
+        else:
+            body = {"error": {"message": message, "type": kind, "param": None, "code": "rate_limit_exceeded"}}
+        return 429, headers, _json(body)
 
     def _embeddings(self, path: str, body: bytes):
         """Deterministic embeddings: letter counts a-z, so equal texts have similarity 1."""
@@ -365,9 +503,16 @@ class FakeLLMServer:
             except (TypeError, re.error) as exc:
                 return 400, {}, _json({"error": {"message": f"bad rules: {exc}"}})
             return 200, {}, _json({"ok": True, "rules": len(self._rules)})
+        if path == "/_control/stats":
+            return 200, {}, _json({"statuses": {str(k): v for k, v in self.rate_limit_stats().items()}})
         if path == "/_control/config" and method == "POST":
             if "latency_ms" in data:
                 self.set_latency(float(data["latency_ms"]))
+            if "rate_limits" in data:
+                try:
+                    self.set_rate_limits(data["rate_limits"] or [])
+                except (TypeError, KeyError, ValueError, re.error) as exc:
+                    return 400, {}, _json({"error": {"message": f"bad rate limits: {exc}"}})
             return 200, {}, _json({"ok": True})
         return 404, {}, _json({"error": {"message": f"no control endpoint {method} {path}"}})
 
@@ -385,6 +530,31 @@ def _fault(model: str, count: int):
         if count <= int(m.group(2) or 1):
             return m.group(1)
     return None
+
+
+def _asked_tokens(data: dict) -> int:
+    """The answer's token limit the request asked for, in any protocol's spelling (0: none)."""
+    config = data.get("generationConfig") if isinstance(data.get("generationConfig"), dict) else {}
+    for value in (data.get("max_tokens"), data.get("max_completion_tokens"), config.get("maxOutputTokens")):
+        if isinstance(value, int) and value > 0:
+            return value
+    return 0
+
+
+def _limit_headers(protocol: str, buckets: dict[str, _Bucket], wall: float) -> dict[str, str]:
+    """The rate-limit headers each provider sends (Gemini sends none)."""
+    headers: dict[str, str] = {}
+    for kind, bucket in buckets.items():
+        if protocol == "anthropic":
+            reset = datetime.fromtimestamp(wall + bucket.seconds_until_full(), timezone.utc)
+            headers[f"anthropic-ratelimit-{kind}-limit"] = str(int(bucket.per_minute))
+            headers[f"anthropic-ratelimit-{kind}-remaining"] = str(int(bucket.level))
+            headers[f"anthropic-ratelimit-{kind}-reset"] = reset.isoformat(timespec="seconds").replace("+00:00", "Z")
+        elif protocol != "gemini":
+            headers[f"x-ratelimit-limit-{kind}"] = str(int(bucket.per_minute))
+            headers[f"x-ratelimit-remaining-{kind}"] = str(int(bucket.level))
+            headers[f"x-ratelimit-reset-{kind}"] = openai_duration(bucket.seconds_until_full())
+    return headers
 
 
 def _retry_headers(model: str) -> dict[str, str]:

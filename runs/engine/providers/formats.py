@@ -17,13 +17,17 @@ written from the providers' API references (tests/engine/golden/):
   (``temperature``, ``maxOutputTokens``), usage in ``usageMetadata``.
 
 A parse function raises :class:`BadAnswer` when the JSON is not the shape the
-format promises; the router turns that into a reviewer-readable error.
+format promises, or is only a native tool call (evalsite sends no tools); the
+router turns that into a reviewer-readable error. It raises nothing else, for
+any JSON: fields of the wrong kind are ignored or are the reason
+(tests/engine/test_provider_schemas.py checks every shape the providers'
+published schemas define, and each field replaced by each wrong kind).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from runs.engine.types import Usage
 
@@ -177,8 +181,28 @@ def _first_choice(data: dict) -> dict:
 
 
 def _openai_usage(data: dict) -> Usage:
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    usage = _dict(data.get("usage"))
     return Usage(_int_or_none(usage.get("prompt_tokens")), _int_or_none(usage.get("completion_tokens")))
+
+
+def _finish(value: Any) -> str | None:
+    """A finish reason as text (providers send a string; anything else is not one)."""
+    return value if isinstance(value, str) and value else None
+
+
+def _texts(items: Any, *, skip: Callable[[dict], bool] = lambda item: False) -> str:
+    """The ``text`` of each part or block that has one (and is not skipped), joined."""
+    if not isinstance(items, list):
+        return ""
+    return "".join(item["text"] for item in items
+                   if isinstance(item, dict) and isinstance(item.get("text"), str) and not skip(item))
+
+
+def _tool_call_answer(names: list[str]) -> BadAnswer:
+    called = ", ".join(dict.fromkeys(n or "(unnamed)" for n in names))
+    return BadAnswer(f"the model called a tool ({called}) instead of answering in text; evalsite sends no tool "
+                     "definitions (tool use is traced from TOOL_CALL lines in the text), so there is no answer "
+                     "to score")
 
 
 def parse_openai_chat(data: dict) -> Parsed:
@@ -188,12 +212,21 @@ def parse_openai_chat(data: dict) -> Parsed:
         raise BadAnswer("the first choice has no message")
     content = message.get("content")
     if isinstance(content, list):  # a few compatible servers return content parts
-        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    if content is None and isinstance(message.get("refusal"), str):
+        content = _texts(content)
+    if not content and isinstance(message.get("refusal"), str) and message["refusal"].strip():
         content = message["refusal"]  # a refusal is the model's answer, and is scored as one
     if content is not None and not isinstance(content, str):
         raise BadAnswer(f"message content is {type(content).__name__}, not text")
-    return Parsed((content or "").strip(), _openai_usage(data), choice.get("finish_reason"))
+    text = (content or "").strip()
+    if not text:
+        calls = [c for c in (message.get("tool_calls") or []) if isinstance(c, dict)] \
+            if isinstance(message.get("tool_calls"), list) else []
+        names = [_dict(c.get("function") or c.get("custom")).get("name") for c in calls]
+        if isinstance(message.get("function_call"), dict):  # the deprecated single function call
+            names.append(message["function_call"].get("name"))
+        if names:
+            raise _tool_call_answer([n if isinstance(n, str) else "" for n in names])
+    return Parsed(text, _openai_usage(data), _finish(choice.get("finish_reason")))
 
 
 def parse_openai_completions(data: dict) -> Parsed:
@@ -201,7 +234,7 @@ def parse_openai_completions(data: dict) -> Parsed:
     text = choice.get("text")
     if text is not None and not isinstance(text, str):
         raise BadAnswer(f"choice text is {type(text).__name__}, not text")
-    return Parsed((text or "").strip(), _openai_usage(data), choice.get("finish_reason"))
+    return Parsed((text or "").strip(), _openai_usage(data), _finish(choice.get("finish_reason")))
 
 
 def parse_anthropic(data: dict) -> Parsed:
@@ -210,34 +243,44 @@ def parse_anthropic(data: dict) -> Parsed:
         message = error_message(data)
         raise BadAnswer(f"no content in the answer{': ' + message if message else ''}")
     # Thinking and tool-use blocks are not the answer; only text blocks are.
-    text = "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-    return Parsed(
-        text.strip(),
-        Usage(_int_or_none(usage.get("input_tokens")), _int_or_none(usage.get("output_tokens"))),
-        data.get("stop_reason"),
-    )
+    text = _texts(content, skip=lambda block: block.get("type") != "text").strip()
+    if not text:
+        names = [b.get("name") for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
+        if names:
+            raise _tool_call_answer([n if isinstance(n, str) else "" for n in names])
+    usage = _dict(data.get("usage"))
+    # input_tokens counts the uncached input only; evalsite sends no cache_control, so cache reads and writes
+    # (cache_read_input_tokens, cache_creation_input_tokens) are absent or 0 for its calls.
+    return Parsed(text, Usage(_int_or_none(usage.get("input_tokens")), _int_or_none(usage.get("output_tokens"))),
+                  _finish(data.get("stop_reason")))
 
 
 def parse_gemini(data: dict) -> Parsed:
     candidates = data.get("candidates")
     if not isinstance(candidates, list) or not candidates:
-        feedback = data.get("promptFeedback") if isinstance(data.get("promptFeedback"), dict) else {}
+        feedback = _dict(data.get("promptFeedback"))
         if feedback.get("blockReason"):
-            raise BadAnswer(f"the prompt was blocked by the provider ({feedback['blockReason']})")
+            detail = feedback.get("blockReasonMessage")
+            detail = f": {detail}" if isinstance(detail, str) and detail.strip() else ""
+            raise BadAnswer(f"the prompt was blocked by the provider ({feedback['blockReason']}){detail}")
         message = error_message(data)
         raise BadAnswer(f"no candidates in the answer{': ' + message if message else ''}")
-    candidate = candidates[0] if isinstance(candidates[0], dict) else {}
-    parts = (candidate.get("content") or {}).get("parts") or []
+    candidate = _dict(candidates[0])
+    parts = _dict(candidate.get("content")).get("parts")
     # Parts marked `thought` are the model's reasoning summary, not its answer.
-    text = "".join(p.get("text", "") for p in parts if isinstance(p, dict) and not p.get("thought"))
-    meta = data.get("usageMetadata") if isinstance(data.get("usageMetadata"), dict) else {}
+    text = _texts(parts, skip=lambda part: bool(part.get("thought"))).strip()
+    if not text and isinstance(parts, list):
+        names = [_dict(p.get("functionCall")).get("name") for p in parts
+                 if isinstance(p, dict) and p.get("functionCall") is not None]
+        if names:
+            raise _tool_call_answer([n if isinstance(n, str) else "" for n in names])
+    meta = _dict(data.get("usageMetadata"))
     output = _int_or_none(meta.get("candidatesTokenCount"))
     thoughts = _int_or_none(meta.get("thoughtsTokenCount"))
-    if output is not None and thoughts:
-        output += thoughts  # thinking tokens are billed as output
-    return Parsed(text.strip(), Usage(_int_or_none(meta.get("promptTokenCount")), output),
-                  candidate.get("finishReason"))
+    if thoughts:
+        output = (output or 0) + thoughts  # thinking tokens are billed as output
+    return Parsed(text, Usage(_int_or_none(meta.get("promptTokenCount")), output),
+                  _finish(candidate.get("finishReason")))
 
 
 def error_message(data: Any) -> str | None:
@@ -245,9 +288,12 @@ def error_message(data: Any) -> str | None:
 
     OpenAI and compatibles: ``{"error": {"message": ...}}``; Anthropic:
     ``{"type": "error", "error": {"type", "message"}}``; Gemini:
-    ``{"error": {"code", "message", "status"}}``; some servers: ``{"error": "..."}``
-    or ``{"message": "..."}`` or ``{"detail": "..."}``.
+    ``{"error": {"code", "message", "status"}}``, sometimes inside a one-item
+    list; some servers: ``{"error": "..."}`` or ``{"message": "..."}`` or
+    ``{"detail": "..."}``.
     """
+    if isinstance(data, list) and len(data) == 1:  # Gemini may wrap its error in a list
+        data = data[0]
     if not isinstance(data, dict):
         return None
     error = data.get("error")
@@ -271,5 +317,9 @@ def error_param(data: Any) -> str | None:
     return None
 
 
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
 def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

@@ -14,7 +14,11 @@ what is worth retrying:
   remembered for the rest of the run), without using up an attempt;
 * after ``breaker_threshold`` failed calls in a row (rate limits excepted),
   the model's circuit breaker opens and its remaining calls fail at once
-  with that reason.
+  with that reason;
+* every send first asks the model's :class:`~.pacing.Pacer` (one per provider
+  key and model) when it may leave, and every answer's rate-limit headers
+  (``x-ratelimit-*``, ``anthropic-ratelimit-*``, ``retry-after``) and 429s
+  teach it the provider's pace (pacing.py).
 
 Every expected failure comes back as ``ChatResult.error`` with
 ``retryable``; only bugs raise. Keys and the values of allowed ``${NAME}``
@@ -38,7 +42,6 @@ import logging
 import random
 import time
 from dataclasses import dataclass, replace
-from email.utils import parsedate_to_datetime
 from typing import Any, Awaitable, Callable, Iterable, Mapping
 
 import httpx
@@ -52,6 +55,7 @@ from .cache import ResponseCache, cache_key
 from .endpoints import FIXTURES_PREFIX, Endpoint, Problem, Quirks, build_request, resolve_endpoint
 from .fixtures import Fixtures
 from .formats import BadAnswer, error_message, error_param, parse_answer
+from .pacing import DEFAULT_MARGIN, Pacer, estimated_tokens, parse_retry_after, read_rate_limits, retry_delay_from_body
 from .prices import cost_usd
 from .redaction import REDACTED, Redactor, redactor_for  # noqa: F401 (REDACTED: kept importable here)
 from .settings import ProviderSettings, key_variable_names
@@ -142,6 +146,7 @@ class Router:
         should_stop: Callable[[], Awaitable[bool]] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         fresh: bool = False,
+        budget: Any = None,
     ) -> None:
         self.settings = settings
         if custom_models is None:
@@ -157,12 +162,25 @@ class Router:
         # Asked when an item's first call gets a slot: after a cancel, items queued behind
         # the provider's limit do not start (their first call is refused, never sent).
         self.should_stop = should_stop
+        # A gate every attempt passes before it leaves (``pipeline.BudgetGuard``, a replay's
+        # ``CacheOnlyGate``): ``await admit(model_id, messages, max_tokens, purpose=, about=)`` gives a ticket
+        # or None (refused: the call is not sent, as after a cancel); ``await settle(ticket, cost_usd,
+        # answered=)`` when the attempt is over. None: no gate.
+        self.budget = budget
         self.calls_sent = 0  # HTTP requests made, retries included (benchmarks, tests)
         self._secrets = settings.secrets()
         # Every text that leaves the router (answers, errors, wait reasons, the call log) goes through it.
         self._redactor = redactor_for(self._secrets)
         self._endpoints: dict[str, Endpoint | Problem] = {}
         self._limits: dict[str, asyncio.Semaphore] = {}
+        # Rate limits are per key and per model: one pacer each (pacing.py). Off: sends as fast as the limits allow.
+        self.pacing = True
+        self.pacing_margin = DEFAULT_MARGIN
+        # Send each model's first call alone and the rest after its answer (pacing.Pacer's probe): no opening
+        # burst of 429s, at the cost of one answer's wait per model; off by default (a slow model's run would
+        # start one answer late).
+        self.pacing_probe = False
+        self._pacers: dict[tuple[str, str], Pacer] = {}
         self._breakers: dict[str, _Breaker] = {}
         self._quirks: dict[str, Quirks] = {}
         self._shown_urls: dict[str, str] = {}  # a URL as the call log shows it
@@ -202,6 +220,15 @@ class Router:
         if self.blueprint_concurrency is not None:
             limit = min(limit, self.blueprint_concurrency)
         return max(1, limit)
+
+    def pacer(self, endpoint: Endpoint) -> Pacer:
+        """The pacer for an endpoint's key and model (created on first use)."""
+        key = (endpoint.limit_key, endpoint.model_name)
+        pacer = self._pacers.get(key)
+        if pacer is None:
+            pacer = self._pacers[key] = Pacer(margin=self.pacing_margin, max_hold_s=self.settings.retry_after_max_s,
+                                              probe=self.pacing_probe)
+        return pacer
 
     def redactor(self, endpoint: Endpoint | None = None) -> Redactor:
         """The redactor for the settings' secrets (and an endpoint's own, which are among them when it was
@@ -356,9 +383,19 @@ class Router:
             semaphore = self._limits[endpoint.limit_key] = asyncio.Semaphore(self.limit_for(endpoint))
         headers = {"content-type": "application/json", **endpoint.headers}
         for attempt in range(1, self.settings.max_attempts + 1):
+            ticket = None
             try:
                 async with semaphore:
-                    answer = await self._client.post(url, json=body, headers=headers)
+                    if self.budget is not None:
+                        ticket = await self.budget.admit(endpoint.model_id, [{"content": json.dumps(body)}], 0,
+                                                         purpose="embedding")
+                        if ticket is None:
+                            return f"{endpoint.label}: embeddings not sent: {NOT_SENT_CANCELLED}"
+                    try:
+                        answer = await self._client.post(url, json=body, headers=headers)
+                    finally:
+                        if ticket is not None:
+                            await self.budget.settle(ticket, None, billed=True)
             except httpx.HTTPError as exc:
                 reason, retryable = f"{endpoint.label}: {type(exc).__name__} calling the embeddings API", True
             else:
@@ -409,13 +446,40 @@ class Router:
                 # The breaker may have opened while this call waited for a slot.
                 if breaker.open_reason:
                     return _Outcome(reason=breaker.open_reason, retryable=breaker.open_retryable), attempts
+                tokens = 0
+                if self.pacing:  # the provider's pace (pacing.py); then the breaker and a cancel are asked again
+                    pacer = self.pacer(endpoint)
+                    tokens = _estimated_tokens(endpoint, request) if pacer.token_rate is not None else 0
+                    if await pacer.wait(tokens) > 0 and breaker.open_reason:
+                        return _Outcome(reason=breaker.open_reason, retryable=breaker.open_retryable), attempts
                 # After a cancel no request leaves: not a first call, not another turn, not a judge, not a retry.
                 if self.should_stop is not None and await self.should_stop():
                     first = attempts == 0 and request.purpose == "candidate" and request.turn == 0
                     return _Outcome(reason=NOT_STARTED_CANCELLED if first else NOT_SENT_CANCELLED,
                                     retryable=False), attempts
+                ticket = None
+                if self.budget is not None:
+                    ticket = await self.budget.admit(
+                        endpoint.model_id, request.messages,
+                        request.max_tokens if request.max_tokens is not None else endpoint.default_max_tokens,
+                        purpose=request.purpose,
+                        about=f"prompt '{request.prompt_id}', trial {request.trial + 1}, turn {request.turn + 1}")
+                    if ticket is None:  # over the budget (or a replay's missing answer): not sent, as after a cancel
+                        first = attempts == 0 and request.purpose == "candidate" and request.turn == 0
+                        return _Outcome(reason=NOT_STARTED_CANCELLED if first else NOT_SENT_CANCELLED,
+                                        retryable=False), attempts
                 attempts += 1
-                outcome = await self._send_once(endpoint, request)
+                outcome = None
+                try:
+                    outcome = await self._send_once(endpoint, request, tokens)
+                finally:
+                    if ticket is not None:
+                        # An error answer (4xx, 5xx) is not billed; no answer, or one without usage, may be.
+                        refused = outcome is not None and outcome.status is not None \
+                            and not 200 <= outcome.status < 300
+                        await self.budget.settle(ticket, None if outcome is None or endpoint.custom is not None
+                                                 else cost_usd(endpoint.model_id, outcome.usage),
+                                                 billed=not refused)
             outcome.attempts = tried
             if outcome.ok:
                 breaker.failures = 0
@@ -470,7 +534,7 @@ class Router:
         if inspect.isawaitable(result):
             await result
 
-    async def _send_once(self, endpoint: Endpoint, request: ChatRequest) -> _Outcome:
+    async def _send_once(self, endpoint: Endpoint, request: ChatRequest, tokens: int = 0) -> _Outcome:
         label = endpoint.label
         quirks = self._quirks.get(endpoint.model_id, Quirks())
         url, headers, body = build_request(endpoint, request.messages, temperature=request.temperature,
@@ -489,15 +553,23 @@ class Router:
                 else:
                     response = await self._client.post(url, content=content, headers=headers)
         except (TimeoutError, httpx.TimeoutException):
+            if self.pacing:
+                self.pacer(endpoint).observe(None, None)  # no answer: the calls waiting for the first go on
             return _Outcome(reason=f"no answer from {label} within {_seconds(timeout)} s (timeout)",
                             short=f"timeout from {label}", retryable=True, latency_ms=_ms(started), url=url,
                             sent=body)
         except httpx.TransportError as exc:
+            if self.pacing:
+                self.pacer(endpoint).observe(None, None)
             detail = str(exc) or type(exc).__name__
             return _Outcome(reason=f"connection to {label} failed: {detail}", short=f"connection error to {label}",
                             retryable=True, latency_ms=_ms(started), url=url, sent=body)
         outcome = self._read_answer(endpoint, response, quirks, _ms(started))
         outcome.status, outcome.url, outcome.sent, outcome.sent_bytes = response.status_code, url, body, content
+        if self.pacing:
+            raw = response._raw_headers if isinstance(response, Answer) else response.headers.raw
+            self.pacer(endpoint).observe(read_rate_limits(raw), response.status_code, last_tokens=tokens,
+                                         retry_after=outcome.retry_after if outcome.rate_limited else None)
         if call_log.recording_now():
             outcome.body = response.content.decode("utf-8", "replace")
         return outcome
@@ -536,8 +608,12 @@ class Router:
         reason = f"{status} from {label}" + (f": {message}" if message else "")
         short = f"{status} from {label}"
         if status == 429:
+            # Gemini says when in its body (google.rpc.RetryInfo), not in a header.
+            retry_after = _retry_after(response.headers)
+            if retry_after is None:
+                retry_after = retry_delay_from_body(data)
             return _Outcome(reason=reason, short=short, retryable=True, rate_limited=True,
-                            retry_after=_retry_after(response.headers), latency_ms=latency)
+                            retry_after=retry_after, latency_ms=latency)
         if status == 408 or status >= 500:
             return _Outcome(reason=reason, short=short, retryable=True, retry_after=_retry_after(response.headers),
                             latency_ms=latency)
@@ -614,24 +690,15 @@ def _adaptation(quirks: Quirks, param: str | None, message: str) -> Quirks | Non
 
 def _retry_after(headers: httpx.Headers) -> float | None:
     """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms:
-        try:
-            return max(0.0, float(raw_ms) / 1000)
-        except ValueError:
-            pass
-    raw = headers.get("retry-after")
-    if not raw:
-        return None
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
+    return parse_retry_after(headers.get("retry-after"), headers.get("retry-after-ms"))
+
+
+def _estimated_tokens(endpoint: Endpoint, request: ChatRequest) -> int:
+    """What a call counts against a token limit (pacing.estimated_tokens), from the messages, before the body
+    is built: their text plus a little for the JSON around each, and the answer's token limit."""
+    size = sum(len(m.get("content") or "") + 16 for m in request.messages)
+    limit = request.max_tokens if request.max_tokens is not None else endpoint.default_max_tokens
+    return estimated_tokens(size, limit)
 
 
 def _excerpt(text: str, limit: int = 300) -> str:
