@@ -296,6 +296,25 @@ def test_an_openai_model_that_rejects_max_tokens_or_temperature_is_asked_again_i
     assert bodies[-1]["max_completion_tokens"] == 1500
 
 
+def test_an_anthropic_model_for_which_temperature_is_deprecated_is_asked_again_without_it():
+    bodies = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        bodies.append(body)
+        if "temperature" in body:
+            return httpx.Response(400, json={"type": "error", "error": {
+                "type": "invalid_request_error", "message": "`temperature` is deprecated for this model."}})
+        return httpx.Response(200, json={"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
+                                         "usage": {"input_tokens": 1, "output_tokens": 1}})
+
+    settings = settings_from_env({"ANTHROPIC_API_KEY": KEY})
+    first, second = run(complete_all(settings, [ask("anthropic:claude-new"), ask("anthropic:claude-new")],
+                                     transport=httpx.MockTransport(handler)))
+    assert first.ok and second.ok
+    assert ["temperature" in b for b in bodies] == [True, False, False]  # learned once, remembered
+
+
 # -- concurrency limits ------------------------------------------------------------------
 
 

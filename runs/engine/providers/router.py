@@ -617,8 +617,8 @@ class Router:
         if status == 408 or status >= 500:
             return _Outcome(reason=reason, short=short, retryable=True, retry_after=_retry_after(response.headers),
                             latency_ms=latency)
-        if status == 400 and endpoint.custom is None and endpoint.api_format == "openai_chat":
-            adapt = _adaptation(quirks, error_param(data), message or "")
+        if status == 400 and endpoint.custom is None and endpoint.api_format in ("openai_chat", "anthropic"):
+            adapt = _adaptation(quirks, error_param(data), message or "", endpoint.api_format)
             if adapt is not None:
                 return _Outcome(reason=reason, short=short, adapt=adapt, latency_ms=latency)
         if status in (401, 403):
@@ -675,14 +675,19 @@ def _kept_body(body: str, secrets: Redactor | Iterable[str], status: int | None)
     return redactor.text(call_log.clip(body))
 
 
-def _adaptation(quirks: Quirks, param: str | None, message: str) -> Quirks | None:
+def _adaptation(quirks: Quirks, param: str | None, message: str, api_format: str = "openai_chat"
+                ) -> Quirks | None:
+    """What a 400 says to change before asking again: OpenAI's reasoning models want
+    ``max_completion_tokens`` and only the default temperature; Anthropic's newest models answer that
+    ``temperature`` is deprecated for them."""
     lowered = message.lower()
-    if quirks.max_tokens_key == "max_tokens" and (
+    if api_format == "openai_chat" and quirks.max_tokens_key == "max_tokens" and (
         param == "max_tokens" or ("max_tokens" in lowered and "max_completion_tokens" in lowered)
     ):
         return replace(quirks, max_tokens_key="max_completion_tokens")
     if not quirks.omit_temperature and (param == "temperature" or (
-        "temperature" in lowered and any(w in lowered for w in ("unsupported", "not support", "only the default"))
+        "temperature" in lowered and any(w in lowered for w in ("unsupported", "not support", "only the default",
+                                                                 "deprecated"))
     )):
         return replace(quirks, omit_temperature=True)
     return None
