@@ -312,9 +312,9 @@ def test_every_anthropic_body_we_send_is_valid_message_create_params():
 
 
 def test_anthropic_temperature_is_the_one_field_outside_the_sdk_types():
-    """The one known gap (see ANTHROPIC_WIRE_ONLY): a temperature is sent to Anthropic as the blueprint sets it.
-    Models that reject it fail their items with the API's 400 ("`temperature` is deprecated for this model");
-    the router does not (yet) learn to drop it as it does for OpenAI's "unsupported temperature"."""
+    """The one field outside the SDK's types (see ANTHROPIC_WIRE_ONLY): a temperature is sent to Anthropic as
+    the blueprint sets it; a model that answers it is deprecated is asked again without one (the router's
+    adaptation, tests/engine/test_providers_router.py)."""
     assert "temperature" not in _typed_dict_keys(MessageCreateParamsNonStreaming)
     endpoint = resolve_endpoint("anthropic:claude-sonnet-4-5", SETTINGS, {})
     for temperature in (0, 0.7, 1):
