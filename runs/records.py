@@ -373,11 +373,14 @@ def _unknown_candidate_calls(run_id: int) -> int:
 
 def reviewed_points(responses) -> Iterator[ReviewedPoint]:
     """The judged points of ``responses`` (a queryset) that a reviewer overrode or confirmed."""
-    # From the few overrides and confirmations, not from every point of the responses.
-    reviewed = set(PointOverride.objects.filter(assessment__response__in=responses.values("pk"))
-                   .values_list("assessment_id", flat=True))
-    reviewed |= set(PointConfirmation.objects.filter(assessment__response__in=responses.values("pk"))
-                    .values_list("assessment_id", flat=True))
+    # From the few overrides and confirmations (people make them one by one), then which of their responses
+    # are among ``responses``: never a walk over every point of the responses.
+    marks = [*PointOverride.objects.values_list("assessment_id", "assessment__response_id"),
+             *PointConfirmation.objects.values_list("assessment_id", "assessment__response_id")]
+    if not marks:
+        return
+    wanted = set(responses.filter(pk__in={response for _, response in marks}).values_list("pk", flat=True))
+    reviewed = {assessment for assessment, response in marks if response in wanted}
     if not reviewed:
         return
     rows = (PointAssessment.objects.filter(pk__in=reviewed, kind="judged")
