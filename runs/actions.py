@@ -40,15 +40,35 @@ def cancel(run: Run) -> Done:
     return Done("Cancelled: no new item starts; finished items are kept.")
 
 
-def resume(run: Run) -> Done:
-    run.refresh_from_db(fields=["status", "cancel_requested"])
+def resume(run: Run, budget_usd=None) -> Done:
+    """``budget_usd`` (a number, or text read as one; None or "" keeps the run's): the run's new cap. A run
+    stopped at its budget resumes only with a cap above what it spent."""
+    run.refresh_from_db(fields=["status", "cancel_requested", "budget_usd", "spent_usd", "stopped_reason",
+                                "resolved_models", "judges", "options", "judge_calls_total"])
     if run.status in (RunStatus.QUEUED, RunStatus.RUNNING) and not run.cancel_requested:
         raise Refused(f"{run.display_name} is {run.status}; resume it once it has stopped.")
     waiting = Response.objects.filter(run=run, status__in=[ResponseStatus.PENDING, ResponseStatus.RUNNING]).count()
     if not waiting:
         raise Refused(f"{run.display_name} has nothing left to run; use Retry failed or re-run one response.")
-    count = run_work.resume_run(run)
-    return Done(f"Resumed: {_plural(count, 'item')} handed to the workers.", count)
+    budget = None
+    if budget_usd is not None and budget_usd != "":
+        from .start import check_budget, unpriced_models
+
+        try:
+            budget = check_budget(budget_usd)
+        except ValueError as exc:
+            raise Refused(f"Not resumed: {exc}.", 400) from None
+        missing = unpriced_models(run.resolved_models, run.judges if run.judge_calls_total else None,
+                                  (run.options or {}).get("embeddingModel"))
+        if missing:
+            raise Refused(f"Not resumed: a budget needs a price for every model the run calls, and "
+                          f"{', '.join(repr(m) for m in missing)} has none (runs/engine/providers/prices.json).", 400)
+    if run.stopped_reason == "budget" and (budget is None or budget <= run.spent_usd):
+        raise Refused(f"{run.display_name} stopped at its budget of ${run.budget_usd:g} after spending "
+                      f"${run.spent_usd:.4f}; resume it with a higher cap (more than ${run.spent_usd:.4f}).", 409)
+    count = run_work.resume_run(run, budget_usd=budget)
+    cap = f" Its budget is now ${budget:g} (${run.spent_usd:.4f} spent so far)." if budget is not None else ""
+    return Done(f"Resumed: {_plural(count, 'item')} handed to the workers.{cap}", count)
 
 
 def retry_failed(run: Run) -> Done:

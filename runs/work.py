@@ -28,7 +28,9 @@ from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from blueprints.spec.schema import Blueprint as SpecBlueprint
-from runs.engine.pipeline import ItemResult, PipelineOptions, WorkItem, run_items
+from runs.engine import calls as call_log
+from runs.engine.pipeline import BudgetGuard, CacheOnlyGate, ItemResult, KeyNotingCache, PipelineOptions, WorkItem, \
+    router_call_key, run_items
 from runs.engine.providers import Router, fixtures_from_blueprint
 from runs.engine.types import GeneratedResponse, Turn, Usage
 
@@ -254,11 +256,42 @@ def _stored_generation(row: Response) -> GeneratedResponse:
     )
 
 
-def build_router(run: Run, bp: SpecBlueprint, *, on_wait=None, should_stop=None) -> Router:
+def build_router(run: Run, bp: SpecBlueprint, *, on_wait=None, should_stop=None, budget=None) -> Router:
     fixtures, _ = fixtures_from_blueprint(bp.fixtures, run.revision.files)
-    return Router(engine_config().providers, custom_models=custom_models(bp), fixtures=fixtures, cache=response_cache(),
+    replay = is_replay(run)  # a replay reads every answer from the cache, whatever the original asked
+    return Router(engine_config().providers, custom_models=custom_models(bp), fixtures=fixtures,
+                  cache=KeyNotingCache(response_cache()),
                   blueprint_concurrency=bp.concurrency, on_wait=on_wait, should_stop=should_stop,
-                  fresh=bool(run.options.get("fresh")))
+                  fresh=bool(run.options.get("fresh")) and not replay, budget=budget)
+
+
+def is_replay(run: Run) -> bool:
+    return bool((run.manifest or {}).get("replayOf")) if isinstance(run.manifest, dict) else False
+
+
+def _gate_for(run: Run, rerunning: bool):
+    """What every call of this worker passes before it leaves: a replay's (nothing leaves), the run's budget
+    (a re-run of one response is not capped), or nothing."""
+    if is_replay(run) and not rerunning:
+        return CacheOnlyGate()
+    if run.budget_usd is not None and not rerunning:
+        spent = Run.objects.filter(pk=run.pk).values_list("spent_usd", flat=True).first() or 0.0
+        return BudgetGuard(run.budget_usd, external_usd=spent)
+    return None
+
+
+def _recorded_calls(run: Run, rows: list[Response]) -> dict[tuple, list[dict]]:
+    """A replay's claimed items: the calls the original run recorded for each (its call logs), by item."""
+    original = (run.manifest or {}).get("replayOf")
+    wanted = {(r.prompt_index, r.variant_id, r.trial) for r in rows}
+    out: dict[tuple, list[dict]] = {}
+    for index, variant_id, trial, prompt_id, made, judged in Response.objects.filter(
+            run_id=original, prompt_index__in={w[0] for w in wanted}).values_list(
+            "prompt_index", "variant_id", "trial", "prompt_id", "candidate_calls", "judge_calls"):
+        if (index, variant_id, trial) in wanted:
+            out[(prompt_id, variant_id, trial)] = [c for c in (*call_log.unpack(made), *call_log.unpack(judged))
+                                                   if c.get("cacheKey")]
+    return out
 
 
 async def _execute(run: Run, claimed: list[int], token: str, progress: Progress, *, rerunning: bool = False
@@ -267,17 +300,24 @@ async def _execute(run: Run, claimed: list[int], token: str, progress: Progress,
     rows = await sync_to_async(lambda: list(Response.objects.filter(pk__in=claimed)))()
     items = await sync_to_async(_work_items)(run, bp, rows)
     plan = plan_from_json(run.judges, bp)
-    stop = _StopCheck(run.pk, rerunning=rerunning)
+    gate = await sync_to_async(_gate_for)(run, rerunning)
+    stop = _StopCheck(run.pk, rerunning=rerunning, gate=gate)
     waits = _WaitBoard(run.pk, progress.on_wait)
     heartbeat = asyncio.create_task(_heartbeat(token))
     config = engine_config()
     options = PipelineOptions(max_in_flight=config.items_in_flight, external_services=bp.external_services,
                               files=dict(run.revision.files or {}), config=config,
                               item_budget_s=config.limits.item_budget_s)
+    if isinstance(gate, CacheOnlyGate):
+        recorded = await sync_to_async(_recorded_calls)(run, rows)
+        options.recorded_calls = lambda item: recorded.get((item.prompt.id, item.variant.id_for(item.prompt),
+                                                            item.trial), [])
     saver = _Saver(run.pk, token, progress.on_item)
     saver.start(every_s=0.5)
     try:
-        async with build_router(run, bp, on_wait=waits.on_wait, should_stop=stop.should_stop) as router:
+        async with build_router(run, bp, on_wait=waits.on_wait, should_stop=stop.should_stop,
+                                budget=gate) as router:
+            options.call_key = lambda request: router_call_key(router, request)
             embedding_model = run.options.get("embeddingModel")
             if embedding_model:
                 options.embed = lambda texts: router.embed(embedding_model, list(texts))
@@ -288,6 +328,7 @@ async def _execute(run: Run, claimed: list[int], token: str, progress: Progress,
         heartbeat.cancel()
         await sync_to_async(_release)(token)
         await waits.clear()
+        await stop.settle_gate()
         await stop.close()
         await sync_to_async(connections.close_all)()
 
@@ -348,12 +389,18 @@ class _StopCheck:
     set for its other items: they stop when the run is finished again (a cancel ends it at once).
     """
 
-    def __init__(self, run_id: int, *, rerunning: bool = False):
+    def __init__(self, run_id: int, *, rerunning: bool = False, gate=None):
         self.run_id = run_id
         self.rerunning = rerunning
         self.checked = 0.0
         self.stopped = False
         self._reading: asyncio.Future | None = None
+        # The run's budget (``BudgetGuard``) or a replay's ``CacheOnlyGate``: once it refuses a call the worker
+        # stops, and the run is marked to stop (``stopped_reason``) as a cancel would. A budget's spending is
+        # written to ``Run.spent_usd`` with each read, and what other workers spent is read back.
+        self.gate = gate
+        self._flushed = 0.0
+        self._marked = False
         # Its own thread and connection: behind the database thread's saves, every call waiting
         # for a slot would wait for a batch to be written too.
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stop-check")
@@ -364,6 +411,44 @@ class _StopCheck:
             return not Run.objects.filter(pk=self.run_id).exclude(status__in=FINISHED).exists()
         return not Run.objects.filter(pk=self.run_id, cancel_requested=False).exists()
 
+    def _ledger(self, delta: float) -> float | None:
+        """Add this worker's new spending to the run's; the run's total (every worker's) comes back."""
+        with transaction.atomic():
+            if delta:
+                Run.objects.filter(pk=self.run_id).update(spent_usd=F("spent_usd") + delta)
+            return Run.objects.filter(pk=self.run_id).values_list("spent_usd", flat=True).first()
+
+    def _read_with_ledger(self, delta: float, flushed: float) -> tuple[bool, float | None, float]:
+        total = self._ledger(delta)
+        return self._read(), total, flushed
+
+    def _mark(self, reason: str, detail: str) -> None:
+        Run.objects.filter(pk=self.run_id).exclude(status__in=FINISHED).update(
+            cancel_requested=True, stopped_reason=reason, stopped_detail=detail)
+
+    def _take_delta(self) -> tuple[float, float]:
+        spent = self.gate.spent_here_usd
+        delta, self._flushed = spent - self._flushed, spent
+        return delta, self._flushed
+
+    async def _gate_stopped(self) -> bool:
+        gate = self.gate
+        if gate is None or not gate.exhausted:
+            return False
+        if not self._marked:
+            self._marked = True
+            await asyncio.get_running_loop().run_in_executor(
+                self._thread, self._mark, "replay" if isinstance(gate, CacheOnlyGate) else "budget", gate.reason)
+        return True
+
+    async def settle_gate(self) -> None:
+        """At the end of the worker's work: its last spending is written, and a refused call stops the run."""
+        if isinstance(self.gate, BudgetGuard):
+            delta, _ = self._take_delta()
+            if delta:
+                await asyncio.get_running_loop().run_in_executor(self._thread, self._ledger, delta)
+        await self._gate_stopped()
+
     async def close(self) -> None:
         await asyncio.get_running_loop().run_in_executor(self._thread, connections.close_all)
         self._thread.shutdown(wait=False)
@@ -371,13 +456,26 @@ class _StopCheck:
     async def should_stop(self) -> bool:
         if self.stopped:
             return True
+        if await self._gate_stopped():
+            self.stopped = True
+            return True
+        budget = self.gate if isinstance(self.gate, BudgetGuard) else None
         if self._reading is None and time.monotonic() - self.checked > 0.2:
             self.checked = time.monotonic()
-            self._reading = asyncio.get_running_loop().run_in_executor(self._thread, self._read)
+            if budget is None:
+                self._reading = asyncio.get_running_loop().run_in_executor(self._thread, self._read)
+            else:
+                self._reading = asyncio.get_running_loop().run_in_executor(
+                    self._thread, self._read_with_ledger, *self._take_delta())
         if self._reading is not None:
             reading = self._reading
             try:
-                self.stopped = await asyncio.shield(reading)
+                answer = await asyncio.shield(reading)
+                if budget is not None:
+                    answer, total, flushed = answer
+                    if total is not None:  # what the run spent, less what this worker wrote of it
+                        budget.external_usd = max(0.0, total - flushed)
+                self.stopped = answer
             finally:
                 if reading.done() and self._reading is reading:
                     self._reading = None
@@ -448,8 +546,17 @@ def cancel_run(run: Run) -> None:
         Run.objects.filter(pk=run.pk).update(options=_options_without_stretch(run.pk))
 
 
-def resume_run(run: Run) -> int:
-    """Hand back to the workers every item that is not finished (stale claims included)."""
+def resume_run(run: Run, budget_usd: float | None = None) -> int:
+    """Hand back to the workers every item that is not finished (stale claims included).
+
+    ``budget_usd``: the run's new cap (a run stopped at its budget resumes with a higher one); what it spent so
+    far counts against it. A run that had no cap starts its ledger from its stored costs."""
+    if budget_usd is not None:
+        run.refresh_from_db(fields=["budget_usd", "spent_usd", "candidate_cost_usd", "judge_cost_usd"])
+        spent = run.spent_usd if run.budget_usd is not None else max(
+            run.spent_usd, (run.candidate_cost_usd or 0) + (run.judge_cost_usd or 0))
+        Run.objects.filter(pk=run.pk).update(budget_usd=budget_usd, spent_usd=spent)
+    Run.objects.filter(pk=run.pk).exclude(stopped_reason="").update(stopped_reason="", stopped_detail="")
     run.refresh_from_db(fields=["status", "cancel_requested", "options"])
     if run.status == RunStatus.CANCELLED:
         Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, cancel_requested=False, **_new_stretch(run),
@@ -487,7 +594,7 @@ def retry_failed(run: Run) -> int:
         Response.objects.filter(pk__in=ids).exclude(error="").update(text=None, final_text=None, conversation=[])
         Run.objects.filter(pk=run.pk).update(
             status=RunStatus.RUNNING, cancel_requested=False, **_new_stretch(run),
-            options=_options_without_stretch(run.pk),
+            options=_options_without_stretch(run.pk), stopped_reason="", stopped_detail="",
             items_done=F("items_done") - undo["done"], items_failed=F("items_failed") - undo["failed"],
             judge_calls_done=F("judge_calls_done") - judged["ok"],
             judge_calls_failed=F("judge_calls_failed") - judged["failed"])

@@ -39,7 +39,10 @@ from .config import DEFAULT_CONFIG, EngineConfig
 from .generate import ModelVariant, generate
 from .judge import JudgePlan
 from .points import evaluate_point as real_evaluate_point
-from .types import NOT_SENT_CANCELLED, NOT_STARTED_CANCELLED, CompleteFn, GeneratedResponse
+from .providers.cache import cache_key
+from .providers.prices import DEFAULT_MAX_TOKENS, price_of
+from .types import NOT_SENT_CANCELLED, NOT_STARTED_CANCELLED, ChatRequest, ChatResult, CompleteFn, \
+    GeneratedResponse
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +80,12 @@ class PipelineOptions:
     files: dict | None = None  # the suite's companion files, for script graders
     config: EngineConfig | None = None  # what the operator configured, for evaluate_point; None: its defaults
     item_budget_s: float | None = None  # wall-clock seconds per item (generation and judging); None: no limit
+    # The cache key of a request (``router_call_key``): each call's entry in the item's call log gets it
+    # (``cacheKey``, with its ``trial`` and ``turn``), which is what a replay reads. None: not kept.
+    call_key: Callable[[ChatRequest], str | None] | None = None
+    # A replay: the calls the original run recorded for an item (its call-log entries, by cache key), so each
+    # call's answer comes from the cache and its tokens, cost, latency and cache flag are the original's.
+    recorded_calls: Callable[[WorkItem], list[dict]] | None = None
 
 
 def budget_exceeded_reason(budget_s: float) -> str:
@@ -206,9 +215,10 @@ async def run_items(
             budget = asyncio.timeout(budget_s)
             started = time.monotonic()
             with call_log.recording() as made:
+                keyed = _keyed(complete, made, options, item)
                 try:
                     async with budget:
-                        result = await process_item(item, complete=complete, judges=judges, options=options,
+                        result = await process_item(item, complete=keyed, judges=judges, options=options,
                                                     should_stop=should_stop)
                     # The timeout fires only at an await: time spent in sync code that held the loop
                     # (an evaluator that does not hand it back) is caught here, and the item is failed.
@@ -244,3 +254,208 @@ async def run_items(
     finally:
         lane.close()
     return finished, skipped
+
+
+# --- each call's cache key, and a replay's recorded calls --------------------------------------------
+
+
+_noted_key: contextvars.ContextVar[str | None] = contextvars.ContextVar("evalsite_noted_key", default=None)
+
+
+class KeyNotingCache:
+    """A response cache (any, sync or async) that notes the key of each ``get`` and ``set`` for the call in
+    progress, so the pipeline reads the key the router just used instead of working it out again (20 us a
+    call). A call that never reached the cache (no cache, ``noCache``, a failure in a fresh run) gets its key
+    from :func:`router_call_key`."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def get(self, key: str):
+        _noted_key.set(key)
+        return self.inner.get(key)
+
+    def set(self, key: str, value: dict):
+        _noted_key.set(key)
+        return self.inner.set(key, value)
+
+    def __getattr__(self, name: str) -> Any:  # flush, close, len: the inner cache's
+        return getattr(self.inner, name)
+
+
+def router_call_key(router: Any, request: ChatRequest) -> str | None:
+    """The key the router's cache keeps ``request``'s answer under (``Router.complete``'s recipe); a
+    ``fixtures:`` model's canned answer gets a key of its own (``fixture:...``: it is never cached); None
+    for a model the router cannot reach."""
+    from blueprints.spec.model_ids import parse_for_api_call, provider_of
+
+    from .providers.endpoints import FIXTURES_PREFIX, Problem
+
+    model_id = parse_for_api_call(request.model_id).original_model_id
+    if model_id not in router.custom_models and provider_of(model_id) == FIXTURES_PREFIX:
+        return "fixture:" + cache_key({"fixtures": model_id, "prompt": request.prompt_id, "turn": request.turn},
+                                      request.messages, temperature=request.temperature,
+                                      max_tokens=request.max_tokens, trial=request.trial)
+    endpoint = router.endpoint(model_id)
+    if isinstance(endpoint, Problem):
+        return None
+    return cache_key(endpoint.cache_identity(), request.messages, temperature=request.temperature,
+                     max_tokens=request.max_tokens if request.max_tokens is not None
+                     else endpoint.default_max_tokens, trial=request.trial)
+
+
+def _keyed(complete: CompleteFn, made: list[dict], options: PipelineOptions, item: WorkItem) -> CompleteFn:
+    """``complete`` that writes each call's cache key (and trial, turn) into its call-log entry and, in a
+    replay, gives each call the original's tokens, cost, latency and cache flag."""
+    if options.call_key is None and options.recorded_calls is None:
+        return complete
+    recorded: list[dict] | None = None
+
+    async def keyed(request: ChatRequest) -> ChatResult:
+        nonlocal recorded
+        _noted_key.set(None)
+        result = await complete(request)
+        # The router logs a call just before it returns, with no await between: the last entry is this call's
+        # unless the call was never logged (a model it cannot reach), when the last one is already marked.
+        entry = made[-1] if made and "purpose" in made[-1] and "cacheKey" not in made[-1] else None
+        key = _noted_key.get() if request.use_cache else None  # the key the router's cache was asked with
+        if key is None and options.call_key is not None:
+            key = options.call_key(request)
+        if options.recorded_calls is not None and key is not None and result.ok:
+            if recorded is None:
+                recorded = list(options.recorded_calls(item))
+            original = next((c for c in recorded if c.get("cacheKey") == key), None)
+            if original is not None:
+                recorded.remove(original)
+                result = replace(result, latency_ms=original.get("latency_ms"), cost_usd=original.get("cost_usd"),
+                                 cached=bool(original.get("cached")), usage=type(result.usage)(
+                                     original.get("input_tokens"), original.get("output_tokens")))
+                if entry is not None:
+                    entry.update({k: original.get(k) for k in ("latency_ms", "cost_usd", "cached", "source",
+                                                                "input_tokens", "output_tokens", "attempts",
+                                                                "status", "url") if k in original})
+                    entry["replayed"] = True
+        if entry is not None:
+            entry.update(cacheKey=key, trial=request.trial, turn=request.turn)
+        return result
+
+    return keyed
+
+
+# --- a spending cap ------------------------------------------------------------------------------------
+
+
+def estimate_call_usd(model_id: str, messages, max_tokens: int | None) -> float | None:
+    """What one call may cost at most, for the budget: the request's tokens (4 characters a token, rounded up)
+    and a whole answer of ``max_tokens`` (1500 when none is sent) at the model's price; None: no price."""
+    price = price_of(model_id)
+    if price is None:
+        return None
+    chars = sum(len(m.get("content") or "") if isinstance(m.get("content"), str)
+                else len(str(m.get("content") or "")) for m in messages)
+    tokens_in = -(-chars // 4)
+    tokens_out = max_tokens if max_tokens is not None else DEFAULT_MAX_TOKENS
+    return (tokens_in * price.input_per_million + tokens_out * price.output_per_million) / 1_000_000
+
+
+@dataclass
+class Ticket:
+    """One admitted call's reservation."""
+
+    model_id: str
+    estimate_usd: float
+
+
+class BudgetGuard:
+    """A run's spending cap in one worker: a call is admitted only while spent + in flight + its estimate
+    stays within the cap (the router asks before each attempt leaves, retries included).
+
+    A call that does not fit waits while other calls of this worker are in flight (their answers usually cost
+    far less than their estimates); when nothing is in flight and it still does not fit, the guard is
+    exhausted: it and every later call are refused, and the run stops. ``external_usd`` is what the run
+    spent before, and what other workers spent meanwhile (the caller refreshes it); ``spent_here_usd`` what
+    this worker's calls cost. A call of unknown price is refused (a budgeted run needs a price for every
+    model it calls; start refuses one without). An attempt that got no answer (a timeout, a dropped
+    connection), or an answer without usage, may have been billed: it counts its estimate.
+    """
+
+    def __init__(self, budget_usd: float, external_usd: float = 0.0, *,
+                 estimate: Callable[[str, Any, int | None], float | None] = estimate_call_usd):
+        self.budget_usd = float(budget_usd)
+        self.external_usd = float(external_usd)
+        self.spent_here_usd = 0.0
+        self.in_flight_usd = 0.0
+        self.calls_in_flight = 0
+        self.most_in_flight_usd = 0.0  # the highest reservation seen: the overshoot can be at most this
+        self.exhausted = False
+        self.reason = ""
+        self._estimate = estimate
+        self._changed: asyncio.Condition | None = None
+
+    @property
+    def spent_usd(self) -> float:
+        return self.external_usd + self.spent_here_usd
+
+    def _condition(self) -> asyncio.Condition:
+        if self._changed is None:
+            self._changed = asyncio.Condition()
+        return self._changed
+
+    def stop(self, reason: str) -> None:
+        if not self.exhausted:
+            self.exhausted, self.reason = True, reason
+
+    async def admit(self, model_id: str, messages, max_tokens: int | None, *, purpose: str = "candidate",
+                    about: str = "") -> Ticket | None:
+        estimate = self._estimate(model_id, messages, max_tokens)
+        if estimate is None:
+            self.stop(f"no price for '{model_id}' in prices.json, so its calls cannot be counted against the "
+                      f"budget of ${self.budget_usd:g}; add its price, or run without a budget")
+            return None
+        changed = self._condition()
+        async with changed:
+            while True:
+                if self.exhausted:
+                    return None
+                if self.spent_usd + self.in_flight_usd + estimate <= self.budget_usd:
+                    self.in_flight_usd += estimate
+                    self.calls_in_flight += 1
+                    self.most_in_flight_usd = max(self.most_in_flight_usd, self.in_flight_usd)
+                    return Ticket(model_id, estimate)
+                if self.calls_in_flight == 0:
+                    self.stop(f"stopped at its budget of ${self.budget_usd:g}: ${self.spent_usd:.4f} spent, and the "
+                              f"next call ({purpose}, '{model_id}', up to ${estimate:.4f}) would pass it")
+                    return None
+                await changed.wait()  # calls in flight may cost less than they were counted for
+
+    async def settle(self, ticket: Ticket, cost_usd: float | None, *, billed: bool = True) -> None:
+        """The attempt is over: its reservation goes and what it cost is spent; a cost not known (no answer, an
+        answer without usage) counts its estimate when it may have been ``billed``, nothing otherwise (an
+        error answer)."""
+        changed = self._condition()
+        async with changed:
+            self.in_flight_usd = max(0.0, self.in_flight_usd - ticket.estimate_usd)
+            self.calls_in_flight -= 1
+            self.spent_here_usd += cost_usd if cost_usd is not None else (ticket.estimate_usd if billed else 0.0)
+            changed.notify_all()
+
+
+class CacheOnlyGate:
+    """A replay's gate: nothing leaves. A call that reaches the provider (its answer is not in the cache) is
+    refused, named in ``missing``, and the run stops."""
+
+    def __init__(self) -> None:
+        self.exhausted = False
+        self.reason = ""
+        self.missing: list[str] = []
+
+    async def admit(self, model_id: str, messages, max_tokens: int | None, *, purpose: str = "candidate",
+                    about: str = "") -> Ticket | None:
+        self.missing.append(f"{purpose} call to '{model_id}'" + (f" for {about}" if about else ""))
+        self.exhausted = True
+        self.reason = ("replay stopped: an answer is missing from the response cache, and a replay sends "
+                       "nothing to a provider: " + "; ".join(self.missing[:5]))
+        return None
+
+    async def settle(self, ticket: Ticket, cost_usd: float | None, *, billed: bool = True) -> None:
+        return None

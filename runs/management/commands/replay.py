@@ -1,0 +1,61 @@
+"""python manage.py replay RUN [--json OUT] [--csv OUT] [--manifest OUT] [--check]"""
+
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand
+
+from runs.exports import run_to_csv, run_to_json
+from runs.models import Run
+from runs.replay import ReplayRefused, missing_answers, replay_run, run_manifest
+
+
+class Command(BaseCommand):
+    help = ("Rebuild a finished run as a new run from its stored answers (the response cache), with no provider "
+            "call, and print the new run's id. Exit 0 when the replay completed, 1 when it stopped (an answer "
+            "vanished from the cache while it ran), 2 when it cannot start: every missing answer is named.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("run", type=int, metavar="RUN", help="the id of the run to replay")
+        parser.add_argument("--json", metavar="OUT", help="write the replay's result file (as export_run --format json)")
+        parser.add_argument("--csv", metavar="OUT", help="write the replay's CSV (as export_run --format csv)")
+        parser.add_argument("--manifest", metavar="OUT",
+                            help="write the original run's manifest (what it pinned, and every call's cache key)")
+        parser.add_argument("--check", action="store_true",
+                            help="only say whether the run can be replayed (what is missing); make nothing")
+
+    def handle(self, *args, **options):
+        run = Run.objects.filter(pk=options["run"]).first()
+        if run is None:
+            self.stderr.write(f"cannot replay: there is no run {options['run']}")
+            raise SystemExit(2)
+        if options["manifest"]:
+            Path(options["manifest"]).write_text(json.dumps(run_manifest(run), ensure_ascii=False, indent=2),
+                                                 encoding="utf-8")
+            self.stderr.write(f"wrote {options['manifest']}")
+        if options["check"]:
+            missing = missing_answers(run)
+            for line in missing:
+                self.stderr.write(f"  missing: {line}")
+            self.stdout.write(f"run {run.pk}: " + (f"{len(missing)} answer(s) missing; not replayable" if missing
+                                                  else "every answer is in the cache; replayable"))
+            raise SystemExit(2 if missing else 0)
+        try:
+            new = replay_run(run)
+        except ReplayRefused as refused:
+            self.stderr.write(f"cannot replay: {refused.message}; nothing was sent to a provider")
+            for line in refused.missing:
+                self.stderr.write(f"  missing: {line}")
+            raise SystemExit(2)
+        if options["json"]:
+            Path(options["json"]).write_text(json.dumps(run_to_json(new), ensure_ascii=False, indent=2),
+                                             encoding="utf-8")
+            self.stderr.write(f"wrote {options['json']}")
+        if options["csv"]:
+            Path(options["csv"]).write_text(run_to_csv(new), encoding="utf-8")
+            self.stderr.write(f"wrote {options['csv']}")
+        self.stdout.write(str(new.pk))
+        if new.status != "done":
+            self.stderr.write(f"replay {new.pk} {new.status}: {new.stopped_detail or new.error}")
+            raise SystemExit(1)
+        self.stderr.write(f"replay of run {run.pk}: run {new.pk}, {new.items_done} items, no provider called")

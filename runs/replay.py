@@ -1,0 +1,153 @@
+"""Replay: rebuild a finished run as a new run from the answers it stored, with no provider call.
+
+A run keeps a manifest: what it pinned (``Run.manifest``, written at start: revision number and text sha,
+models and parameters, judges with their approach and prompt, scale, trials) and the cache key of every call
+it made, in each response's call log (``cacheKey``, with the call's trial and turn; ``runs/engine/pipeline.py``
+writes it). :func:`run_manifest` puts the two together.
+
+:func:`replay_run` first checks that every call's answer is in the response cache and refuses, naming each
+one that is not, before anything is made. Then it starts a new run of the same revision, models, judges and
+options, whose every call passes a gate that lets nothing leave (``pipeline.CacheOnlyGate``): each answer
+comes from the cache, and its tokens, cost, latency and cache flag are the original call's (from the call
+log), so the new run's JSON and CSV exports are the original's, byte for byte, but for the run id and the
+timestamps. Should an answer vanish from the cache meanwhile, the replay stops there ("replay", with the
+calls it could not make) and still sends nothing.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.db import transaction
+from django.shortcuts import get_object_or_404, redirect
+from django.views.decorators.http import require_POST
+
+from runs.engine import calls as call_log
+
+from .cache import DatabaseCache, _get, response_cache
+from .models import Response, ResponseStatus, Run
+from .spec import RunRefused
+
+
+class ReplayRefused(Exception):
+    def __init__(self, message: str, missing: list[str] | None = None):
+        super().__init__(message)
+        self.message, self.missing = message, list(missing or [])
+
+
+def manifest_calls(run: Run) -> list[dict]:
+    """Every call the run's responses made, in item order (prompt, variant, trial), each with its cache key."""
+    out = []
+    rows = Response.objects.filter(run=run).order_by("prompt_index", "variant_id", "trial").values_list(
+        "prompt_index", "prompt_id", "variant_id", "trial", "status", "candidate_calls", "judge_calls")
+    for index, prompt_id, variant_id, trial, status, made, judged in rows:
+        for entry in (*call_log.unpack(made), *call_log.unpack(judged)):
+            call = {"promptIndex": index, "prompt": prompt_id, "variant": variant_id, "trial": trial,
+                    "itemStatus": status}
+            if "dropped" in entry or "unreadable" in entry:
+                call["problem"] = (f"{entry['dropped']} more calls were not kept (an item keeps 200)"
+                                   if "dropped" in entry else entry["unreadable"])
+            else:
+                call.update({"turn": entry.get("turn"), "purpose": entry.get("purpose"), "label": entry.get("label"),
+                             "model": entry.get("model"), "key": entry.get("cacheKey"), "source": entry.get("source"),
+                             "ok": not entry.get("error"), "error": entry.get("error"),
+                             "cached": entry.get("cached"), "inputTokens": entry.get("input_tokens"),
+                             "outputTokens": entry.get("output_tokens"), "costUsd": entry.get("cost_usd"),
+                             "latencyMs": entry.get("latency_ms")})
+            out.append(call)
+    return out
+
+
+def run_manifest(run: Run) -> dict:
+    """The run's manifest: what it pinned at start and the cache keys of every call it made (trial included)."""
+    return {**(run.manifest or {}), "run": run.pk, "status": run.status, "calls": manifest_calls(run)}
+
+
+def _cache_lookup():
+    cache = response_cache()
+    get = _get if isinstance(cache, DatabaseCache) else cache.get  # the database's, read here and now
+
+    def has(key: str) -> bool:
+        value = get(key)
+        return isinstance(value, dict) and isinstance(value.get("text"), str) and bool(value["text"].strip())
+
+    return has
+
+
+def _where(call: dict) -> str:
+    what = f"{call.get('purpose') or 'call'}" + (f" ({call['label']})" if call.get("label") else "")
+    return (f"{call['prompt']} × {call['variant']}, trial {call['trial'] + 1}: {what}"
+            + (f" to '{call['model']}'" if call.get("model") else ""))
+
+
+def missing_answers(run: Run, calls: list[dict] | None = None) -> list[str]:
+    """What a replay of ``run`` could not take from the cache, one sentence each (empty: it can replay)."""
+    unfinished = Response.objects.filter(run=run, status__in=[ResponseStatus.PENDING, ResponseStatus.RUNNING]).count()
+    if unfinished:
+        return [f"{unfinished} item{'s' if unfinished != 1 else ''} of {run.display_name} did not run (it is "
+                f"{run.status}{', stopped at its budget' if run.stopped_reason == 'budget' else ''}): a replay "
+                f"rebuilds a run whose every item ran; resume it first"]
+    has = _cache_lookup()
+    missing = []
+    for call in run_manifest(run)["calls"] if calls is None else calls:
+        if call.get("problem"):
+            missing.append(f"{call['prompt']} × {call['variant']}, trial {call['trial'] + 1}: {call['problem']}")
+        elif not call.get("key"):
+            missing.append(f"{_where(call)}: no cache key kept (a run made before replay existed)")
+        elif call.get("source") == "fixture" or call["key"].startswith("fixture:"):
+            continue  # a canned answer from the blueprint's fixtures: the revision has it
+        elif not call.get("ok"):
+            missing.append(f"{_where(call)}: the original call failed ({call.get('error')}), so no answer was stored")
+        elif not has(call["key"]):
+            missing.append(f"{_where(call)}: its answer is not in the response cache (key {call['key']})")
+    return missing
+
+
+def replay_run(run: Run, *, enqueue: bool = False, progress=None) -> Run:
+    """A new run rebuilt from ``run``'s stored answers; refused (``ReplayRefused``, naming every missing answer)
+    before anything is made when one is missing. ``enqueue``: hand it to the workers (the run page); else run
+    it in this process (the command)."""
+    from .start import start_run
+    from .work import enqueue_pending, run_inline
+
+    run = Run.objects.select_related("blueprint", "revision").get(pk=run.pk)
+    if not run.is_finished:
+        raise ReplayRefused(f"{run.display_name} is {run.status}; replay it once it has finished.")
+    missing = missing_answers(run)
+    if missing:
+        raise ReplayRefused(f"{run.display_name} cannot be replayed without calling a provider: "
+                            f"{len(missing)} answer{'s are' if len(missing) != 1 else ' is'} missing", missing)
+    options = {k: v for k, v in (run.options or {}).items() if k != "reruns"}
+    models = [m["id"] if isinstance(m, dict) else m for m in run.resolved_models]
+    try:
+        new = start_run(run.blueprint, revision=run.revision, models=models,
+                        judges=options.get("requestedJudges"), keep_judges=options.get("keptJudges"),
+                        trials=options.get("trialsOverride"), fresh=False, source="replay", enqueue=False)
+    except RunRefused as refused:
+        raise ReplayRefused(f"{run.display_name} cannot be replayed: {refused.message}", refused.problems) from None
+    # The original's judges, models and options as they were (the site's default judges may have changed since).
+    Run.objects.filter(pk=new.pk).update(
+        judges=run.judges, resolved_models=run.resolved_models, options=options,
+        judge_calls_total=run.judge_calls_total, name=f"Replay of {run.display_name}"[:200],
+        manifest={**(run.manifest or new.manifest or {}), "replayOf": run.pk})
+    new.refresh_from_db()
+    if enqueue:
+        transaction.on_commit(lambda: enqueue_pending(new.pk))
+        return new
+    return run_inline(new, progress=progress)
+
+
+@require_POST
+def replay_view(request, run_id):
+    """The run page's Replay button (route it as ``runs:replay``, ``runs/<id>/replay``): the replay is handed to
+    the workers and its page opens; a refusal names the missing answers on the run's page."""
+    run = get_object_or_404(Run, pk=run_id)
+    try:
+        new = replay_run(run, enqueue=True)
+    except ReplayRefused as refused:
+        shown = "; ".join(refused.missing[:5]) + (f"; and {len(refused.missing) - 5} more" if len(refused.missing) > 5
+                                                  else "")
+        messages.error(request, f"Not replayed: {refused.message}" + (f": {shown}" if shown else "."))
+        return redirect("runs:detail", run.pk)
+    messages.info(request, f"Replaying {run.display_name} from its stored answers: no provider is called.")
+    return redirect("runs:detail", new.pk)
+

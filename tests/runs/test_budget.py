@@ -1,0 +1,145 @@
+"""A run's budget: no call leaves once spent + in flight + its estimate would pass the cap; the run stops as
+cancelled with the reason "budget", keeps what ran, and resumes with a higher cap. Against the fake LLM server
+(its usage counts words), with prices for the fake models from a price file of the test's own."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from blueprints.importing import import_files
+from runs import actions
+from runs import start as run_start
+from runs.engine.pipeline import BudgetGuard
+from runs.engine.providers import prices as engine_prices
+from runs.models import Response, Run
+from runs.spec import RunRefused
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PROMPTS = 8
+TEXT = "title: Budget\nmodels: [openai:cand-priced]\n---\n" + "".join(
+    f"- id: q{i}\n  prompt: Question number {i}?\n  should:\n    - $contains: Echo\n" for i in range(PROMPTS))
+PER_TOKEN = 0.001  # $1000 per million tokens, in and out
+# Each call is counted before it leaves as (18 characters / 4 -> 5 tokens in) + 1500 tokens out = $1.505;
+# it costs 3 words in + 4 words out ("Echo: Question number 3?") = 7 tokens = $0.007.
+ESTIMATE, COST = 1.505, 0.007
+BUDGET = 1.543  # admits a call while spent <= 0.038: six calls (spent 0, 0.007, ... 0.035), not a seventh
+
+
+@pytest.fixture
+def priced(tmp_path, monkeypatch):
+    table = tmp_path / "prices.json"
+    table.write_text(json.dumps({"models": {
+        "openai:cand-priced": {"input": PER_TOKEN * 1e6, "output": PER_TOKEN * 1e6, "as_of": "2026-01-01"}}}))
+    monkeypatch.setattr(engine_prices, "PRICES_FILE", table)
+    return table
+
+
+def _blueprint(text=TEXT):
+    return import_files([("budget.yml", text, {})], via="test").items[0].blueprint
+
+
+def test_a_run_stops_at_its_budget_keeps_what_ran_and_resumes_with_a_higher_cap(client, fake_provider, priced):
+    run = run_start.start_run(_blueprint(), budget_usd=BUDGET)
+    run.refresh_from_db()
+    assert (run.status, run.stopped_reason) == ("cancelled", "budget"), (run.status, run.stopped_detail)
+    assert "budget of $1.543" in run.stopped_detail
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert "Stopped at budget:" in page and 'name="budget_usd"' in page
+    sent = fake_provider.requests()
+    assert len(sent) == 6  # the seventh call was never sent
+    # Spent, as each call was answered, stays within the cap (one worker: nothing else was in flight).
+    assert run.spent_usd == pytest.approx(6 * COST)
+    assert run.spent_usd <= run.budget_usd
+    assert Response.objects.filter(run=run, status="done").count() == 6
+    assert Response.objects.filter(run=run, status="pending").count() == 2
+    assert run.candidate_cost_usd == pytest.approx(6 * COST)
+
+    # Resuming with the same cap is refused with the reason; a higher cap runs the rest.
+    with pytest.raises(actions.Refused, match="higher cap"):
+        actions.resume(run)
+    with pytest.raises(actions.Refused, match="higher cap"):
+        actions.resume(run, budget_usd=0.01)
+    with pytest.raises(actions.Refused, match="number of US dollars"):
+        actions.resume(run, budget_usd="lots")
+    done = actions.resume(run, budget_usd=5)
+    assert "$5" in done.message
+    run.refresh_from_db()
+    assert (run.status, run.stopped_reason, run.budget_usd) == ("done", "", 5.0)
+    assert len(fake_provider.requests()) == PROMPTS  # nothing that ran was asked again
+    assert run.spent_usd == pytest.approx(PROMPTS * COST)
+    assert run.items_done == PROMPTS
+
+
+def test_the_api_takes_budgetUsd_at_start_and_on_resume(client, fake_provider, priced):
+    _blueprint()
+    answer = client.post("/api/runs", data=json.dumps({"blueprintId": "budget", "budgetUsd": BUDGET}),
+                         content_type="application/json")
+    assert answer.status_code == 201, answer.content
+    run = Run.objects.get(pk=answer.json()["id"])
+    assert (run.status, run.stopped_reason, run.budget_usd) == ("cancelled", "budget", BUDGET)
+    refused = client.post(f"/api/runs/{run.pk}/resume", content_type="application/json")
+    assert refused.status_code == 409 and "higher cap" in refused.json()["error"]
+    resumed = client.post(f"/api/runs/{run.pk}/resume", data=json.dumps({"budgetUsd": 3}),
+                          content_type="application/json")
+    assert resumed.status_code == 200, resumed.content
+    run.refresh_from_db()
+    assert run.status == "done" and run.budget_usd == 3
+    bad = client.post("/api/runs", data=json.dumps({"blueprintId": "budget", "budgetUsd": -1}),
+                      content_type="application/json")
+    assert bad.status_code == 400 and "budgetUsd" in bad.json()["error"]
+
+
+def test_a_budgeted_run_whose_models_have_no_price_is_refused_with_the_reason(fake_provider, priced):
+    blueprint = _blueprint(TEXT.replace("openai:cand-priced", "openai:cand-priced, openai:cand-unpriced"))
+    with pytest.raises(RunRefused, match="needs a price") as refused:
+        run_start.start_run(blueprint, budget_usd=1.0)
+    assert "openai:cand-unpriced" in refused.value.message
+    assert any("prices.json" in p for p in refused.value.problems)
+    assert not Run.objects.exists() and not fake_provider.requests()
+    # Without a budget the same run goes (its unknown cost is counted as unknown, as ever).
+    assert run_start.start_run(blueprint).status in ("queued", "running", "done")
+
+
+def test_overshoot_is_at_most_what_was_in_flight():
+    """The guard alone: answers that cost more than counted can pass the cap only by what was in flight."""
+
+    async def scenario():
+        guard = BudgetGuard(10.0, estimate=lambda model, messages, max_tokens: 3.0)
+        sent = []
+
+        async def call(i):
+            ticket = await guard.admit("m", [], None)
+            if ticket is None:
+                return
+            sent.append(i)
+            await asyncio.sleep(0.01)
+            await guard.settle(ticket, 4.0)  # each answer cost more than its estimate
+
+        await asyncio.gather(*(call(i) for i in range(10)))
+        return guard, sent
+
+    guard, sent = asyncio.run(scenario())
+    assert guard.exhausted and "budget of $10" in guard.reason
+    assert len(sent) == 3  # 3 x 3.0 fit in 10; then 12 spent, nothing more
+    assert guard.spent_usd <= guard.budget_usd + guard.most_in_flight_usd
+
+
+def test_run_blueprint_takes_budget(fake_provider, priced, tmp_path):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    path = tmp_path / "budget-cli.yml"
+    path.write_text(TEXT)
+    err = StringIO()
+    with pytest.raises(SystemExit) as exit_code:
+        call_command("run_blueprint", str(path), "--budget", str(BUDGET), stdout=StringIO(), stderr=err)
+    assert exit_code.value.code == 1  # stopped, like a cancelled run
+    run = Run.objects.get()
+    assert (run.status, run.stopped_reason, run.budget_usd) == ("cancelled", "budget", BUDGET)
+    assert "stopped at its budget of $1.543" in err.getvalue() and "budgetUsd" in err.getvalue()
+    assert len(fake_provider.requests()) == 6
