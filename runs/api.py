@@ -47,6 +47,7 @@ def run_status(run: Run, request) -> dict:
         "startedAt": run.started_at.isoformat() if run.started_at else None,
         "finishedAt": run.finished_at.isoformat() if run.finished_at else None,
         "score": run.overall_score,
+        "budgetUsd": run.budget_usd, "spentUsd": run.spent_usd, "stoppedReason": run.stopped_reason or None,
         "models": {k: {"mean": v["mean"], "std": v["std"], "n": v["n"], "notEvaluated": v["notEvaluated"]}
                    for k, v in (run.aggregates or {}).get("variants", {}).items()},
         "urls": {

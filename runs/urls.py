@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import api, api_across, api_compare, pairs, views
+from . import api, api_across, api_compare, pairs, replay, views
 from .across import views as across_views
 
 app_name = "runs"
@@ -42,6 +42,7 @@ urlpatterns = [
     path("runs/<int:run_id>/report.html", views.report, name="report"),
     path("runs/<int:run_id>/delete", views.delete, name="delete"),
     path("runs/<int:run_id>/rename", views.rename, name="rename"),
+    path("runs/<int:run_id>/replay", replay.replay_view, name="replay"),
     path("runs/<int:run_id>/baseline", across_views.run_baseline, name="run-baseline"),
     # Last among runs/<id>/...: its <str:action> would match the names above.
     path("runs/<int:run_id>/<str:action>", views.control, name="control"),

@@ -120,7 +120,10 @@ def control(request, run_id, action):
         raise Http404("unknown action")
     run = get_object_or_404(Run, pk=run_id)
     try:
-        done = {"cancel": actions.cancel, "resume": actions.resume, "retry-failed": actions.retry_failed}[action](run)
+        if action == "resume":  # with a new cap when the run stopped at its budget
+            done = actions.resume(run, request.POST.get("budget_usd") or None)
+        else:
+            done = {"cancel": actions.cancel, "retry-failed": actions.retry_failed}[action](run)
     except actions.Refused as refused:
         messages.error(request, refused.message)
     else:

@@ -65,10 +65,14 @@ def test_a_run_stops_at_its_budget_keeps_what_ran_and_resumes_with_a_higher_cap(
         actions.resume(run, budget_usd=0.01)
     with pytest.raises(actions.Refused, match="number of US dollars"):
         actions.resume(run, budget_usd="lots")
-    done = actions.resume(run, budget_usd=5)
-    assert "$5" in done.message
+    # The page's Resume with a new cap goes through the same action.
+    refused = client.post(f"/runs/{run.pk}/resume", {"budget_usd": "0.01"}, follow=True).content.decode()
+    assert "higher cap" in refused
+    client.post(f"/runs/{run.pk}/resume", {"budget_usd": "5"})
     run.refresh_from_db()
     assert (run.status, run.stopped_reason, run.budget_usd) == ("done", "", 5.0)
+    status = client.get(f"/api/runs/{run.pk}").json()
+    assert (status["budgetUsd"], status["stoppedReason"]) == (5.0, None) and status["spentUsd"] > 0
     assert len(fake_provider.requests()) == PROMPTS  # nothing that ran was asked again
     assert run.spent_usd == pytest.approx(PROMPTS * COST)
     assert run.items_done == PROMPTS

@@ -173,3 +173,12 @@ def test_trials_are_distinct_cache_entries_and_a_replay_gives_each_trial_its_ans
     written = json.loads(out.read_text())
     assert written["evalsite"]["runId"] == replay.pk and written["runLabel"] == original.label
     assert missing_answers(replay) == []
+
+
+def test_the_run_pages_replay_button_starts_a_replay(client, judged_run, fake_provider):
+    before = len(fake_provider.requests())
+    page = client.get(f"/runs/{judged_run.pk}/").content.decode()
+    assert f"/runs/{judged_run.pk}/replay" in page
+    response = client.post(f"/runs/{judged_run.pk}/replay")
+    assert response.status_code == 302 and response["Location"] != f"/runs/{judged_run.pk}/"
+    assert len(fake_provider.requests()) == before  # every answer from the cache
