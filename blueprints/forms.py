@@ -1,4 +1,5 @@
 import json
+import math
 from pathlib import PurePosixPath
 
 from django import forms
@@ -242,6 +243,9 @@ class RunForm(forms.Form):
     trials = forms.IntegerField(label="Trials", required=False, min_value=1, max_value=100,
                                 help_text="responses per prompt and model; empty: the blueprint's")
     fresh = forms.BooleanField(label="Fresh: ask every model again, not the response cache", required=False)
+    budget_usd = forms.CharField(label="Budget (US dollars)", required=False,
+                                 widget=forms.NumberInput(attrs={"min": "0", "step": "any", "inputmode": "decimal"}),
+                                 help_text="optional: no call is sent past it; the run stops, resumable with more")
     # Past EVALSITE_CONFIRM_USD or EVALSITE_CONFIRM_CALLS: "I expect about $X for N calls", whose value is the
     # estimate it confirms (runs.start.confirmation_key), so a changed form needs a new confirmation.
     confirm = forms.CharField(required=False, widget=forms.HiddenInput)
@@ -268,5 +272,14 @@ class RunForm(forms.Form):
         trials = data.get("trials", "").strip()
         if trials and not (trials.isdigit() and 1 <= int(trials) <= 100):
             raise ValueError("trials is a whole number from 1 to 100 (or empty for the blueprint's)")
+        budget = (data.get("budget_usd") or "").strip()
+        if budget:
+            try:
+                budget = float(budget)
+            except ValueError:
+                budget = -1.0
+            if not (math.isfinite(budget) and budget > 0):
+                raise ValueError("the budget is a number of US dollars above 0 (or empty for none)")
         return {"models": models, "keep_judges": changed(data.getlist("judges"), data.getlist("judges_offered")),
-                "trials": int(trials) if trials else None, "fresh": bool(data.get("fresh"))}
+                "trials": int(trials) if trials else None, "fresh": bool(data.get("fresh")),
+                "budget_usd": budget or None}

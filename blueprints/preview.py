@@ -388,7 +388,7 @@ def form_estimate(blueprint, revision, data) -> FormEstimate:
     thresholds = dict(confirm_usd=settings.EVALSITE_CONFIRM_USD, confirm_calls=settings.EVALSITE_CONFIRM_CALLS)
     try:
         choices = RunForm.run_choices(data) if data is not None else {
-            "models": None, "keep_judges": None, "trials": None, "fresh": False}
+            "models": None, "keep_judges": None, "trials": None, "fresh": False, "budget_usd": None}
         planned = run_start.plan_start(blueprint, revision=revision, models=choices["models"],
                                        keep_judges=choices["keep_judges"])
         estimate = run_start.estimate_start(planned, trials=choices["trials"], fresh=choices["fresh"])
@@ -398,5 +398,5 @@ def form_estimate(blueprint, revision, data) -> FormEstimate:
         return FormEstimate(None, refused=str(refused), **thresholds)
     warnings, others = key_warnings(planned)
     return FormEstimate(estimate, key_warnings=warnings, other_problems=others,
-                        confirm_needed=run_start.over_threshold(estimate),
+                        confirm_needed=run_start.over_threshold(estimate, choices["budget_usd"]),
                         confirm_key=run_start.confirmation_key(estimate), **thresholds)

@@ -131,8 +131,11 @@ def estimate_start(planned: StartPlan, *, trials: int | None = None, fresh: bool
             cache.close()
 
 
-def over_threshold(estimate: RunEstimate) -> bool:
-    """A run this large asks the person starting it to confirm (EVALSITE_CONFIRM_USD, EVALSITE_CONFIRM_CALLS)."""
+def over_threshold(estimate: RunEstimate, budget_usd: float | None = None) -> bool:
+    """A run this large asks the person starting it to confirm (EVALSITE_CONFIRM_USD, EVALSITE_CONFIRM_CALLS);
+    a budget below EVALSITE_CONFIRM_USD has bounded it already."""
+    if budget_usd is not None and budget_usd < settings.EVALSITE_CONFIRM_USD:
+        return False
     return ((estimate.cost or 0) >= settings.EVALSITE_CONFIRM_USD
             or estimate.total_calls >= settings.EVALSITE_CONFIRM_CALLS)
 

@@ -101,7 +101,7 @@ def start(request):
         planned = run_start.plan_start(blueprint, revision=revision, models=choices["models"],
                                        keep_judges=choices["keep_judges"])
         estimate = run_start.estimate_start(planned, trials=choices["trials"], fresh=choices["fresh"])
-        if run_start.over_threshold(estimate) and \
+        if run_start.over_threshold(estimate, choices["budget_usd"]) and \
                 request.POST.get("confirm") != run_start.confirmation_key(estimate):
             messages.error(request, f"Not started: this run would make {estimate.total_calls:,} calls for about "
                                     f"${estimate.cost or 0:,.2f}; tick “I expect about ${estimate.cost or 0:,.2f} "

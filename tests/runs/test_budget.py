@@ -147,3 +147,16 @@ def test_run_blueprint_takes_budget(fake_provider, priced, tmp_path):
     assert (run.status, run.stopped_reason, run.budget_usd) == ("cancelled", "budget", BUDGET)
     assert "stopped at its budget of $1.543" in err.getvalue() and "budgetUsd" in err.getvalue()
     assert len(fake_provider.requests()) == 6
+
+
+def test_the_run_form_takes_a_budget(client, fake_provider, priced):
+    blueprint = _blueprint()
+    offered = {"blueprint": blueprint.slug, "revision": str(blueprint.current_revision.number)}
+    page = client.get(blueprint.get_absolute_url()).content.decode()
+    assert 'name="budget_usd"' in page
+    refused = client.post("/runs/start", {**offered, "budget_usd": "lots"}, follow=True).content.decode()
+    assert "the budget is a number of US dollars above 0" in refused
+    started = client.post("/runs/start", {**offered, "budget_usd": str(BUDGET)}, follow=True).content.decode()
+    assert Run.objects.count() == 1, started[started.find('class="messages"'):][:600]
+    run = Run.objects.get()
+    assert (run.budget_usd, run.stopped_reason) == (BUDGET, "budget")
