@@ -176,3 +176,24 @@ def test_a_kept_matrix_is_never_out_of_date(client, run):
     save_annotation(bad.response, thumbs="down", comment="No.")
     grid = client.get(f"/runs/{run.pk}/results?filter=thumbs-down").content.decode()
     assert "1 response in 1 prompt match" in grid
+
+
+def test_every_csv_we_write_escapes_what_a_spreadsheet_would_run(client, fake_provider):
+    """OWASP's advice against CSV injection: a text cell that starts with = + - @, a tab or a carriage return
+    gets a leading quote, in the run's CSV and the grid's; a judge's or a model's words are hostile."""
+    from runs.exports import safe_cell
+
+    assert [safe_cell(v) for v in ("=HYPERLINK(\"http://x\")", "+1", "-cmd", "@SUM(A1)", "\tx", "\rx", "ok")] == [
+        "'=HYPERLINK(\"http://x\")", "'+1", "'-cmd", "'@SUM(A1)", "'\tx", "'\rx", "ok"]
+    assert (safe_cell(-0.5), safe_cell(None), safe_cell(True)) == ("-0.5", "", "1")  # our own numbers stay numbers
+    fake_provider.script([{"model": "cand-evil", "match": ".", "reply": "=HYPERLINK(\"http://evil.example\",\"x\")"}])
+    text = ("title: Evil\nmodels: [openai:cand-evil]\n---\n- id: =cmd\n  prompt: '@hi'\n  should:\n"
+            "    - $contains: nothing\n")
+    blueprint = import_files([("evil.yml", text, {})], via="test").items[0].blueprint
+    evil = run_start.start_run(blueprint, fresh=True)
+    for url in (f"/runs/{evil.pk}/export.csv", f"/runs/{evil.pk}/results.csv"):
+        rows = list(csv.DictReader(io.StringIO(client.get(url).content.decode())))
+        assert rows, url
+        for row in rows:
+            assert row["prompt_id"] == "'=cmd" and row["response_text"].startswith("'=HYPERLINK")
+            assert row["prompt_text"] == "user: @hi"  # starts with 'user:', nothing to escape
