@@ -8,10 +8,12 @@ Dialects, decided from the keys (reference 4.4):
   ``expected_outcome``/``assert``/``assertions``/``rubrics``/``evaluators``, or a
   top-level ``execution``/``assert``/``assertions`` beside ``tests``.
 * ``agentv-v5``: AgentV's later promptfoo-style format (``prompts`` as template
-  strings, ``tests[].vars``, ``default_test``, ``providers``, ``evaluate_options``,
-  ``scenarios``, v5-only assertion types such as ``llm-rubric``, ``script``,
-  ``assert-set``, ``trajectory:*``; also a file of ``vars`` rows): recognised and
-  refused with the reason.
+  strings, ``tests[].vars`` on a test without ``input``, ``default_test``, ``providers``,
+  ``evaluate_options``, ``scenarios``, ``defaults`` as v5 writes it (a reference or
+  ``{target, grader}``), v5-only assertion types such as ``llm-rubric``, ``script``,
+  ``assert-set``, ``trajectory:*``; also a file of ``vars`` rows without input):
+  recognised and refused with the reason. AgentV 4 has ``vars`` too (filled into the
+  test's ``{{ }}`` placeholders) and ignores any other ``defaults``: read as ``agentv``.
 * ``aieval``: an AI Eval suite: ``cases`` with ``suite`` or a ``prompt`` name (a suite
   without ``suite:`` is AI Eval's, refused by its importer as AI Eval refuses it).
 
@@ -59,7 +61,13 @@ _AGENTV_SUITE_KEYS = frozenset({"execution", "assert", "assertions", "workspace"
 _WEVAL_PROMPT_KEYS = frozenset({"prompt", "promptText", "messages", "should", "should_not", "ideal", "idealResponse",
                                 "points", "expect", "expects", "expectations"})
 # Keys only AgentV's v5 (promptfoo-style) suites have at the top: Weval and AgentV 2-4 have none of them.
-_V5_SUITE_KEYS = frozenset({"default_test", "providers", "evaluate_options", "scenarios", "defaults"})
+# (`defaults` is v5's too, but only in its own shape: see `_v5_defaults`.)
+_V5_SUITE_KEYS = frozenset({"default_test", "providers", "evaluate_options", "scenarios"})
+# v5's `defaults` is a reference (text) or a mapping of only these keys; AgentV 4 ignores any `defaults` (with a
+# warning), and its examples use one to hold a YAML anchor (`defaults: {system_message: &x ...}`).
+_V5_DEFAULTS_KEYS = frozenset({"target", "grader"})
+# A test of AgentV 2-4 always has its input; v5 removed `tests[].input` (the prompt comes from `prompts`).
+_V4_INPUT_KEYS = ("input", "input_messages")
 # Assertion types that first appear in v5 (`trajectory:*` too); v2-v4 spell these `llm-grader`, `code-grader`...
 _V5_ASSERT_TYPES = frozenset({"llm-rubric", "script", "assert-set", "skill-used", "javascript", "python",
                               "model-graded-closedqa", "select-best", "g-eval-v5"})
@@ -85,12 +93,24 @@ def _v5_assert_type(holders: Iterable) -> str | None:
     return None
 
 
+def _v5_defaults(value: object) -> bool:
+    """Whether a top-level ``defaults`` has v5's shape (a reference, or ``{target, grader}``)."""
+    if isinstance(value, str):
+        return bool(value.strip())
+    return isinstance(value, dict) and bool(value) and value.keys() <= _V5_DEFAULTS_KEYS
+
+
+def _v5_vars_row(row: object) -> bool:
+    """A test row with ``vars`` and no input of its own: v5's (AgentV 4 fills a test's ``vars`` into its input)."""
+    return isinstance(row, dict) and "vars" in row and not any(row.get(k) is not None for k in _V4_INPUT_KEYS)
+
+
 def v5_reason(doc: object) -> str | None:
     """What marks ``doc`` as AgentV v5 (reference 2.10), or None: ``prompts`` as template strings,
-    ``tests[].vars``, ``providers``, a v5-only assertion type..."""
+    ``tests[].vars`` without an input, ``providers``, v5's ``defaults``, a v5-only assertion type..."""
     if isinstance(doc, list):
         mappings = [i for i in doc if isinstance(i, dict)]
-        if mappings and all("vars" in i and not (_WEVAL_PROMPT_KEYS & i.keys()) for i in mappings):
+        if mappings and all(_v5_vars_row(i) and not (_WEVAL_PROMPT_KEYS & i.keys()) for i in mappings):
             return "test rows with `vars:`"
         return None
     if not isinstance(doc, dict):
@@ -102,13 +122,15 @@ def v5_reason(doc: object) -> str | None:
         return None  # a Weval blueprint, perhaps with a stray key; its parser names the stray key
     if keys & _V5_SUITE_KEYS:
         return f"`{sorted(keys & _V5_SUITE_KEYS)[0]}:`"
+    if _v5_defaults(doc.get("defaults")):
+        return "`defaults:`"
     if text_prompts:
         return "`prompts:` as template text"
     if "prompts" in keys and "tests" in keys:
         return "`prompts:` beside `tests:`"
     tests = doc.get("tests")
     rows = tests if isinstance(tests, list) else []
-    if any(isinstance(t, dict) and "vars" in t for t in rows):
+    if any(_v5_vars_row(t) for t in rows):
         return "tests with `vars:`"
     kind = _v5_assert_type([doc, *rows[:1000]])
     return f"the assertion type `{kind}`" if kind else None

@@ -321,3 +321,25 @@ def test_a_rubric_item_with_score_ranges_needs_no_outcome():
                     "          - id: tone\n            score_ranges:\n              - {score_range: [0, 5], "
                     "outcome: rude}\n              - {score_range: [6, 10], outcome: kind}\n")
     assert not [e.message for e in result.errors if "needs `outcome:`" in e.message], [e.message for e in result.errors]
+
+
+@pytest.mark.parametrize("text", ["suite", "rubrics-field", "own", "suite-plain"])
+def test_a_plain_string_assertion_that_reads_like_an_internal_label_is_a_rubric(text):
+    """Regression: the test's own assertion entries carry their kind, so the plain string `suite` (or
+    `rubrics-field`) is one rubric like any other text, never an internal error."""
+    result = _suite(f"  - id: a\n    input: Hi\n    assertions:\n      - {text}\n      - Is polite\n")
+    assert result.ok, [e.message for e in result.errors]
+    assert not [d for d in result.diagnostics if d.code == "internal"]
+    judged = [p for p in result.blueprint.prompts[0].all_points() if p.fn is None]
+    assert [p.text for p in judged] == [text, "Is polite"]
+    assert sum(p.multiplier for p in judged) == pytest.approx(2.0)
+
+
+def test_a_suite_assertion_written_as_the_text_suite_is_a_rubric_too():
+    from blueprints.spec import parse_any
+
+    result = parse_any("name: t\nassertions:\n  - suite\ntests:\n  - id: a\n    input: Hi\n"
+                       "    assertions:\n      - rubrics-field\n", path="EVAL.yaml")
+    assert result.ok, [e.message for e in result.errors]
+    judged = [p for p in result.blueprint.prompts[0].all_points() if p.fn is None]
+    assert [p.text for p in judged] == ["rubrics-field", "suite"]

@@ -18,14 +18,7 @@ TAGS = ("v2.18.3", "v4.42.4")
 
 # Eval files AgentV accepts that evalsite refuses, with the reason (docs/importing.md names each feature) and words
 # the refusal must contain. Once a feature is read, its entry must go: the test below fails while it stays.
-KNOWN_UNSUPPORTED = {
-    ("v4.42.4", "examples/features/test-vars-templating/evals/dataset.eval.yaml"): (
-        "AgentV 4's per-test `vars:` templating; `tests[].vars` is read as the mark of AgentV's v5 format",
-        "tests with `vars:`"),
-    ("v4.42.4", "examples/features/autoresearch/EVAL.yaml"): (
-        "a top-level `defaults:` (AgentV 4 ignores it; here it only holds a YAML anchor) is read as the mark of "
-        "AgentV's v5 format", "`defaults:`"),
-}
+KNOWN_UNSUPPORTED: dict[tuple[str, str], tuple[str, str]] = {}
 # Eval files whose names do not say so (AgentV runs any YAML file it is given).
 OTHER_EVAL_FILES = {
     ("v2.18.3", "examples/showcase/tool-evaluation-plugins/tool-eval-demo.yaml"),
@@ -82,8 +75,8 @@ def test_the_table_of_unsupported_files_names_kept_eval_files():
 
 def test_the_docs_name_each_unsupported_feature():
     docs = (Path(__file__).resolve().parents[2] / "docs" / "importing.md").read_text()
-    assert "`tests[].vars`" in docs and "`defaults`" in docs
-    assert "examples/features/test-vars-templating" in docs and "examples/features/autoresearch" in docs
+    for _, relative in KNOWN_UNSUPPORTED:
+        assert relative in docs
 
 
 @pytest.mark.parametrize("tag", TAGS)
@@ -133,3 +126,29 @@ def test_a_rubric_operator_is_stated_in_the_judged_point():
     texts = [p.text for p in report.result.blueprint.prompts[0].points]
     assert texts[0] == "States Q4 revenue increased to $10M from $8M."
     assert texts[1].startswith("The response makes no claim that contradicts") and "42% from 45%" in texts[1]
+
+
+def test_per_test_vars_fill_the_placeholders_as_agentv_4_does():
+    """v4.42.4 test-vars-templating: each test's `vars` fill `{{ name }}` and `{{ a.b }}` in its criteria, input and
+    expected output, and in the suite's input prepended to it."""
+    relative = "examples/features/test-vars-templating/evals/dataset.eval.yaml"
+    report = validate_file(UPSTREAM / "v4.42.4" / relative, root=UPSTREAM / "v4.42.4")
+    assert report.ok and report.result.dialect == "agentv", report.result.errors
+    france, ada = report.result.blueprint.prompts
+    assert [m.content for m in france.messages] == ["You are a concise assistant answering geography questions.",
+                                                    "Question: What is the capital of France?"]
+    assert france.ideal_response == "Paris"
+    assert france.points[0].text == "Answers What is the capital of France? correctly"
+    assert ada.messages[0].content == "You are a concise assistant answering etiquette questions."
+    assert ada.messages[1].content == "Say hello to Ada."
+    assert ada.ideal_response == "Hello, Ada!" and ada.points[0].text == "Greets Ada warmly"
+
+
+def test_a_top_level_defaults_is_ignored_with_a_warning_as_agentv_4_does():
+    """v4.42.4 autoresearch: `defaults:` holds only a YAML anchor the tests use; AgentV 4 warns and ignores it."""
+    relative = "examples/features/autoresearch/EVAL.yaml"
+    report = validate_file(UPSTREAM / "v4.42.4" / relative, root=UPSTREAM / "v4.42.4")
+    assert report.ok and report.result.dialect == "agentv", report.result.errors
+    assert any("`defaults`" in w.message for w in report.result.warnings)
+    first = report.result.blueprint.prompts[0]
+    assert first.messages[0].role == "system" and first.messages[0].content.startswith("Classify the incident")

@@ -4,7 +4,8 @@
 Reads the eval spec v2 form of the seeds (``tests`` / ``criteria`` / ``rubrics`` /
 ``assert``), the legacy form (``evalcases``, ``expected_outcome``, ``input_messages``,
 ``expected_messages``, ``execution.evaluators``) and the v3/v4 renames
-(``assertions``, ``llm-grader``, ``code-grader``, ``eval_set``, ``threshold``).
+(``assertions``, ``llm-grader``, ``code-grader``, ``eval_set``, ``threshold``), with AgentV 4.42's per-test
+``vars`` filled into the test's placeholders first (agentv_vars.py).
 docs/importing.md has the mapping table; reference sections 2 and 4.1 the behaviour.
 
 Decisions where AgentV's docs and code differ (reference 2.10), made explicit:
@@ -33,6 +34,7 @@ from ..parse import ParseResult
 from ..schema import Blueprint, Message, Point, Prompt, Verdicts
 from ..source import Loaded
 from .agentv_assertions import AssertionBuilder
+from .agentv_vars import TEST_FIELDS as VARS_TEST_FIELDS, TooLarge, VarsFiller
 from .common import (
     ImportReader,
     ImportReport,
@@ -83,6 +85,7 @@ class _AgentV(ImportReader):
         self.expected: dict | None = None  # the test being read: what the builders read of it
         self.criteria: str | None = None
         self.question = ""
+        self.vars_budget = [self.limits.max_expanded_chars]  # what filling in `vars` may add, for the suite
 
     def read_suite(self) -> tuple[Blueprint, ImportReport]:
         report = ImportReport("agentv", "AgentV suite")
@@ -178,7 +181,13 @@ class _AgentV(ImportReader):
 
     def unknown_suite_keys(self, suite):
         for key in suite:
-            if key not in SUITE_KEYS:
+            if key == "defaults":  # v5's key (dialects.py); in AgentV 4 an unknown field, often a YAML anchor's home
+                self.warn("AgentV 4 has no `defaults`: it ignores the key with a warning, and so does evalsite "
+                          "(YAML anchors defined in it still work)", suite, key, (key,),
+                          "move shared settings to `execution`, `input` or `assertions`", "ignored", at_key=True)
+                self.extras["defaults"] = suite[key]
+                self.suite_report.unsupported_("defaults", "not an AgentV 4 field; ignored, as AgentV 4 ignores it")
+            elif key not in SUITE_KEYS:
                 self.warn(f"unknown key `{key}` in an AgentV suite; it is kept aside, not used", suite, key, (key,),
                           self.key_hint(key, SUITE_KEYS), "unknown-key", at_key=True)
                 self.extras.setdefault("unknown", {})[key] = suite[key]
@@ -443,52 +452,17 @@ class _AgentV(ImportReader):
             self.error(f"a test must be a mapping with `id` and `input`, not {short(row)}", holder, key, path,
                        "write `- id: my-test` with `input: ...` and `criteria: ...`", "test")
             return None
-        errors_before = sum(d.is_error for d in self.diagnostics)
+        errors_before = self.notes.error_count()
         rep.line = self.position_of(row)[0]
-        for k in row:
-            if k not in TEST_KEYS:
-                self.warn(f"unknown key `{k}` in a test; it is kept aside, not used", row, k, (*path, k),
-                          self.key_hint(k, TEST_KEYS), "unknown-key", at_key=True)
-                self.extras.setdefault("tests", {}).setdefault(str(row.get("id")), {})[k] = row[k]
-        test_id = row.get("id")
-        if not (isinstance(test_id, str) and test_id.strip()) and not is_number(test_id):
-            self.error("each test needs an `id` (unique text)", row, "id" if "id" in row else None, (*path, "id"),
-                       "add `id: my-test`", "test-id")
-            test_id = None
-        else:
-            test_id = str(test_id)
-            rep.id = test_id
-            rep.map("id")
-        prompt = Prompt.model_construct(
-            id=test_id or f"test-{key}", id_was_generated=False, description=None, messages=[], ideal_response=None,
-            system=None, system_set=False, citation=None, weight=None, render_as="markdown", temperature=None,
-            no_cache=defaults.get("no_cache"), required_tools=None, prohibited_tools=None, max_calls=None, tags=None,
-            points=[], should_not=None, origin=self.origin(row, None, path), verdicts=defaults["verdicts"], checks=[],
-            trials=defaults["trials"], trial_aggregation=defaults["trial_aggregation"], trial_threshold=None,
-        )
-        if isinstance(row.get("description"), str):
-            prompt.description = row["description"]
-            rep.map("description")
-        for extra_key in ("metadata", "conversation_id", "note"):
-            if extra_key in row:
-                self.extras.setdefault("tests", {}).setdefault(prompt.id, {})[extra_key] = row[extra_key]
-                if extra_key == "note":
-                    rep.approx("note", "kept aside: judges do not see it")
-                else:
-                    rep.map(f"{extra_key} (kept aside)")
+        self.unknown_test_keys(row, path)
+        row, suite_input = self.fill_vars(row, path, rep, suite_input)
+        prompt = self.new_prompt(row, key, path, rep, defaults)
+        self.test_extras(row, prompt, rep)
         criteria = self.read_criteria(row, path, rep)
-        skip_defaults = bool(row.get("skip_defaults"))
-        execution = row.get("execution")
-        if execution is not None and not isinstance(execution, dict):
-            self.error("`execution` must be a mapping", row, "execution", (*path, "execution"), code="type")
-            execution = None
-        if isinstance(execution, dict):
-            skip_defaults = skip_defaults or bool(execution.get("skip_defaults"))
-            self.read_test_execution(execution, (*path, "execution"), prompt, rep)
+        execution, skip_defaults = self.test_execution(row, path, prompt, rep)
         if "threshold" in row:
             prompt.verdicts = self.read_threshold(row, path) or prompt.verdicts
         prompt.messages = self.test_messages(row, path, rep, suite_input, skip_defaults)
-        # expected output
         expected = self.read_expected(row, path, rep)
         if expected is not None:
             prompt.ideal_response = expected["reference"]
@@ -500,9 +474,103 @@ class _AgentV(ImportReader):
         if expected is not None and not prompt.points:
             rep.approx("expected_output", "with nothing else to score, similarity to the expected output scores the "
                                           "test (needs an embeddings model)")
-        if sum(d.is_error for d in self.diagnostics) > errors_before:
+        if self.notes.error_count() > errors_before:
             return None
         return prompt
+
+    def unknown_test_keys(self, row, path):
+        for k in row:
+            if k not in TEST_KEYS:
+                self.warn(f"unknown key `{k}` in a test; it is kept aside, not used", row, k, (*path, k),
+                          self.key_hint(k, TEST_KEYS), "unknown-key", at_key=True)
+                self.extras.setdefault("tests", {}).setdefault(str(row.get("id")), {})[k] = row[k]
+
+    def new_prompt(self, row, key, path, rep: TestReport, defaults) -> Prompt:
+        """The test's prompt, before its messages and points: its id (an error when it has none) and the suite's
+        defaults."""
+        test_id = row.get("id")
+        if not (isinstance(test_id, str) and test_id.strip()) and not is_number(test_id):
+            self.error("each test needs an `id` (unique text)", row, "id" if "id" in row else None, (*path, "id"),
+                       "add `id: my-test`", "test-id")
+            test_id = None
+        else:
+            test_id = str(test_id)
+            rep.id = test_id
+            rep.map("id")
+        return Prompt.model_construct(
+            id=test_id or f"test-{key}", id_was_generated=False, description=None, messages=[], ideal_response=None,
+            system=None, system_set=False, citation=None, weight=None, render_as="markdown", temperature=None,
+            no_cache=defaults.get("no_cache"), required_tools=None, prohibited_tools=None, max_calls=None, tags=None,
+            points=[], should_not=None, origin=self.origin(row, None, path), verdicts=defaults["verdicts"], checks=[],
+            trials=defaults["trials"], trial_aggregation=defaults["trial_aggregation"], trial_threshold=None,
+        )
+
+    def test_extras(self, row, prompt: Prompt, rep: TestReport):
+        if isinstance(row.get("description"), str):
+            prompt.description = row["description"]
+            rep.map("description")
+        for extra_key in ("metadata", "conversation_id", "note"):
+            if extra_key in row:
+                self.extras.setdefault("tests", {}).setdefault(prompt.id, {})[extra_key] = row[extra_key]
+                if extra_key == "note":
+                    rep.approx("note", "kept aside: judges do not see it")
+                else:
+                    rep.map(f"{extra_key} (kept aside)")
+
+    def test_execution(self, row, path, prompt: Prompt, rep: TestReport) -> tuple[dict | None, bool]:
+        """The test's ``execution`` (None unless a mapping) and whether it skips the suite's defaults."""
+        skip_defaults = bool(row.get("skip_defaults"))
+        execution = row.get("execution")
+        if execution is not None and not isinstance(execution, dict):
+            self.error("`execution` must be a mapping", row, "execution", (*path, "execution"), code="type")
+            execution = None
+        if isinstance(execution, dict):
+            skip_defaults = skip_defaults or bool(execution.get("skip_defaults"))
+            self.read_test_execution(execution, (*path, "execution"), prompt, rep)
+        return execution, skip_defaults
+
+    def fill_vars(self, row, path, rep: TestReport, suite_input):
+        """AgentV 4's ``vars``: the test (and the suite's input before it) with its ``{{ name }}`` placeholders
+        filled in (agentv_vars.py says how); the row and the suite's input as they are without ``vars``."""
+        if "vars" not in row or row["vars"] is None:
+            return row, suite_input
+        if not isinstance(row["vars"], dict):
+            self.warn(f"`vars` must be a mapping of names to values, not {short(row['vars'])}; it is ignored, as "
+                      "AgentV ignores it", row, "vars", (*path, "vars"), "e.g. `vars: {question: What is 2+2?}`",
+                      "vars")
+            return row, suite_input
+        filler = VarsFiller(row["vars"], self.vars_budget)
+        try:
+            filled = filler.fields(row, VARS_TEST_FIELDS, self.current_locator())
+            suite_input = self.suite_input_with_vars(filler, suite_input)
+        except TooLarge:
+            self.error(f"the values of `vars` filled in make more than {self.limits.max_expanded_chars:,} characters",
+                       row, "vars", (*path, "vars"), "use shorter values, or fewer placeholders", "limit")
+            return row, suite_input
+        rep.map("vars -> filled into {{ }} placeholders" if filler.used else "vars (no placeholder names them)")
+        return filled, suite_input
+
+    def current_locator(self):
+        return self.external.locator if self.external is not None else self.notes.locator
+
+    def suite_input_with_vars(self, filler: VarsFiller, suite_input):
+        """The suite's ``input`` with the test's ``vars`` filled in (read again only when that changes it; a
+        problem in it is reported once, not once per test)."""
+        if self.suite.get("input") is None or "input_messages" in self.suite:
+            return suite_input
+        saved, self.external = self.external, None  # the suite's input is in the suite itself
+        try:
+            holder = filler.fields(self.suite, ("input",), self.notes.locator)
+            if holder["input"] == self.suite["input"]:
+                return suite_input
+            seen = len(self.diagnostics)
+            messages = self.read_input(holder, "input", ("input",), TestReport("(suite)"))
+            new = self.diagnostics[seen:]
+            del self.diagnostics[seen:]
+            self.diagnostics.extend(d for d in new if d not in self.diagnostics)
+            return messages
+        finally:
+            self.external = saved
 
     def test_messages(self, row, path, rep: TestReport, suite_input, skip_defaults) -> list[Message]:
         """The test's input messages (`input_messages` wins over `input`), after the suite's unless it skips them."""
@@ -535,11 +603,11 @@ class _AgentV(ImportReader):
         items = self.test_entries(row, path, execution, rep, default_asserts, skip_defaults)
         points: list[Point] = []
         # AgentV 3.0 onward: plain strings among the assertions are one rubric evaluator, weighted by their count.
-        plain = [entry for entry in items if entry[0] not in ("rubrics-field", "suite") and isinstance(entry[0], str)]
+        plain = [entry for entry in items if entry[0] == "own" and isinstance(entry[1], str)]
         if plain:
-            _, container, index, ipath = plain[0]
+            _, _, container, index, ipath = plain[0]
             rep.map("plain-text assertions -> one rubric evaluator")
-            points.extend(self.assertions.rubrics_points(self.gathered([(e[0], e[1], e[2]) for e in plain]),
+            points.extend(self.assertions.rubrics_points(self.gathered([e[1:4] for e in plain]),
                                                          container, index, ipath,
                                               float(len(plain)), None, False, prompt, rep, source="assertions"))
             items = [entry for entry in items if not any(entry is other for other in plain)]
@@ -551,8 +619,7 @@ class _AgentV(ImportReader):
             items = [entry for entry in items if not any(entry is other for other in suite_plain)]
             items.insert(first, ("suite-plain", suite_plain))
         for entry in items:
-            kind = entry[0] if isinstance(entry[0], str) else "own"
-            points.extend(ENTRY_POINTS[kind](self, entry, prompt, rep))
+            points.extend(ENTRY_POINTS[entry[0]](self, entry, prompt, rep))
         if not items and not plain:
             if criteria:
                 points.append(judged_point(criteria, weight=1.0, origin=self.origin(row, "criteria", path),
@@ -567,8 +634,10 @@ class _AgentV(ImportReader):
         return points
 
     def test_entries(self, row, path, execution, rep: TestReport, default_asserts, skip_defaults) -> list:
-        """What scores the test, in AgentV's order: ``("rubrics-field", ...)``, its own assertions
-        ``(item, container, index, path)``, then the suite's ``("suite", item, container, index, path)``."""
+        """What scores the test, in AgentV's order: ``("rubrics-field", row, "rubrics", path)``, its own
+        assertions ``("own", item, container, index, path)``, then the suite's ``("suite", item, container, index,
+        path)``. Every entry starts with its kind, so an assertion written as the text `suite` is never taken for
+        one of these labels."""
         own = []
         for assert_key in ("assert", "assertions", "evaluators"):
             if assert_key in row:
@@ -583,7 +652,7 @@ class _AgentV(ImportReader):
         items = []
         if "rubrics" in row and row["rubrics"] is not None:
             items.append(("rubrics-field", row, "rubrics", (*path, "rubrics")))
-        items.extend(own)
+        items.extend(("own", *entry) for entry in own)
         if default_asserts and not skip_defaults:
             items.extend(("suite", *entry) for entry in default_asserts)
             rep.map("suite assertions")
@@ -766,7 +835,6 @@ class _AgentV(ImportReader):
                       "is used and `expected_output` is ignored", row, "expected_output",
                       (*path, "expected_output"), code="alias-conflict", at_key=True)
         value = row[key]
-        epath = (*path, key)
         if isinstance(value, str) or is_number(value):
             rep.map(f"{key} -> ideal")
             return {"reference": str(value), "structured": None, "messages": [{"role": "assistant",
@@ -775,12 +843,22 @@ class _AgentV(ImportReader):
             rep.approx(f"{key} (structured)", "kept as the ideal (its JSON) and used by field_accuracy")
             return {"reference": json.dumps(value, ensure_ascii=False), "structured": value,
                     "messages": [{"role": "assistant", "content": value}]}
+        messages = self.expected_messages(row, key, (*path, key), rep)
+        reference, structured = self.reference_of(messages)
+        rep.map(f"{key} -> ideal (last assistant message)")
+        if any(m.get("tool_calls") for m in messages):
+            rep.approx("expected tool_calls", "kept in the ideal for judges; not matched (use tool_trajectory)")
+        return {"reference": reference, "structured": structured, "messages": messages}
+
+    def expected_messages(self, row, key, epath, rep: TestReport) -> list[dict]:
+        """The expected messages (content blocks read into text), each with a role; a bad one is an error."""
+        value = row[key]
         if _content_blocks(value):
             # `expected_output: [{type: file, value: ./x.md}]`: one assistant message of content blocks (AgentV).
             value = {"role": "assistant", "content": value}
-            holder, hkey = {key: value}, key
+            holder = {key: value}
         else:
-            holder, hkey = row, key
+            holder = row
         items = value if isinstance(value, list) else [value]
         messages = []
         for index, item in enumerate(items):
@@ -791,37 +869,45 @@ class _AgentV(ImportReader):
                 continue
             if _content_blocks(item.get("content")):
                 blocks_at = (item, "content", (*ipath, "content")) if isinstance(value, list) else \
-                    (holder, hkey, epath)
+                    (holder, key, epath)
                 item = {**item, "content": self.expected_blocks_text(item["content"], *blocks_at, rep)}
-            calls = item.get("tool_calls")
-            if calls is not None:
-                if not isinstance(calls, list):
-                    self.error("`tool_calls` must be a list", item, "tool_calls", (*ipath, "tool_calls"), code="type")
-                    continue
-                for cindex, call in enumerate(calls):
-                    name = call.get("tool") if isinstance(call, dict) else None
-                    if name is None and isinstance(call, dict) and isinstance(call.get("function"), dict):
-                        name = call["function"].get("name")
-                    if not isinstance(name, str) or not name:
-                        self.error("each expected tool call needs `tool` (its name)", calls, cindex,
-                                   (*ipath, "tool_calls", cindex), "write `- tool: search` with optional `input`",
-                                   "tool-call")
-            messages.append(item)
+            if self.expected_tool_calls_ok(item, ipath):
+                messages.append(item)
+        return messages
+
+    def expected_tool_calls_ok(self, item, ipath) -> bool:
+        """Whether an expected message's ``tool_calls`` (if any) is a list; each call without a name is an error."""
+        calls = item.get("tool_calls")
+        if calls is None:
+            return True
+        if not isinstance(calls, list):
+            self.error("`tool_calls` must be a list", item, "tool_calls", (*ipath, "tool_calls"), code="type")
+            return False
+        for cindex, call in enumerate(calls):
+            name = call.get("tool") if isinstance(call, dict) else None
+            if name is None and isinstance(call, dict) and isinstance(call.get("function"), dict):
+                name = call["function"].get("name")
+            if not isinstance(name, str) or not name:
+                self.error("each expected tool call needs `tool` (its name)", calls, cindex,
+                           (*ipath, "tool_calls", cindex), "write `- tool: search` with optional `input`",
+                           "tool-call")
+        return True
+
+    @staticmethod
+    def reference_of(messages: list[dict]) -> tuple[str, Any]:
+        """The ideal (the last assistant message: its text, its content as JSON, else its tool calls as JSON) and
+        its structured content, if any."""
         last = next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
-        reference, structured = "", None
-        if last is not None:
-            content = last.get("content")
-            if isinstance(content, (dict, list)):
-                structured = content
-                reference = json.dumps(content, ensure_ascii=False)
-            elif content is not None:
-                reference = str(content)
-            elif last.get("tool_calls"):
-                reference = json.dumps(last["tool_calls"], ensure_ascii=False, default=str)
-        rep.map(f"{key} -> ideal (last assistant message)")
-        if any(m.get("tool_calls") for m in messages):
-            rep.approx("expected tool_calls", "kept in the ideal for judges; not matched (use tool_trajectory)")
-        return {"reference": reference, "structured": structured, "messages": messages}
+        if last is None:
+            return "", None
+        content = last.get("content")
+        if isinstance(content, (dict, list)):
+            return json.dumps(content, ensure_ascii=False), content
+        if content is not None:
+            return str(content), None
+        if last.get("tool_calls"):
+            return json.dumps(last["tool_calls"], ensure_ascii=False, default=str), None
+        return "", None
 
     def expected_blocks_text(self, content, holder, key, path, rep: TestReport) -> str:
         """Expected-output content blocks as AgentV gives them to graders: text as is, each file's text (a file
@@ -885,7 +971,7 @@ def _suite_assertion_points(reader: _AgentV, entry, prompt: Prompt, rep: TestRep
 
 
 def _own_assertion_points(reader: _AgentV, entry, prompt: Prompt, rep: TestReport) -> list[Point]:
-    item, container, index, path = entry
+    _, item, container, index, path = entry
     return reader.assertions.assertion(item, container, index, path, prompt, rep, 1.0, None)
 
 

@@ -1,9 +1,11 @@
-# Over 500 lines: one builder per AgentV assertion type (the BUILDERS table at the end), each taking one Assertion.
-"""AgentV assertions -> points: one builder per assertion type, found in ``BUILDERS`` by type.
+# Over 500 lines: one small function per AgentV assertion type (the BUILDERS table at the end).
+"""AgentV assertions -> points: one small function per assertion type, found in ``BUILDERS`` by type.
 
-``AssertionBuilder`` works for the suite reader in agentv.py (``_AgentV``): it reports through the
-reader's ``Notes`` and reads the test being built (its criteria, expected output, question) from
-the reader. docs/importing.md has the mapping table.
+``AssertionBuilder`` works for the suite reader in agentv.py (``_AgentV``): it reads what every type shares
+(weight, ``required``, ``negate``, ``min_score``), finds the type's function in ``BUILDERS`` and hands it the
+``Assertion``. Each function takes the builder (its ``notes`` report problems at their place; its ``reader``
+has the test being built: criteria, expected output, question) and returns the points, like
+aieval_evaluators.EVALUATORS. Rubric items are read in agentv_rubrics.py. docs/importing.md has the mapping table.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ import math
 import re
 import shlex
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable
 
-from ..bands import read_score_ranges, uncovered
 from ..notes import choice_hint
 from ..schema import Origin, Point, Prompt
 from .common import (
@@ -27,11 +29,13 @@ from .common import (
     normalize_relative,
     short,
 )
+from .agentv_rubrics import PASS_MARK, judged_points, rubric_items
 
 
 COMMON_ITEM_KEYS = frozenset({"name", "type", "weight", "required", "negate", "min_score"})
 TRAJECTORY_MODES_SEED = ("any_order", "in_order", "exact")
 TRAJECTORY_MODES_ALL = ("any_order", "in_order", "exact", "superset", "subset")
+ARGS_MATCH_MODES = ("exact", "superset", "subset", "ignore")
 TYPE_ALIASES = {
     "llm_grader": "llm_judge", "code_grader": "code_judge", "g_eval": "llm_judge", "rubric": "rubric",
     "contains_any": "contains_any", "regex_match": "regex", "json": "is_json", "equal": "equals",
@@ -42,9 +46,6 @@ KNOWN_TYPES = (
     "icontains_all", "regex", "is_json", "rubrics", "rubric", "llm_judge", "code_judge", "composite",
     "tool_trajectory", "field_accuracy", "latency", "cost", "token_usage", "execution_metrics", "agent_judge",
 )
-PASS_MARK = 0.8
-RUBRIC_OPERATORS = ("correctness", "contradiction")
-CONTRADICTION_GUARD = ("The response makes no claim that contradicts the following (it need not mention it): {}")
 # A code grader's own keys; AgentV passes any other key on to the script as `config`.
 CODE_JUDGE_KEYS = frozenset({"script", "command", "cwd", "target", "config", "timeout_s", "preprocessors"})
 TEMPLATE_VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -78,6 +79,7 @@ class AssertionBuilder:
 
     def __init__(self, reader):
         self.reader = reader
+        self.notes = reader.notes
         self.error, self.warn, self.origin = reader.error, reader.warn, reader.origin
 
     def common_fields(self, item, path) -> tuple[float | None, float | None, bool, bool]:
@@ -143,8 +145,7 @@ class AssertionBuilder:
                                                                    "have")
             self.drop_check(prompt, check_id, parent_check)
             return []
-        method, options = builder
-        points = method(self, Assertion(item, path, origin, total, check_id, negate, prompt, rep, label), **options)
+        points = builder(self, Assertion(item, path, origin, total, check_id, negate, prompt, rep, label))
         if not points:
             self.drop_check(prompt, check_id, parent_check)
         if points and "min_score" in item:
@@ -176,7 +177,7 @@ class AssertionBuilder:
                 self.warn(f"unknown key `{k}` in a `{item.get('type')}` assertion; it is ignored", item, k, (*path, k),
                           self.reader.key_hint(k, allowed), "unknown-key", at_key=True)
 
-    def _value(self, item, path, want_list=False):
+    def value_of(self, item, path, want_list=False):
         value = item.get("value")
         if want_list:
             if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
@@ -190,258 +191,32 @@ class AssertionBuilder:
                    (*path, "value"), "e.g. `value: \"DENIED\"`", "value")
         return None
 
-    def _fn(self, a: Assertion, fn, args, *, inverted: bool | None = None):
+    def assertion_value(self, a: Assertion, want_list=False):
+        """The ``value`` of an assertion that has only that (text, or a list of text); None after an error."""
+        self.unknown_item_keys(a.item, a.path, ("value",))
+        return self.value_of(a.item, a.path, want_list=want_list)
+
+    def fn_points(self, a: Assertion, fn, args, *, inverted: bool | None = None):
         """One function point for the assertion (inverted as the assertion says, unless told)."""
         return [function_point(fn, args, weight=a.weight, origin=a.origin, check_id=a.check_id,
                                inverted=a.negate if inverted is None else inverted, label=a.label)]
 
-    def build_contains(self, a: Assertion, fn="contains"):
-        item, path, negate, rep = a.item, a.path, a.negate, a.rep
-        self.unknown_item_keys(item, path, ("value",))
-        value = self._value(item, path)
-        if value is None:
-            return []
-        rep.map(f"{item['type']} -> ${'not_' if negate else ''}{fn}")
-        return self._fn(a, ("not_" if negate else "") + fn, value, inverted=False)
-
-    def build_contains_any(self, a: Assertion, fn="contains_any_of"):
-        item, path, negate, rep = a.item, a.path, a.negate, a.rep
-        self.unknown_item_keys(item, path, ("value",))
-        values = self._value(item, path, want_list=True)
-        if values is None:
-            return []
-        rep.map(f"{item['type']} -> ${'not_' if negate else ''}{fn}")
-        return self._fn(a, ("not_" if negate else "") + fn, values, inverted=False)
-
-    def _js_check(self, a: Assertion, expression):
-        return self._fn(a, "js", f"!({expression})" if a.negate else expression, inverted=False)
-
-    def build_contains_all(self, a: Assertion, lower=False):
-        item, path, rep = a.item, a.path, a.rep
-        self.unknown_item_keys(item, path, ("value",))
-        values = self._value(item, path, want_list=True)
-        if values is None:
-            return []
-        subject = "r.toLowerCase()" if lower else "r"
-        wanted = json.dumps([v.lower() for v in values] if lower else values, ensure_ascii=False)
-        rep.map(f"{item['type']} -> $js (every value, all or nothing)")
-        return self._js_check(a, f"{wanted}.every(v => {subject}.includes(v))")
-
-    def build_starts_with(self, a: Assertion, method="startsWith"):
-        item, path, rep = a.item, a.path, a.rep
-        self.unknown_item_keys(item, path, ("value",))
-        value = self._value(item, path)
-        if value is None:
-            return []
-        rep.map(f"{item['type']} -> $js (both sides trimmed, as AgentV)")
-        return self._js_check(a, f"r.trim().{method}({json.dumps(value.strip(), ensure_ascii=False)})")
-
-    def build_equals(self, a: Assertion):
-        item, path, rep = a.item, a.path, a.rep
-        self.unknown_item_keys(item, path, ("value",))
-        value = self._value(item, path)
-        if value is None:
-            return []
-        rep.map(f"{item['type']} -> $equals (trimmed)")
-        return self._fn(a, "equals", value)
-
-    def build_regex(self, a: Assertion):
-        item, path, negate, rep = a.item, a.path, a.negate, a.rep
-        from ..jsregex import RegexError, compile_js
-
-        self.unknown_item_keys(item, path, ("value", "flags"))
-        value = self._value(item, path)
-        if value is None:
-            return []
-        flags = item.get("flags") or ""
-        if not isinstance(flags, str) or not re.fullmatch(r"[dgimsuvy]*", flags):
-            self.error("`flags` must be JavaScript regex flags such as `i` or `ms`", item, "flags", (*path, "flags"),
-                       code="regex")
-            return []
-        try:
-            compile_js(value, ignore_case="i" in flags)
-        except RegexError as exc:
-            self.error(f"the regex does not compile: {exc.message}", item, "value", (*path, "value"),
-                       "fix the pattern", "regex")
-            return []
-        rep.map(f"{item['type']} -> $matches")
-        if flags in ("", "i", "g", "gi", "ig"):
-            fn = ("not_" if negate else "") + ("imatches" if "i" in flags else "matches")
-            return self._fn(a, fn, value, inverted=False)
-        expression = f"new RegExp({json.dumps(value)}, {json.dumps(flags.replace('g', ''))}).test(r)"
-        return self._js_check(a, expression)
-
-    def build_is_json(self, a: Assertion):
-        item, path, rep = a.item, a.path, a.rep
-        self.unknown_item_keys(item, path, ())
-        rep.map("is_json -> $js (any JSON value, as AgentV)")
-        return self._js_check(a, "(() => { try { JSON.parse(r); return true } catch (e) { return false } })()")
-
-    # rubrics
-
-    def build_rubrics(self, a: Assertion):
-        item, path, weight, check_id, negate, prompt = a.item, a.path, a.weight, a.check_id, a.negate, a.prompt
-        rep = a.rep
-        self.unknown_item_keys(item, path, ("criteria", "rubrics", "model"))
-        key = "criteria" if "criteria" in item else ("rubrics" if "rubrics" in item else None)
-        if key is None:
-            self.error("a `rubrics` assertion needs `criteria:` (a list of rubric items)", item, None, path,
-                       "add `criteria:` with `- id: ...` and `outcome: ...` items", "rubrics")
-            return []
-        if "model" in item:
-            rep.approx("rubric judge model", "the run's judges judge every criterion")
-        return self.rubrics_points(item[key], item, key, (*path, key), weight, check_id, negate, prompt, rep,
-                                   source="rubrics")
-
-    def build_rubric(self, a: Assertion):
-        item, path = a.item, a.path
-        self.warn("`type: rubric` is AgentV's deprecated name; write `type: rubrics` with `criteria:`", item, "type",
-                  (*path, "type"), code="deprecated")
-        return self.build_rubrics(a)
+    def js_points(self, a: Assertion, expression):
+        return self.fn_points(a, "js", f"!({expression})" if a.negate else expression, inverted=False)
 
     def rubrics_points(self, value, holder, key, path, weight, check_id, negate, prompt, rep, source):
+        """Judged points of a rubric list (agentv_rubrics.py), their weights normalised inside ``weight``."""
         if not isinstance(value, list) or not value:
-            self.error(f"`{key}` must be a non-empty list of rubric items (text, or `{{id, outcome, weight}}`)",
-                       holder, key, path, code="rubrics")
+            self.notes.error(f"`{key}` must be a non-empty list of rubric items (text, or `{{id, outcome, weight}}`)",
+                             holder, key, path, code="rubrics")
             return []
         if check_id is None:
             check_id = new_check(prompt.checks, label="rubrics", kind="rubrics", preferred_id="rubrics")
-        items = []
-        for index, rubric in enumerate(value):
-            ipath = (*path, index)
-            if isinstance(rubric, str):
-                if not rubric.strip():
-                    self.error("a rubric cannot be empty", value, index, ipath, code="rubrics")
-                    continue
-                items.append((rubric.strip(), 1.0, None, None, f"rubric-{index + 1}", value, index, ipath))
-                continue
-            if not isinstance(rubric, dict):
-                self.error("a rubric item is text or `{id, outcome, weight, required, score_ranges}`", value, index,
-                           ipath, code="rubrics")
-                continue
-            for k in rubric:
-                if k not in ("id", "outcome", "weight", "required", "required_min_score", "score_ranges",
-                             "description", "criteria", "operator"):
-                    self.warn(f"unknown key `{k}` in a rubric item; it is ignored", rubric, k, (*ipath, k),
-                              code="unknown-key", at_key=True)
-            text = rubric.get("outcome", rubric.get("description", rubric.get("criteria")))
-            if (not isinstance(text, str) or not text.strip()) and isinstance(rubric.get("score_ranges"), (list, dict)):
-                # With score_ranges the bands say what is checked; upstream makes `outcome` optional there.
-                text = str(rubric.get("id") or f"rubric {index + 1}")
-            if not isinstance(text, str) or not text.strip():
-                self.error("a rubric item needs `outcome:` (what it checks)", rubric, None, ipath,
-                           "add `outcome: ...`, or `score_ranges:` whose bands say what is checked", "rubrics")
-                continue
-            inner = rubric.get("weight", 1.0)
-            if not is_number(inner) or not math.isfinite(inner) or inner < 0:
-                self.error(f"`weight` must be a finite number >= 0, not {short(inner)}", rubric, "weight",
-                           (*ipath, "weight"), code="weight")
-                continue
-            bands = None
-            if rubric.get("score_ranges") is not None:
-                bands, problems = read_score_ranges(rubric["score_ranges"])
-                for message, where, hint in problems:
-                    self.error(message, rubric, "score_ranges", (*ipath, "score_ranges"), hint, "score-ranges")
-                if problems:
-                    continue
-                if uncovered(bands):
-                    self.warn("the score bands leave scores " + ", ".join(map(str, uncovered(bands))) +
-                              " without a description", rubric, "score_ranges", (*ipath, "score_ranges"),
-                              code="score-ranges")
-                rep.map("score_ranges (0-10 bands)")
-            minimum = None
-            required = rubric.get("required")
-            if rubric.get("required_min_score") is not None:
-                n = rubric["required_min_score"]
-                if isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= 10:
-                    minimum = n / 10
-                else:
-                    self.error("`required_min_score` must be a whole number from 0 to 10", rubric,
-                               "required_min_score", (*ipath, "required_min_score"), code="rubrics")
-                    continue
-            elif required is True:
-                minimum = 1.0 if bands else PASS_MARK
-            elif required is not None and required is not False:
-                self.error("a rubric item's `required` is true or false", rubric, "required", (*ipath, "required"),
-                           "use `required_min_score: 7` for a minimum on a 0-10 band", "rubrics")
-                continue
-            if minimum is not None:
-                rep.approx("required rubric item", "fails the verdict when missed; the score is not zeroed "
-                                                   "(AgentV's rubric-level required)")
-            rid = rubric.get("id") if isinstance(rubric.get("id"), str) else f"rubric-{index + 1}"
-            text = self.rubric_operator(rubric, text.strip(), ipath, rep)
-            items.append((text, float(inner), minimum, bands, rid, value, index, ipath))
-        total = sum(i[1] for i in items)
-        points = []
-        for text, inner, minimum, bands, rid, container, index, ipath in items:
-            share = weight * (inner / total) if total > 0 else 0.0
-            points.append(judged_point(text, weight=share, origin=self.origin(container, index, ipath),
-                                       check_id=check_id, inverted=negate, label=rid, min_score=minimum,
-                                       score_ranges=bands))
+        items = rubric_items(self.notes, value, path, rep)
+        points = judged_points(items, self.origin, weight=weight, check_id=check_id, negate=negate)
         if points:
             rep.map(f"{source} -> judged points")
         return points
-
-    def rubric_operator(self, rubric, text: str, path, rep: TestReport) -> str:
-        """AgentV 4's rubric ``operator``: ``correctness`` (the answer must support the outcome: how every point
-        is judged) or ``contradiction`` (the answer must only not contradict it), stated in the point's text.
-        Another value is ignored with a warning, as AgentV ignores it."""
-        operator = rubric.get("operator")
-        if operator is None or operator == "correctness":
-            return text
-        if operator != "contradiction":
-            self.warn(f"a rubric `operator` is correctness or contradiction, not {short(operator)}; it is ignored",
-                      rubric, "operator", (*path, "operator"), choice_hint(operator, RUBRIC_OPERATORS), "rubrics")
-            return text
-        rep.approx("rubric operator contradiction", "the point asks that the response make no claim contradicting "
-                                                    "the outcome (it need not mention it)")
-        return CONTRADICTION_GUARD.format(text)
-
-    def build_llm_judge(self, a: Assertion):
-        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
-        prompt, rep, label = a.prompt, a.rep, a.label
-        self.unknown_item_keys(item, path, ("prompt", "rubrics", "criteria", "model", "config", "target",
-                                            "judge_target", "max_steps", "temperature"))
-        if "model" in item or "judge_target" in item:
-            rep.approx("judge model", "the run's judges judge this point")
-        if item.get("rubrics"):
-            return self.rubrics_points(item["rubrics"], item, "rubrics", (*path, "rubrics"), weight, check_id, negate,
-                                       prompt, rep, source="llm_judge rubrics")
-        template = item.get("prompt")
-        if isinstance(template, dict):
-            rep.unsupported_(f"llm_judge {label}: prompt builder command", "a command that prints the judge prompt "
-                                                                          "runs code; not supported")
-            return []
-        if template is None:
-            if not self.reader.criteria:
-                self.error("an `llm_judge` needs `prompt:` (a file or text), `rubrics:`, or the test's `criteria`",
-                           item, None, path, code="llm-judge")
-                return []
-            rep.approx(f"llm_judge {label}", "one judged point states the criteria (judged on evalsite's scale)")
-            return [judged_point(self.reader.criteria, weight=weight, origin=origin, check_id=check_id, inverted=negate,
-                                 label=label)]
-        if not isinstance(template, str) or not template.strip():
-            self.error("`prompt` must be a file path or the judge's instructions", item, "prompt", (*path, "prompt"),
-                       code="llm-judge")
-            return []
-        text = template
-        looks_like_file = "\n" not in template and re.search(r"\.(md|txt|prompt|j2|jinja)$", template.strip(), re.I)
-        if looks_like_file or normalize_relative(template) in self.reader.files:
-            loaded = self.reader.companion(template)
-            if loaded is None:
-                self.reader.missing_file(template, item, "prompt", (*path, "prompt"), "judge prompt file")
-                return []
-            text = loaded
-        variables = set(TEMPLATE_VARIABLE.findall(text))
-        if variables and not variables & {"answer", "candidate_answer", "expected_output", "output"}:
-            self.error("a custom judge prompt must use `{{ answer }}` (or `{{ expected_output }}`)", item, "prompt",
-                       (*path, "prompt"), "AgentV rejects a judge prompt that never shows the answer", "llm-judge")
-            return []
-        criterion = self.render_judge_prompt(text)
-        rep.approx(f"llm_judge {label}", "the custom judge prompt is filled in once and judged as one criterion on "
-                                         "evalsite's scale (the response is shown to the judge as usual)")
-        return [judged_point(criterion, weight=weight, origin=origin, check_id=check_id, inverted=negate,
-                             label=label)]
 
     def render_judge_prompt(self, text: str) -> str:
         expected = self.reader.expected or {}
@@ -458,78 +233,6 @@ class AssertionBuilder:
         }
         return TEMPLATE_VARIABLE.sub(lambda m: values.get(m.group(1), m.group(0)), text).strip()
 
-    def build_agent_judge(self, a: Assertion):
-        item, path, rep, label = a.item, a.path, a.rep, a.label
-        rep.unsupported_(f"agent_judge {label}", "an agentic judge works in the agent's workspace; " + NOT_AN_AGENT)
-        self.warn("`agent_judge` needs an agent's workspace; it is left out", item, "type", (*path, "type"),
-                  code="unsupported")
-        return []
-
-    def build_code_judge(self, a: Assertion):
-        item, path, rep, label = a.item, a.path, a.rep, a.label
-        key = "command" if "command" in item else ("script" if "script" in item else None)
-        if key is None:
-            self.error("a `code_judge` needs `command:` (or `script:`) as a list of program and arguments", item, None,
-                       path, 'e.g. `command: ["python", "judges/check.py"]`', "code-judge")
-            return []
-        value = item[key]
-        if isinstance(value, str) and value.strip():
-            try:
-                argv = shlex.split(value)
-            except ValueError as exc:
-                self.error(f"the command cannot be split into arguments: {exc}", item, key, (*path, key),
-                           "write it as a list: [program, arg, ...]", "code-judge")
-                return []
-            rep.approx(f"code_judge {label}: command as text", "split into arguments as a POSIX shell would; it never "
-                                                               "runs through a shell")
-        elif isinstance(value, list) and value and all(isinstance(t, str) and t for t in value):
-            argv = list(value)
-        else:
-            self.error("the command must be a non-empty list of text: [program, arg, ...]", item, key, (*path, key),
-                       code="code-judge")
-            return []
-        if not argv or not all(argv):
-            self.error("the command must be a non-empty list of text: [program, arg, ...]", item, key, (*path, key),
-                       code="code-judge")
-            return []
-        if len(argv) == 1 and re.search(r"\.(ts|js|mjs)$", argv[0]):
-            argv = ["bun", "run", argv[0]]
-            rep.approx(f"code_judge {label}: a script file alone", "run as `bun run <file>`, as AgentV does")
-        elif len(argv) == 1 and argv[0].endswith(".py"):
-            argv = ["python3", argv[0]]
-            rep.approx(f"code_judge {label}: a script file alone", "run as `python3 <file>`")
-        for token in argv[1:] + argv[:1]:
-            if re.search(r"\.(ts|js|mjs|py|sh|rb)$", token) and normalize_relative(token) not in self.reader.files:
-                why = self.reader.file_problem(token)
-                self.warn(f"the script '{token}' " + (f"could not be read: {why}" if why else "did not come with the "
-                          "suite") + "; the grader will fail when it runs", item, key, (*path, key),
-                          "import the suite's folder so its scripts come along", "missing-file")
-            elif normalize_relative(token) in self.reader.files:
-                self.reader.companion(token)
-        if item.get("target") not in (None, False):
-            rep.unsupported_(f"code_judge {label}: target", "the LLM proxy for scripts is not offered; the script "
-                                                            "runs without it")
-        args: dict[str, Any] = {"command": argv}
-        cwd = item.get("cwd")
-        if isinstance(cwd, str) and cwd.strip():
-            relative = normalize_relative(cwd)
-            if relative is None or relative.startswith(".."):
-                self.error("`cwd` must be a folder inside the suite's folder", item, "cwd", (*path, "cwd"),
-                           code="code-judge")
-                return []
-            args["cwd"] = relative
-        if is_number(item.get("timeout_s")) and 0 < item["timeout_s"] <= 600:
-            args["timeout_s"] = item["timeout_s"]
-        config = self.code_judge_config(item, path, rep, label)
-        if config is not None:
-            args["config"] = config
-        args["criteria"] = self.reader.criteria or ""
-        expected = self.reader.expected or {}
-        args["reference_answer"] = expected.get("reference") or ""
-        args["expected_output"] = expected.get("messages")
-        rep.map(f"code_judge {label} -> $code_judge (runs only where the operator allows script graders)")
-        return self._fn(a, "code_judge", args)
-
     def code_judge_config(self, item, path, rep: TestReport, label) -> Any:
         """What the script is given as ``config``: AgentV passes every key it does not know on to the script (the
         `fields` of a field-matching grader...), merged under a `config` mapping's keys, which win."""
@@ -545,160 +248,7 @@ class AssertionBuilder:
         rep.map(f"code_judge {label}: " + ", ".join(f"`{k}`" for k in passed) + " -> the script's config")
         return {**passed, **(item.get("config") or {})}
 
-    def build_composite(self, a: Assertion):
-        item, path, weight, check_id, negate, prompt = a.item, a.path, a.weight, a.check_id, a.negate, a.prompt
-        rep, label = a.rep, a.label
-        self.unknown_item_keys(item, path, ("assert", "evaluators", "assertions", "aggregator"))
-        key = next((k for k in ("assert", "assertions", "evaluators") if k in item), None)
-        if key is None:
-            self.error("a `composite` needs `assert:` (its child assertions)", item, None, path, code="composite")
-            return []
-        children = self.reader.assert_list(item, key, (*path, key))
-        aggregator = item.get("aggregator") or {"type": "weighted_average"}
-        if not isinstance(aggregator, dict):
-            self.error("`aggregator` must be a mapping with `type`", item, "aggregator", (*path, "aggregator"),
-                       code="composite")
-            return []
-        agg_type = kind_of(aggregator.get("type")) or "weighted_average"
-        weights = aggregator.get("weights") or {}
-        if agg_type == "weighted_average":
-            rep.map("composite (weighted_average)")
-        elif agg_type == "threshold":
-            rep.approx(f"composite {label}: threshold aggregator", "scored as the weighted mean of its children, not "
-                                                                   "the share of children that pass")
-        else:
-            rep.approx(f"composite {label}: {agg_type} aggregator", "a script or LLM aggregator is not run; scored as "
-                                                                    "the weighted mean of its children")
-        if not isinstance(weights, dict):
-            self.error("`aggregator.weights` must map child names to weights", aggregator, "weights",
-                       (*path, "aggregator", "weights"), code="composite")
-            return []
-        named = [(c, cont, i, p, c.get("name") if isinstance(c, dict) else None) for c, cont, i, p in children]
-        for wname, wvalue in weights.items():
-            if not is_number(wvalue) or wvalue < 0:
-                self.error(f"the weight of '{wname}' must be a number >= 0", weights, wname,
-                           (*path, "aggregator", "weights", wname), code="weight")
-                return []
-            if wname not in {n for *_, n in named}:
-                self.warn(f"`aggregator.weights` names '{wname}', which is no child's `name`", weights, wname,
-                          (*path, "aggregator", "weights", wname), code="composite", at_key=True)
-        shares = [float(weights.get(n, 1.0)) if n else 1.0 for *_, n in named]
-        total = sum(shares)
-        points = []
-        for (child, container, index, cpath, _), share in zip(named, shares):
-            scale = weight * (share / total) if total > 0 else 0.0
-            points.extend(self.assertion(child, container, index, cpath, prompt, rep, scale, check_id))
-        if negate:
-            points = [p.model_copy(update={"inverted": not p.inverted}) for p in points]
-        return points
-
-    def build_tool_trajectory(self, a: Assertion):
-        item, path, rep = a.item, a.path, a.rep
-        self.unknown_item_keys(item, path, ("mode", "expected", "minimums", "args_match"))
-        mode = item.get("mode")
-        if mode not in TRAJECTORY_MODES_ALL:
-            self.error(f"`tool_trajectory` mode must be one of any_order, in_order, exact; not {short(mode)}", item,
-                       "mode" if "mode" in item else None, (*path, "mode"),
-                       choice_hint(mode, TRAJECTORY_MODES_SEED) + " (later AgentV versions also read superset "
-                                                                       "and subset)", "trajectory")
-            return []
-        args: dict[str, Any] = {"mode": mode}
-        expected = item.get("expected")
-        if expected is not None:
-            if not isinstance(expected, list):
-                self.error("`expected` must be a list of `{tool, args}`", item, "expected", (*path, "expected"),
-                           code="trajectory")
-                return []
-            clean = []
-            for index, entry in enumerate(expected):
-                epath = (*path, "expected", index)
-                if not isinstance(entry, dict) or not isinstance(entry.get("tool"), str) or not entry["tool"]:
-                    self.error("each expected call needs `tool:` (the tool's name)", expected, index, epath,
-                               code="trajectory")
-                    return []
-                one = {"tool": entry["tool"]}
-                if entry.get("args") is not None:
-                    if entry["args"] != "any" and not isinstance(entry["args"], dict):
-                        self.error("`args` must be a mapping or `any`", entry, "args", (*epath, "args"),
-                                   code="trajectory")
-                        return []
-                    one["args"] = entry["args"]
-                if entry.get("args_match") is not None:
-                    if entry["args_match"] not in ("exact", "superset", "subset", "ignore"):
-                        rep.approx("args_match with a list of fields", "compared as `exact`")
-                    else:
-                        one["args_match"] = entry["args_match"]
-                if "max_duration_ms" in entry:
-                    rep.unsupported_("tool_trajectory max_duration_ms", "tool calls carry no timing in evalsite "
-                                                                        "(they are read from the response)")
-                clean.append(one)
-            args["expected"] = clean
-        minimums = item.get("minimums")
-        if minimums is not None:
-            if not isinstance(minimums, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
-                                                         for v in minimums.values()):
-                self.error("`minimums` maps tool names to whole numbers of calls", item, "minimums",
-                           (*path, "minimums"), code="trajectory")
-                return []
-            args["minimums"] = minimums
-        if item.get("args_match") in ("exact", "superset", "subset", "ignore"):
-            args["args_match"] = item["args_match"]
-        if mode != "any_order" and not args.get("expected"):
-            self.error(f"mode `{mode}` needs `expected:` (the calls, in order)", item, None, path, code="trajectory")
-            return []
-        if mode == "any_order" and not args.get("expected") and not args.get("minimums"):
-            self.error("mode `any_order` needs `minimums:` or `expected:`", item, None, path, code="trajectory")
-            return []
-        rep.map(f"tool_trajectory ({mode}) -> $tool_trajectory")
-        rep.approx("tool calls", "read from the TOOL_CALL lines the model writes (trace-only), not native tool "
-                                 "calling")
-        return self._fn(a, "tool_trajectory", args)
-
-    def build_field_accuracy(self, a: Assertion):
-        item, path, rep = a.item, a.path, a.rep
-        self.unknown_item_keys(item, path, ("fields", "aggregation"))
-        fields = item.get("fields")
-        if not isinstance(fields, list) or not fields:
-            self.error("`field_accuracy` needs `fields:` (a list of `{path, match}`)", item, "fields" if "fields"
-                       in item else None, (*path, "fields"), code="field-accuracy")
-            return []
-        expected = (self.reader.expected or {}).get("structured")
-        if expected is None:
-            self.error("`field_accuracy` compares with a structured `expected_output`, and this test has none", item,
-                       "type", (*path, "type"), "give the test `expected_output:` as a mapping", "field-accuracy")
-            return []
-        clean = []
-        for index, field in enumerate(fields):
-            fpath = (*path, "fields", index)
-            if not isinstance(field, dict) or not isinstance(field.get("path"), str):
-                self.error("each field needs `path:` (dot notation, e.g. `invoice.total`)", fields, index, fpath,
-                           code="field-accuracy")
-                return []
-            one = {k: field[k] for k in ("path", "match", "required", "weight", "tolerance", "relative", "formats")
-                   if k in field}
-            if one.get("match", "exact") not in ("exact", "numeric_tolerance", "date"):
-                self.error("`match` must be exact, numeric_tolerance or date", field, "match", (*fpath, "match"),
-                           code="field-accuracy")
-                return []
-            clean.append(one)
-        args = {"expected": expected, "fields": clean}
-        aggregation = item.get("aggregation")
-        if aggregation is not None:
-            if aggregation not in ("weighted_average", "all_or_nothing"):
-                self.error("`aggregation` must be weighted_average or all_or_nothing", item, "aggregation",
-                           (*path, "aggregation"), code="field-accuracy")
-                return []
-            args["aggregation"] = aggregation
-        from .. import functions
-
-        problem = functions.check_args("field_accuracy", args)
-        if problem:
-            self.error(problem, item, "fields", (*path, "fields"), code="field-accuracy")
-            return []
-        rep.map("field_accuracy -> $field_accuracy")
-        return self._fn(a, "field_accuracy", args)
-
-    def _limit(self, item, path, keys, what, positive=True):
+    def limit_of(self, item, path, keys, what, positive=True):
         for key in keys:
             if key in item:
                 value = item[key]
@@ -709,102 +259,488 @@ class AssertionBuilder:
         self.error(f"this assertion needs `{keys[0]}:` ({what})", item, None, path, code="metric")
         return None
 
-    def build_latency(self, a: Assertion):
-        item, path, rep = a.item, a.path, a.rep
-        self.unknown_item_keys(item, path, ("threshold", "max_ms"))
-        limit = self._limit(item, path, ("threshold", "max_ms"), "a number of milliseconds above 0")
-        if limit is None:
+
+# --- the builders: one small function per assertion type, each reporting through the builder's Notes ---------
+
+
+def contains(b: AssertionBuilder, a: Assertion, fn="contains", want_list=False) -> list[Point]:
+    """``contains``/``icontains`` (text) and ``contains-any``/``icontains-any`` (a list): negated by the function."""
+    value = b.assertion_value(a, want_list=want_list)
+    if value is None:
+        return []
+    fn = ("not_" if a.negate else "") + fn
+    a.rep.map(f"{a.item['type']} -> ${fn}")
+    return b.fn_points(a, fn, value, inverted=False)
+
+
+def contains_all(b: AssertionBuilder, a: Assertion, lower=False) -> list[Point]:
+    values = b.assertion_value(a, want_list=True)
+    if values is None:
+        return []
+    subject = "r.toLowerCase()" if lower else "r"
+    wanted = json.dumps([v.lower() for v in values] if lower else values, ensure_ascii=False)
+    a.rep.map(f"{a.item['type']} -> $js (every value, all or nothing)")
+    return b.js_points(a, f"{wanted}.every(v => {subject}.includes(v))")
+
+
+def starts_with(b: AssertionBuilder, a: Assertion, method="startsWith") -> list[Point]:
+    value = b.assertion_value(a)
+    if value is None:
+        return []
+    a.rep.map(f"{a.item['type']} -> $js (both sides trimmed, as AgentV)")
+    return b.js_points(a, f"r.trim().{method}({json.dumps(value.strip(), ensure_ascii=False)})")
+
+
+def equals(b: AssertionBuilder, a: Assertion) -> list[Point]:
+    value = b.assertion_value(a)
+    if value is None:
+        return []
+    a.rep.map(f"{a.item['type']} -> $equals (trimmed)")
+    return b.fn_points(a, "equals", value)
+
+
+def regex(b: AssertionBuilder, a: Assertion) -> list[Point]:
+    item, path, negate, rep = a.item, a.path, a.negate, a.rep
+    from ..jsregex import RegexError, compile_js
+
+    b.unknown_item_keys(item, path, ("value", "flags"))
+    value = b.value_of(item, path)
+    if value is None:
+        return []
+    flags = item.get("flags") or ""
+    if not isinstance(flags, str) or not re.fullmatch(r"[dgimsuvy]*", flags):
+        b.notes.error("`flags` must be JavaScript regex flags such as `i` or `ms`", item, "flags", (*path, "flags"),
+                      code="regex")
+        return []
+    try:
+        compile_js(value, ignore_case="i" in flags)
+    except RegexError as exc:
+        b.notes.error(f"the regex does not compile: {exc.message}", item, "value", (*path, "value"),
+                      "fix the pattern", "regex")
+        return []
+    rep.map(f"{item['type']} -> $matches")
+    if flags in ("", "i", "g", "gi", "ig"):
+        fn = ("not_" if negate else "") + ("imatches" if "i" in flags else "matches")
+        return b.fn_points(a, fn, value, inverted=False)
+    expression = f"new RegExp({json.dumps(value)}, {json.dumps(flags.replace('g', ''))}).test(r)"
+    return b.js_points(a, expression)
+
+
+def is_json(b: AssertionBuilder, a: Assertion) -> list[Point]:
+    item, path, rep = a.item, a.path, a.rep
+    b.unknown_item_keys(item, path, ())
+    rep.map("is_json -> $js (any JSON value, as AgentV)")
+    return b.js_points(a, "(() => { try { JSON.parse(r); return true } catch (e) { return false } })()")
+
+
+def rubrics(b: AssertionBuilder, a: Assertion) -> list[Point]:
+    item, path, weight, check_id, negate, prompt = a.item, a.path, a.weight, a.check_id, a.negate, a.prompt
+    rep = a.rep
+    b.unknown_item_keys(item, path, ("criteria", "rubrics", "model"))
+    key = "criteria" if "criteria" in item else ("rubrics" if "rubrics" in item else None)
+    if key is None:
+        b.notes.error("a `rubrics` assertion needs `criteria:` (a list of rubric items)", item, None, path,
+                      "add `criteria:` with `- id: ...` and `outcome: ...` items", "rubrics")
+        return []
+    if "model" in item:
+        rep.approx("rubric judge model", "the run's judges judge every criterion")
+    return b.rubrics_points(item[key], item, key, (*path, key), weight, check_id, negate, prompt, rep,
+                               source="rubrics")
+
+
+def rubric(b: AssertionBuilder, a: Assertion) -> list[Point]:
+    item, path = a.item, a.path
+    b.notes.warn("`type: rubric` is AgentV's deprecated name; write `type: rubrics` with `criteria:`", item, "type",
+                 (*path, "type"), code="deprecated")
+    return rubrics(b, a)
+
+
+def llm_judge(b: AssertionBuilder, a: Assertion) -> list[Point]:
+    item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
+    prompt, rep, label = a.prompt, a.rep, a.label
+    b.unknown_item_keys(item, path, ("prompt", "rubrics", "criteria", "model", "config", "target",
+                                        "judge_target", "max_steps", "temperature"))
+    if "model" in item or "judge_target" in item:
+        rep.approx("judge model", "the run's judges judge this point")
+    if item.get("rubrics"):
+        return b.rubrics_points(item["rubrics"], item, "rubrics", (*path, "rubrics"), weight, check_id, negate,
+                                   prompt, rep, source="llm_judge rubrics")
+    template = item.get("prompt")
+    if isinstance(template, dict):
+        rep.unsupported_(f"llm_judge {label}: prompt builder command", "a command that prints the judge prompt "
+                                                                      "runs code; not supported")
+        return []
+    if template is None:
+        if not b.reader.criteria:
+            b.notes.error("an `llm_judge` needs `prompt:` (a file or text), `rubrics:`, or the test's `criteria`",
+                          item, None, path, code="llm-judge")
             return []
-        rep.map("latency -> $latency_under")
-        return self._fn(a, "latency_under", limit)
-
-    def build_cost(self, a: Assertion):
-        item, path, rep = a.item, a.path, a.rep
-        self.unknown_item_keys(item, path, ("budget", "max_usd"))
-        limit = self._limit(item, path, ("budget", "max_usd"), "an amount in US dollars", positive=False)
-        if limit is None:
+        rep.approx(f"llm_judge {label}", "one judged point states the criteria (judged on evalsite's scale)")
+        return [judged_point(b.reader.criteria, weight=weight, origin=origin, check_id=check_id, inverted=negate,
+                             label=label)]
+    if not isinstance(template, str) or not template.strip():
+        b.notes.error("`prompt` must be a file path or the judge's instructions", item, "prompt", (*path, "prompt"),
+                      code="llm-judge")
+        return []
+    text = template
+    looks_like_file = "\n" not in template and re.search(r"\.(md|txt|prompt|j2|jinja)$", template.strip(), re.I)
+    if looks_like_file or normalize_relative(template) in b.reader.files:
+        loaded = b.reader.companion(template)
+        if loaded is None:
+            b.reader.missing_file(template, item, "prompt", (*path, "prompt"), "judge prompt file")
             return []
-        rep.map("cost -> $cost_under")
-        return self._fn(a, "cost_under", limit)
+        text = loaded
+    variables = set(TEMPLATE_VARIABLE.findall(text))
+    if variables and not variables & {"answer", "candidate_answer", "expected_output", "output"}:
+        b.notes.error("a custom judge prompt must use `{{ answer }}` (or `{{ expected_output }}`)", item, "prompt",
+                      (*path, "prompt"), "AgentV rejects a judge prompt that never shows the answer", "llm-judge")
+        return []
+    criterion = b.render_judge_prompt(text)
+    rep.approx(f"llm_judge {label}", "the custom judge prompt is filled in once and judged as one criterion on "
+                                     "evalsite's scale (the response is shown to the judge as usual)")
+    return [judged_point(criterion, weight=weight, origin=origin, check_id=check_id, inverted=negate,
+                         label=label)]
 
-    def build_token_usage(self, a: Assertion):
-        item, path, rep = a.item, a.path, a.rep
-        self.unknown_item_keys(item, path, ("max_total", "max_input", "max_output"))
-        caps = {}
-        for key, name in (("max_total", "total"), ("max_input", "input"), ("max_output", "output")):
-            if key in item:
-                if not is_number(item[key]) or item[key] <= 0:
-                    self.error(f"`{key}` must be a number of tokens above 0", item, key, (*path, key), code="metric")
-                    return []
-                caps[name] = item[key]
-        if not caps:
-            self.error("`token_usage` needs `max_total`, `max_input` or `max_output`", item, None, path,
-                       code="metric")
+
+def agent_judge(b: AssertionBuilder, a: Assertion) -> list[Point]:
+    item, path, rep, label = a.item, a.path, a.rep, a.label
+    rep.unsupported_(f"agent_judge {label}", "an agentic judge works in the agent's workspace; " + NOT_AN_AGENT)
+    b.notes.warn("`agent_judge` needs an agent's workspace; it is left out", item, "type", (*path, "type"),
+                 code="unsupported")
+    return []
+
+
+def code_judge(b: AssertionBuilder, a: Assertion) -> list[Point]:
+    item, path, rep, label = a.item, a.path, a.rep, a.label
+    key = "command" if "command" in item else ("script" if "script" in item else None)
+    if key is None:
+        b.notes.error("a `code_judge` needs `command:` (or `script:`) as a list of program and arguments", item, None,
+                      path, 'e.g. `command: ["python", "judges/check.py"]`', "code-judge")
+        return []
+    argv = code_judge_argv(b, a, key)
+    if argv is None:
+        return []
+    code_judge_scripts(b, a, key, argv)
+    if item.get("target") not in (None, False):
+        rep.unsupported_(f"code_judge {label}: target", "the LLM proxy for scripts is not offered; the script "
+                                                        "runs without it")
+    args: dict[str, Any] = {"command": argv}
+    cwd = item.get("cwd")
+    if isinstance(cwd, str) and cwd.strip():
+        relative = normalize_relative(cwd)
+        if relative is None or relative.startswith(".."):
+            b.notes.error("`cwd` must be a folder inside the suite's folder", item, "cwd", (*path, "cwd"),
+                          code="code-judge")
             return []
-        rep.map("token_usage -> $tokens_under")
-        rep.approx("token_usage max_total", "total is input + output tokens (cached tokens are not reported apart)")
-        return self._fn(a, "tokens_under", caps)
+        args["cwd"] = relative
+    if is_number(item.get("timeout_s")) and 0 < item["timeout_s"] <= 600:
+        args["timeout_s"] = item["timeout_s"]
+    config = b.code_judge_config(item, path, rep, label)
+    if config is not None:
+        args["config"] = config
+    args["criteria"] = b.reader.criteria or ""
+    expected = b.reader.expected or {}
+    args["reference_answer"] = expected.get("reference") or ""
+    args["expected_output"] = expected.get("messages")
+    rep.map(f"code_judge {label} -> $code_judge (runs only where the operator allows script graders)")
+    return b.fn_points(a, "code_judge", args)
 
-    def build_execution_metrics(self, a: Assertion):
-        item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
-        rep, label = a.rep, a.label
-        known = ("max_tool_calls", "max_llm_calls", "max_tokens", "max_cost_usd", "max_duration_ms",
-                 "target_exploration_ratio", "exploration_tolerance")
-        self.unknown_item_keys(item, path, known)
-        checks = []
-        mapping = (("max_tool_calls", "max_calls"), ("max_llm_calls", "llm_calls_under"),
-                   ("max_tokens", "tokens_under"), ("max_cost_usd", "cost_under"),
-                   ("max_duration_ms", "latency_under"))
-        for key, fn in mapping:
-            if key in item:
-                value = item[key]
-                if fn in ("max_calls", "llm_calls_under") and isinstance(value, float) and value.is_integer():
-                    value = int(value)
-                from .. import functions
 
-                if functions.check_args(fn, value):
-                    self.error(f"`{key}` must be a number (a whole one for counts) of at least 0", item, key,
-                               (*path, key), code="metric")
-                    return []
-                checks.append((fn, value, key))
-        if "target_exploration_ratio" in item:
-            rep.unsupported_("execution_metrics target_exploration_ratio", "needs an agent's exploration trace")
-        if not checks:
-            if "target_exploration_ratio" not in item:
-                self.error("`execution_metrics` needs at least one limit (max_tool_calls, max_llm_calls, max_tokens, "
-                           "max_cost_usd, max_duration_ms)", item, None, path, code="metric")
+def code_judge_argv(b: AssertionBuilder, a: Assertion, key: str) -> list[str] | None:
+    """The program and its arguments: a list as written, a text split as a POSIX shell would (never run by one);
+    a script file alone runs with its interpreter, as AgentV runs it."""
+    item, path, rep, label = a.item, a.path, a.rep, a.label
+    value = item[key]
+    argv = list(value) if isinstance(value, list) and value and all(isinstance(t, str) and t for t in value) else None
+    if isinstance(value, str) and value.strip():
+        try:
+            argv = shlex.split(value)
+        except ValueError as exc:
+            b.notes.error(f"the command cannot be split into arguments: {exc}", item, key, (*path, key),
+                          "write it as a list: [program, arg, ...]", "code-judge")
+            return None
+        rep.approx(f"code_judge {label}: command as text", "split into arguments as a POSIX shell would; it never "
+                                                           "runs through a shell")
+    if not argv or not all(argv):
+        b.notes.error("the command must be a non-empty list of text: [program, arg, ...]", item, key, (*path, key),
+                      code="code-judge")
+        return None
+    if len(argv) == 1 and re.search(r"\.(ts|js|mjs)$", argv[0]):
+        rep.approx(f"code_judge {label}: a script file alone", "run as `bun run <file>`, as AgentV does")
+        return ["bun", "run", argv[0]]
+    if len(argv) == 1 and argv[0].endswith(".py"):
+        rep.approx(f"code_judge {label}: a script file alone", "run as `python3 <file>`")
+        return ["python3", argv[0]]
+    return argv
+
+
+def code_judge_scripts(b: AssertionBuilder, a: Assertion, key: str, argv: list[str]) -> None:
+    """The scripts the command names come along as companion files; one that did not is a warning."""
+    for token in argv[1:] + argv[:1]:
+        if re.search(r"\.(ts|js|mjs|py|sh|rb)$", token) and normalize_relative(token) not in b.reader.files:
+            why = b.reader.file_problem(token)
+            b.notes.warn(f"the script '{token}' " + (f"could not be read: {why}" if why else "did not come with the "
+                         "suite") + "; the grader will fail when it runs", a.item, key, (*a.path, key),
+                         "import the suite's folder so its scripts come along", "missing-file")
+        elif normalize_relative(token) in b.reader.files:
+            b.reader.companion(token)
+
+
+def composite(b: AssertionBuilder, a: Assertion) -> list[Point]:
+    item, path, weight, check_id, negate, prompt = a.item, a.path, a.weight, a.check_id, a.negate, a.prompt
+    rep, label = a.rep, a.label
+    b.unknown_item_keys(item, path, ("assert", "evaluators", "assertions", "aggregator"))
+    key = next((k for k in ("assert", "assertions", "evaluators") if k in item), None)
+    if key is None:
+        b.notes.error("a `composite` needs `assert:` (its child assertions)", item, None, path, code="composite")
+        return []
+    children = b.reader.assert_list(item, key, (*path, key))
+    aggregator = item.get("aggregator") or {"type": "weighted_average"}
+    if not isinstance(aggregator, dict):
+        b.notes.error("`aggregator` must be a mapping with `type`", item, "aggregator", (*path, "aggregator"),
+                      code="composite")
+        return []
+    agg_type = kind_of(aggregator.get("type")) or "weighted_average"
+    weights = aggregator.get("weights") or {}
+    if agg_type == "weighted_average":
+        rep.map("composite (weighted_average)")
+    elif agg_type == "threshold":
+        rep.approx(f"composite {label}: threshold aggregator", "scored as the weighted mean of its children, not "
+                                                               "the share of children that pass")
+    else:
+        rep.approx(f"composite {label}: {agg_type} aggregator", "a script or LLM aggregator is not run; scored as "
+                                                                "the weighted mean of its children")
+    if not isinstance(weights, dict):
+        b.notes.error("`aggregator.weights` must map child names to weights", aggregator, "weights",
+                      (*path, "aggregator", "weights"), code="composite")
+        return []
+    named = [(c, cont, i, p, c.get("name") if isinstance(c, dict) else None) for c, cont, i, p in children]
+    for wname, wvalue in weights.items():
+        if not is_number(wvalue) or wvalue < 0:
+            b.notes.error(f"the weight of '{wname}' must be a number >= 0", weights, wname,
+                          (*path, "aggregator", "weights", wname), code="weight")
             return []
-        rep.map("execution_metrics -> metric checks (" + ", ".join(k for *_, k in checks) + ")")
-        share = weight / len(checks)
-        return [function_point(fn, value, weight=share, origin=origin, check_id=check_id, inverted=negate,
-                               label=f"{label}: {key}") for fn, value, key in checks]
+        if wname not in {n for *_, n in named}:
+            b.notes.warn(f"`aggregator.weights` names '{wname}', which is no child's `name`", weights, wname,
+                         (*path, "aggregator", "weights", wname), code="composite", at_key=True)
+    shares = [float(weights.get(n, 1.0)) if n else 1.0 for *_, n in named]
+    total = sum(shares)
+    points = []
+    for (child, container, index, cpath, _), share in zip(named, shares):
+        scale = weight * (share / total) if total > 0 else 0.0
+        points.extend(b.assertion(child, container, index, cpath, prompt, rep, scale, check_id))
+    if negate:
+        points = [p.model_copy(update={"inverted": not p.inverted}) for p in points]
+    return points
 
 
-# Assertion type (after TYPE_ALIASES) -> (builder, its options). A type not here is left out with a warning.
-BUILDERS: dict[str, tuple[Callable[..., list[Point]], dict[str, Any]]] = {
-    "contains": (AssertionBuilder.build_contains, {}),
-    "icontains": (AssertionBuilder.build_contains, {"fn": "icontains"}),
-    "contains_any": (AssertionBuilder.build_contains_any, {}),
-    "icontains_any": (AssertionBuilder.build_contains_any, {"fn": "icontains_any_of"}),
-    "contains_all": (AssertionBuilder.build_contains_all, {}),
-    "icontains_all": (AssertionBuilder.build_contains_all, {"lower": True}),
-    "starts_with": (AssertionBuilder.build_starts_with, {}),
-    "ends_with": (AssertionBuilder.build_starts_with, {"method": "endsWith"}),
-    "equals": (AssertionBuilder.build_equals, {}),
-    "regex": (AssertionBuilder.build_regex, {}),
-    "is_json": (AssertionBuilder.build_is_json, {}),
-    "rubrics": (AssertionBuilder.build_rubrics, {}),
-    "rubric": (AssertionBuilder.build_rubric, {}),
-    "llm_judge": (AssertionBuilder.build_llm_judge, {}),
-    "agent_judge": (AssertionBuilder.build_agent_judge, {}),
-    "code_judge": (AssertionBuilder.build_code_judge, {}),
-    "composite": (AssertionBuilder.build_composite, {}),
-    "tool_trajectory": (AssertionBuilder.build_tool_trajectory, {}),
-    "field_accuracy": (AssertionBuilder.build_field_accuracy, {}),
-    "latency": (AssertionBuilder.build_latency, {}),
-    "cost": (AssertionBuilder.build_cost, {}),
-    "token_usage": (AssertionBuilder.build_token_usage, {}),
-    "execution_metrics": (AssertionBuilder.build_execution_metrics, {}),
+def tool_trajectory(b: AssertionBuilder, a: Assertion) -> list[Point]:
+    item, path, rep = a.item, a.path, a.rep
+    b.unknown_item_keys(item, path, ("mode", "expected", "minimums", "args_match"))
+    mode = item.get("mode")
+    if mode not in TRAJECTORY_MODES_ALL:
+        b.notes.error(f"`tool_trajectory` mode must be one of any_order, in_order, exact; not {short(mode)}", item,
+                      "mode" if "mode" in item else None, (*path, "mode"),
+                      choice_hint(mode, TRAJECTORY_MODES_SEED) + " (later AgentV versions also read superset "
+                                                                   "and subset)", "trajectory")
+        return []
+    args: dict[str, Any] = {"mode": mode}
+    if item.get("expected") is not None:
+        args["expected"] = trajectory_calls(b, a)
+        if args["expected"] is None:
+            return []
+    minimums = item.get("minimums")
+    if minimums is not None:
+        if not isinstance(minimums, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                                                     for v in minimums.values()):
+            b.notes.error("`minimums` maps tool names to whole numbers of calls", item, "minimums",
+                          (*path, "minimums"), code="trajectory")
+            return []
+        args["minimums"] = minimums
+    if item.get("args_match") in ARGS_MATCH_MODES:
+        args["args_match"] = item["args_match"]
+    if mode != "any_order" and not args.get("expected"):
+        b.notes.error(f"mode `{mode}` needs `expected:` (the calls, in order)", item, None, path, code="trajectory")
+        return []
+    if mode == "any_order" and not args.get("expected") and not args.get("minimums"):
+        b.notes.error("mode `any_order` needs `minimums:` or `expected:`", item, None, path, code="trajectory")
+        return []
+    rep.map(f"tool_trajectory ({mode}) -> $tool_trajectory")
+    rep.approx("tool calls", "read from the TOOL_CALL lines the model writes (trace-only), not native tool "
+                             "calling")
+    return b.fn_points(a, "tool_trajectory", args)
+
+
+def trajectory_calls(b: AssertionBuilder, a: Assertion) -> list[dict] | None:
+    """The ``expected`` calls of a trajectory, each ``{tool, args?, args_match?}``; None (after an error) when one
+    is wrongly written."""
+    expected, path, rep = a.item["expected"], a.path, a.rep
+    if not isinstance(expected, list):
+        b.notes.error("`expected` must be a list of `{tool, args}`", a.item, "expected", (*path, "expected"),
+                      code="trajectory")
+        return None
+    clean = []
+    for index, entry in enumerate(expected):
+        epath = (*path, "expected", index)
+        if not isinstance(entry, dict) or not isinstance(entry.get("tool"), str) or not entry["tool"]:
+            b.notes.error("each expected call needs `tool:` (the tool's name)", expected, index, epath,
+                          code="trajectory")
+            return None
+        one = {"tool": entry["tool"]}
+        if entry.get("args") is not None:
+            if entry["args"] != "any" and not isinstance(entry["args"], dict):
+                b.notes.error("`args` must be a mapping or `any`", entry, "args", (*epath, "args"), code="trajectory")
+                return None
+            one["args"] = entry["args"]
+        if entry.get("args_match") is not None:
+            if entry["args_match"] not in ARGS_MATCH_MODES:
+                rep.approx("args_match with a list of fields", "compared as `exact`")
+            else:
+                one["args_match"] = entry["args_match"]
+        if "max_duration_ms" in entry:
+            rep.unsupported_("tool_trajectory max_duration_ms", "tool calls carry no timing in evalsite "
+                                                                "(they are read from the response)")
+        clean.append(one)
+    return clean
+
+
+def field_accuracy(b: AssertionBuilder, a: Assertion) -> list[Point]:
+    item, path, rep = a.item, a.path, a.rep
+    b.unknown_item_keys(item, path, ("fields", "aggregation"))
+    fields = item.get("fields")
+    if not isinstance(fields, list) or not fields:
+        b.notes.error("`field_accuracy` needs `fields:` (a list of `{path, match}`)", item, "fields" if "fields"
+                      in item else None, (*path, "fields"), code="field-accuracy")
+        return []
+    expected = (b.reader.expected or {}).get("structured")
+    if expected is None:
+        b.notes.error("`field_accuracy` compares with a structured `expected_output`, and this test has none", item,
+                      "type", (*path, "type"), "give the test `expected_output:` as a mapping", "field-accuracy")
+        return []
+    clean = []
+    for index, field in enumerate(fields):
+        fpath = (*path, "fields", index)
+        if not isinstance(field, dict) or not isinstance(field.get("path"), str):
+            b.notes.error("each field needs `path:` (dot notation, e.g. `invoice.total`)", fields, index, fpath,
+                          code="field-accuracy")
+            return []
+        one = {k: field[k] for k in ("path", "match", "required", "weight", "tolerance", "relative", "formats")
+               if k in field}
+        if one.get("match", "exact") not in ("exact", "numeric_tolerance", "date"):
+            b.notes.error("`match` must be exact, numeric_tolerance or date", field, "match", (*fpath, "match"),
+                          code="field-accuracy")
+            return []
+        clean.append(one)
+    args = {"expected": expected, "fields": clean}
+    aggregation = item.get("aggregation")
+    if aggregation is not None:
+        if aggregation not in ("weighted_average", "all_or_nothing"):
+            b.notes.error("`aggregation` must be weighted_average or all_or_nothing", item, "aggregation",
+                          (*path, "aggregation"), code="field-accuracy")
+            return []
+        args["aggregation"] = aggregation
+    from .. import functions
+
+    problem = functions.check_args("field_accuracy", args)
+    if problem:
+        b.notes.error(problem, item, "fields", (*path, "fields"), code="field-accuracy")
+        return []
+    rep.map("field_accuracy -> $field_accuracy")
+    return b.fn_points(a, "field_accuracy", args)
+
+
+def metric_limit(b: AssertionBuilder, a: Assertion, *, keys: tuple[str, str], what: str, fn: str,
+                 positive: bool = True) -> list[Point]:
+    """``latency`` and ``cost``: one limit, under either of its two names."""
+    item, path, rep = a.item, a.path, a.rep
+    b.unknown_item_keys(item, path, keys)
+    limit = b.limit_of(item, path, keys, what, positive=positive)
+    if limit is None:
+        return []
+    rep.map(f"{fn.removesuffix('_under')} -> ${fn}")
+    return b.fn_points(a, fn, limit)
+
+
+def token_usage(b: AssertionBuilder, a: Assertion) -> list[Point]:
+    item, path, rep = a.item, a.path, a.rep
+    b.unknown_item_keys(item, path, ("max_total", "max_input", "max_output"))
+    caps = {}
+    for key, name in (("max_total", "total"), ("max_input", "input"), ("max_output", "output")):
+        if key in item:
+            if not is_number(item[key]) or item[key] <= 0:
+                b.notes.error(f"`{key}` must be a number of tokens above 0", item, key, (*path, key), code="metric")
+                return []
+            caps[name] = item[key]
+    if not caps:
+        b.notes.error("`token_usage` needs `max_total`, `max_input` or `max_output`", item, None, path,
+                      code="metric")
+        return []
+    rep.map("token_usage -> $tokens_under")
+    rep.approx("token_usage max_total", "total is input + output tokens (cached tokens are not reported apart)")
+    return b.fn_points(a, "tokens_under", caps)
+
+
+def execution_metrics(b: AssertionBuilder, a: Assertion) -> list[Point]:
+    item, path, origin, weight, check_id, negate = a.item, a.path, a.origin, a.weight, a.check_id, a.negate
+    rep, label = a.rep, a.label
+    known = ("max_tool_calls", "max_llm_calls", "max_tokens", "max_cost_usd", "max_duration_ms",
+             "target_exploration_ratio", "exploration_tolerance")
+    b.unknown_item_keys(item, path, known)
+    checks = []
+    mapping = (("max_tool_calls", "max_calls"), ("max_llm_calls", "llm_calls_under"),
+               ("max_tokens", "tokens_under"), ("max_cost_usd", "cost_under"),
+               ("max_duration_ms", "latency_under"))
+    for key, fn in mapping:
+        if key in item:
+            value = item[key]
+            if fn in ("max_calls", "llm_calls_under") and isinstance(value, float) and value.is_integer():
+                value = int(value)
+            from .. import functions
+
+            if functions.check_args(fn, value):
+                b.notes.error(f"`{key}` must be a number (a whole one for counts) of at least 0", item, key,
+                              (*path, key), code="metric")
+                return []
+            checks.append((fn, value, key))
+    if "target_exploration_ratio" in item:
+        rep.unsupported_("execution_metrics target_exploration_ratio", "needs an agent's exploration trace")
+    if not checks:
+        if "target_exploration_ratio" not in item:
+            b.notes.error("`execution_metrics` needs at least one limit (max_tool_calls, max_llm_calls, max_tokens, "
+                          "max_cost_usd, max_duration_ms)", item, None, path, code="metric")
+        return []
+    rep.map("execution_metrics -> metric checks (" + ", ".join(k for *_, k in checks) + ")")
+    share = weight / len(checks)
+    return [function_point(fn, value, weight=share, origin=origin, check_id=check_id, inverted=negate,
+                           label=f"{label}: {key}") for fn, value, key in checks]
+
+
+# Assertion type (after TYPE_ALIASES) -> its builder. A type not here is left out with a warning.
+BUILDERS: dict[str, Callable[[AssertionBuilder, Assertion], list[Point]]] = {
+    "contains": contains,
+    "icontains": partial(contains, fn="icontains"),
+    "contains_any": partial(contains, fn="contains_any_of", want_list=True),
+    "icontains_any": partial(contains, fn="icontains_any_of", want_list=True),
+    "contains_all": contains_all,
+    "icontains_all": partial(contains_all, lower=True),
+    "starts_with": starts_with,
+    "ends_with": partial(starts_with, method="endsWith"),
+    "equals": equals,
+    "regex": regex,
+    "is_json": is_json,
+    "rubrics": rubrics,
+    "rubric": rubric,
+    "llm_judge": llm_judge,
+    "agent_judge": agent_judge,
+    "code_judge": code_judge,
+    "composite": composite,
+    "tool_trajectory": tool_trajectory,
+    "field_accuracy": field_accuracy,
+    "latency": partial(metric_limit, keys=("threshold", "max_ms"), what="a number of milliseconds above 0",
+                       fn="latency_under"),
+    "cost": partial(metric_limit, keys=("budget", "max_usd"), what="an amount in US dollars", fn="cost_under",
+                    positive=False),
+    "token_usage": token_usage,
+    "execution_metrics": execution_metrics,
 }
 assert set(BUILDERS) == set(KNOWN_TYPES), "every known type has a builder"
-

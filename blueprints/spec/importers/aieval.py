@@ -210,7 +210,7 @@ class _AiEval(ImportReader):
         if not isinstance(case, dict):
             self.error("a case must be a mapping with `id` and `input`", holder, index, path, code="case")
             return None
-        errors_before = sum(d.is_error for d in self.diagnostics)
+        errors_before = self.notes.error_count()
         rep.line = self.position_of(case)[0]
         for key in case:
             if key not in CASE_KEYS:
@@ -222,38 +222,7 @@ class _AiEval(ImportReader):
             case_id = f"case-{index}"
         case_id = str(case_id)
         rep.id = case_id
-        inputs = case.get("input")
-        if not isinstance(inputs, dict):
-            self.error("`input` is required: a mapping of the template's variables", case,
-                       "input" if "input" in case else None, (*path, "input"), "e.g. `input: {user_request: ...}`",
-                       "case")
-            inputs = None
-        messages: list[Message] = []
-        system = None
-        if prompt_file is not None and inputs is not None:
-            variables = {}
-            for var in prompt_file.get("variables") or []:
-                if isinstance(var, dict) and isinstance(var.get("name"), str) and "default" in var:
-                    variables[var["name"]] = var["default"]
-            variables.update(inputs)
-            for var in prompt_file.get("variables") or []:
-                if isinstance(var, dict) and var.get("required") and isinstance(var.get("name"), str) \
-                        and var["name"] not in variables:
-                    self.error(f"the prompt needs the variable `{var['name']}`, which this case does not give", case,
-                               "input", (*path, "input"), f"add `{var['name']}:` under `input:`", "template")
-            rendered = self.render(prompt_file["template"], variables, case, path)
-            if rendered is not None:
-                if prompt_file.get("is_system_prompt"):
-                    system = rendered
-                    task = inputs.get("user_task")
-                    user = go_value(task) if task is not None else GENERIC_USER_TASK
-                    if task is None:
-                        rep.approx("is_system_prompt", f"the user turn is a generic request: \"{GENERIC_USER_TASK}\"")
-                    messages = [Message(role="user", content=user)]
-                    rep.map("is_system_prompt -> system + user_task")
-                else:
-                    messages = [Message(role="user", content=rendered)]
-                rep.map("input -> rendered prompt")
+        messages, system = self.case_messages(case, path, prompt_file, rep)
         prompt = Prompt.model_construct(
             id=case_id, id_was_generated=False, description=case.get("description") if isinstance(
                 case.get("description"), str) else None, messages=messages, ideal_response=None, system=system,
@@ -262,22 +231,74 @@ class _AiEval(ImportReader):
             should_not=None, origin=self.origin(case, None, path), verdicts=Verdicts(pass_at=0.0, borderline_at=None),
             checks=[], trials=None, trial_aggregation="pass_at_k", trial_threshold=DEFAULT_CASE_THRESHOLD,
         )
-        trials = case.get("trials")
-        if trials is not None:
-            if isinstance(trials, int) and not isinstance(trials, bool) and 0 <= trials <= 100:
-                prompt.trials = trials or None
-                if trials:
-                    rep.map(f"trials: {trials}")
-            else:
-                self.error("`trials` must be a whole number from 0 to 100", case, "trials", (*path, "trials"),
-                           code="trials")
+        self.case_trials(case, path, prompt, rep)
         self.check_case_limits(case, path)
+        self.case_extras(case, case_id, rep)
+        prompt.points = self.case_points(case, path, prompt, rep, errors_before)
+        if self.notes.error_count() > errors_before:
+            return None
+        return prompt
+
+    def case_messages(self, case, path, prompt_file, rep: TestReport) -> tuple[list[Message], str | None]:
+        """The case's messages and system prompt: the prompt file's template filled with the case's ``input``."""
+        inputs = case.get("input")
+        if not isinstance(inputs, dict):
+            self.error("`input` is required: a mapping of the template's variables", case,
+                       "input" if "input" in case else None, (*path, "input"), "e.g. `input: {user_request: ...}`",
+                       "case")
+            return [], None
+        if prompt_file is None:
+            return [], None
+        variables = self.case_variables(case, path, prompt_file, inputs)
+        rendered = self.render(prompt_file["template"], variables, case, path)
+        if rendered is None:
+            return [], None
+        if not prompt_file.get("is_system_prompt"):
+            rep.map("input -> rendered prompt")
+            return [Message(role="user", content=rendered)], None
+        task = inputs.get("user_task")
+        user = go_value(task) if task is not None else GENERIC_USER_TASK
+        if task is None:
+            rep.approx("is_system_prompt", f"the user turn is a generic request: \"{GENERIC_USER_TASK}\"")
+        rep.map("is_system_prompt -> system + user_task")
+        rep.map("input -> rendered prompt")
+        return [Message(role="user", content=user)], rendered
+
+    def case_variables(self, case, path, prompt_file, inputs: dict) -> dict:
+        """The prompt's variables' defaults, then the case's ``input``; a required one missing is an error."""
+        declared = [v for v in prompt_file.get("variables") or [] if isinstance(v, dict)
+                    and isinstance(v.get("name"), str)]
+        variables = {v["name"]: v["default"] for v in declared if "default" in v}
+        variables.update(inputs)
+        for var in declared:
+            if var.get("required") and var["name"] not in variables:
+                self.error(f"the prompt needs the variable `{var['name']}`, which this case does not give", case,
+                           "input", (*path, "input"), f"add `{var['name']}:` under `input:`", "template")
+        return variables
+
+    def case_trials(self, case, path, prompt: Prompt, rep: TestReport) -> None:
+        trials = case.get("trials")
+        if trials is None:
+            return
+        if isinstance(trials, int) and not isinstance(trials, bool) and 0 <= trials <= 100:
+            prompt.trials = trials or None
+            if trials:
+                rep.map(f"trials: {trials}")
+        else:
+            self.error("`trials` must be a whole number from 0 to 100", case, "trials", (*path, "trials"),
+                       code="trials")
+
+    def case_extras(self, case, case_id: str, rep: TestReport) -> None:
         if case.get("tool_mocks"):
             rep.unsupported_("tool_mocks", "needs a native tool-calling loop with mocked tool results; the model "
                                            "answers in one turn")
             self.extras.setdefault("cases", {}).setdefault(case_id, {})["tool_mocks"] = case["tool_mocks"]
         if "max_steps" in case:
             self.extras.setdefault("cases", {}).setdefault(case_id, {})["max_steps"] = case["max_steps"]
+
+    def case_points(self, case, path, prompt: Prompt, rep: TestReport, errors_before: int) -> list[Point]:
+        """Evaluators first, then the expected block (with its tool calls): AI Eval's order. A case with neither
+        is an error."""
         evaluators = case.get("evaluators") or []
         if not isinstance(evaluators, list):
             self.error("`evaluators` must be a list", case, "evaluators", (*path, "evaluators"), code="type")
@@ -288,7 +309,6 @@ class _AiEval(ImportReader):
             expected = {}
         thresholds = self.simple_thresholds(evaluators, path)
         points: list[Point] = []
-        # Evaluators first, then the expected block, then tool calls: AI Eval's order.
         for eindex, evaluator in enumerate(evaluators):
             points.extend(self.evaluator(evaluator, evaluators, eindex, (*path, "evaluators", eindex), prompt, rep))
         points.extend(self.expected_block(expected, case, (*path, "expected"), prompt, rep, thresholds))
@@ -296,10 +316,7 @@ class _AiEval(ImportReader):
             if not expected and not evaluators:
                 self.error("a case needs at least one `expected` assertion or one evaluator", case, "id", path,
                            "add `expected: {contains: [...]}` or an evaluator", "case")
-        prompt.points = points
-        if sum(d.is_error for d in self.diagnostics) > errors_before:
-            return None
-        return prompt
+        return points
 
     def check_case_limits(self, case, path) -> None:
         """What AI Eval's Validate refuses in a case beyond its id and input: negative `max_steps`, a tool mock
@@ -332,72 +349,82 @@ class _AiEval(ImportReader):
         return out
 
     def expected_block(self, expected, case, path, prompt: Prompt, rep: TestReport, thresholds) -> list[Point]:
-        points = []
+        """One check per assertion of ``expected`` (its minimum 1, or the matching evaluator's threshold), in AI
+        Eval's order, then the tool calls."""
         for key in expected:
             if key not in EXPECTED_KEYS:
                 self.warn(f"unknown key `{key}` in `expected`; AI Eval ignores it, and so does evalsite", expected, key,
                           (*path, key), "known: " + ", ".join(EXPECTED_KEYS), "unknown-key", at_key=True)
-
-        def add(kind, fn, args, label, default_min, key):
-            minimum = thresholds.get(kind, default_min)
-            check_id = new_check(prompt.checks, label=label, kind=kind, min_score=minimum, preferred_id=kind)
-            points.append(function_point(fn, args, weight=1.0, origin=self.origin(expected, key, (*path, key)),
-                                         check_id=check_id, label=label))
-            rep.map(f"expected.{key} -> ${fn}")
-
-        if "exact_match" in expected:
-            value = expected["exact_match"]
-            if isinstance(value, str):
-                add("exact", "equals", {"value": value, "trim": False}, f"exact_match: {short(value, 40)}", 1.0,
-                    "exact_match")
-            else:
-                self.error("`exact_match` must be text", expected, "exact_match", (*path, "exact_match"), code="type")
-        for key, fn, kind in (("contains", "contains_all_of", "contains"),
-                              ("not_contains", "not_contains_all_of", "not_contains")):
-            if key in expected:
-                value = expected[key]
-                if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-                    blank = [i for i, v in enumerate(value) if not v.strip()]
-                    for i in blank:
-                        self.error(f"`{key}[{i}]` is empty: it would match every response (AI Eval refuses it)",
-                                   value, i, (*path, key, i), "write the text to look for, or remove the item",
-                                   "empty")
-                    if not blank:
-                        add(kind, fn, value, f"{key}: {short(value, 40)}", 1.0, key)
-                else:
-                    self.error(f"`{key}` must be a list of text", expected, key, (*path, key), code="type")
-        if "regex" in expected:
-            value = expected["regex"]
-            if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-                patterns = [go_regex_to_js(v) for v in value]
-                ok = True
-                for i, pattern in enumerate(patterns):
-                    try:
-                        compile_js(pattern)
-                    except RegexError as exc:
-                        self.error(f"the regex does not compile: {exc.message}", value, i, (*path, "regex", i),
-                                   code="regex")
-                        ok = False
-                if ok:
-                    add("regex", "matches_all_of", patterns, f"regex: {short(value, 40)}", 1.0, "regex")
-                    if patterns != value:
-                        rep.approx("regex", "Go regex spellings (\\z, \\A, (?P<name>) translated to JavaScript")
-            else:
-                self.error("`regex` must be a list of patterns", expected, "regex", (*path, "regex"), code="type")
-        if "json_schema" in expected:
-            value = expected["json_schema"]
-            from .. import functions
-
-            problem = functions.check_args("json_matches_schema", value)
-            if problem:
-                self.error(problem, expected, "json_schema", (*path, "json_schema"), code="json-schema")
-            else:
-                add("json_schema", "json_matches_schema", value, "json_schema", 1.0, "json_schema")
-                rep.approx("json_schema", "validated with full JSON Schema (AI Eval checks a subset: type, required, "
-                                          "properties, items)")
+        points = []
+        readers = (("exact_match", self.expected_exact), ("contains", self.expected_contains),
+                   ("not_contains", self.expected_contains), ("regex", self.expected_regex),
+                   ("json_schema", self.expected_json_schema))
+        for key, read in readers:
+            found = read(expected, key, (*path, key), rep) if key in expected else None
+            if found is not None:
+                kind, fn, args, label = found
+                check_id = new_check(prompt.checks, label=label, kind=kind, min_score=thresholds.get(kind, 1.0),
+                                     preferred_id=kind)
+                points.append(function_point(fn, args, weight=1.0, origin=self.origin(expected, key, (*path, key)),
+                                             check_id=check_id, label=label))
+                rep.map(f"expected.{key} -> ${fn}")
         if "tool_calls" in expected:
             points.extend(self.tool_calls(expected, (*path, "tool_calls"), prompt, rep, thresholds.get("tool_call")))
         return points
+
+    # Each reader of an `expected` assertion returns (kind, fn, args, label) for its check, or None after an error.
+
+    def expected_exact(self, expected, key, path, rep: TestReport):
+        value = expected[key]
+        if not isinstance(value, str):
+            self.error("`exact_match` must be text", expected, key, path, code="type")
+            return None
+        return "exact", "equals", {"value": value, "trim": False}, f"exact_match: {short(value, 40)}"
+
+    def expected_contains(self, expected, key, path, rep: TestReport):
+        """``contains`` / ``not_contains``: a list of text, none of it blank (blank text matches every response)."""
+        value = expected[key]
+        if not (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
+            self.error(f"`{key}` must be a list of text", expected, key, path, code="type")
+            return None
+        blank = [i for i, v in enumerate(value) if not v.strip()]
+        for i in blank:
+            self.error(f"`{key}[{i}]` is empty: it would match every response (AI Eval refuses it)", value, i,
+                       (*path, i), "write the text to look for, or remove the item", "empty")
+        if blank:
+            return None
+        return key, f"{key}_all_of", value, f"{key}: {short(value, 40)}"
+
+    def expected_regex(self, expected, key, path, rep: TestReport):
+        value = expected[key]
+        if not (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
+            self.error("`regex` must be a list of patterns", expected, key, path, code="type")
+            return None
+        patterns = [go_regex_to_js(v) for v in value]
+        ok = True
+        for i, pattern in enumerate(patterns):
+            try:
+                compile_js(pattern)
+            except RegexError as exc:
+                self.error(f"the regex does not compile: {exc.message}", value, i, (*path, i), code="regex")
+                ok = False
+        if not ok:
+            return None
+        if patterns != value:
+            rep.approx("regex", "Go regex spellings (\\z, \\A, (?P<name>) translated to JavaScript")
+        return "regex", "matches_all_of", patterns, f"regex: {short(value, 40)}"
+
+    def expected_json_schema(self, expected, key, path, rep: TestReport):
+        from .. import functions
+
+        value = expected[key]
+        problem = functions.check_args("json_matches_schema", value)
+        if problem:
+            self.error(problem, expected, key, path, code="json-schema")
+            return None
+        rep.approx("json_schema", "validated with full JSON Schema (AI Eval checks a subset: type, required, "
+                                  "properties, items)")
+        return "json_schema", "json_matches_schema", value, "json_schema"
 
     def tool_calls(self, expected, path, prompt: Prompt, rep: TestReport, threshold) -> list[Point]:
         value = expected["tool_calls"]
