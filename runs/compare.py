@@ -141,34 +141,6 @@ class Pair:
         return out
 
 
-def _paired_many(pairs: list[tuple[dict, dict]], weights: dict, exclude=()) -> list[stats.Comparison]:
-    """Many paired comparisons over the same prompts, drawn from the same resamples (one matrix product)."""
-    import numpy as np
-
-    left_out = set(exclude)
-    items = sorted({k for a, b in pairs for k in a if k in b and k not in left_out}, key=str)
-    index = {k: i for i, k in enumerate(items)}
-    diffs, w = np.zeros((len(items), len(pairs))), np.zeros((len(items), len(pairs)))
-    sides = []
-    for j, (a, b) in enumerate(pairs):
-        ids, xs, ys = stats.align(a, b, left_out)
-        for k, x, y in zip(ids, xs, ys):
-            weight = weights.get(k)
-            diffs[index[k], j] = x - y
-            w[index[k], j] = 1.0 if weight is None else max(0.0, float(weight))
-        sides.append((ids, xs, ys))
-    out = []
-    results = stats.bootstrap_means(diffs, w) if items else [(None, None, None)] * len(pairs)
-    for j, (delta, low, high) in enumerate(results):
-        ids, xs, ys = sides[j]
-        ws = [w[index[k], j] for k in ids]
-        total = sum(ws)
-        mean_a = sum(x * v for x, v in zip(xs, ws)) / total if total else None
-        mean_b = sum(y * v for y, v in zip(ys, ws)) / total if total else None
-        out.append(stats.Comparison(delta, low, high, len(ids), stats.verdict(low, high), mean_a, mean_b))
-    return out
-
-
 def _trials(matrix: Matrix) -> dict[str, stats.TrialFigures]:
     by_variant: dict[str, list] = {}
     for cell in matrix.cells.values():
@@ -180,7 +152,7 @@ def variant_pairs(matrix: Matrix, prompts) -> list[Pair]:
     """Every two model variants of one run, the better mean first in each pair (columns in the matrix's order)."""
     scores, trials = scores_by_variant(matrix), _trials(matrix)
     pairs = list(combinations(matrix.variants, 2))
-    results = _paired_many([(scores[a], scores[b]) for a, b in pairs], prompt_weights(prompts))
+    results = stats.paired_many([(scores[a], scores[b]) for a, b in pairs], prompt_weights(prompts))
     return [Pair(a, b, c, trials.get(a), trials.get(b)) for (a, b), c in zip(pairs, results)]
 
 
@@ -236,7 +208,7 @@ def compare_with_base(run: Run, base: Run) -> RunComparison:
     changed_ids = changed_prompts(base_prompts, run_prompts)
     after, before = scores_by_variant(after_m), scores_by_variant(before_m)
     common = [v for v in after_m.variants if v in before]
-    results = _paired_many([(after[v], before[v]) for v in common], prompt_weights(run_prompts), changed_ids)
+    results = stats.paired_many([(after[v], before[v]) for v in common], prompt_weights(run_prompts), changed_ids)
     trials_a, trials_b = _trials(after_m), _trials(before_m)
     pairs = [Pair(v, v, c, trials_a.get(v), trials_b.get(v)) for v, c in zip(common, results)]
     skip = set(changed_ids)

@@ -124,27 +124,7 @@ def compare_summaries(run: dict, base: dict, changed: Iterable[str] = ()) -> dic
     left_out = set(changed)
     weights = weights_of(run)
     pairs = [(cell_scores(run, v), cell_scores(base, v)) for v in common]
-    items = sorted({k for a, b in pairs for k in a if k in b and k not in left_out}, key=str)
-    index = {k: i for i, k in enumerate(items)}
-    diffs, w = np.zeros((len(items), len(pairs))), np.zeros((len(items), len(pairs)))
-    sides = []
-    for j, (a, b) in enumerate(pairs):
-        ids, xs, ys = stats.align(a, b, left_out)
-        for k, x, y in zip(ids, xs, ys):
-            weight = weights.get(k)
-            diffs[index[k], j] = x - y
-            w[index[k], j] = 1.0 if weight is None else max(0.0, float(weight))
-        sides.append((ids, xs, ys))
-    results = stats.bootstrap_means(diffs, w) if items else [(None, None, None)] * len(pairs)
-    out = {}
-    for j, (delta, low, high) in enumerate(results):
-        ids, xs, ys = sides[j]
-        ws = [w[index[k], j] for k in ids]
-        total = sum(ws)
-        mean_a = sum(x * v for x, v in zip(xs, ws)) / total if total else None
-        mean_b = sum(y * v for y, v in zip(ys, ws)) / total if total else None
-        out[common[j]] = stats.Comparison(delta, low, high, len(ids), stats.verdict(low, high), mean_a, mean_b)
-    return out
+    return dict(zip(common, stats.paired_many(pairs, weights, left_out)))
 
 
 def comparison_from_dict(data: dict) -> stats.Comparison:

@@ -248,6 +248,32 @@ def noise_scale(deltas: np.ndarray) -> float:
     return float(np.std(moved - np.median(deltas), ddof=1)) if len(moved) > 1 else 0.0
 
 
+def paired_many(pairs: list[tuple[dict, dict]], weights: dict, exclude=()) -> list[Comparison]:
+    """Many paired comparisons over the same prompts, drawn from the same resamples (one matrix product)."""
+    left_out = set(exclude)
+    items = sorted({k for a, b in pairs for k in a if k in b and k not in left_out}, key=str)
+    index = {k: i for i, k in enumerate(items)}
+    diffs, w = np.zeros((len(items), len(pairs))), np.zeros((len(items), len(pairs)))
+    sides = []
+    for j, (a, b) in enumerate(pairs):
+        ids, xs, ys = align(a, b, left_out)
+        for k, x, y in zip(ids, xs, ys):
+            weight = weights.get(k)
+            diffs[index[k], j] = x - y
+            w[index[k], j] = 1.0 if weight is None else max(0.0, float(weight))
+        sides.append((ids, xs, ys))
+    out = []
+    results = bootstrap_means(diffs, w) if items else [(None, None, None)] * len(pairs)
+    for j, (delta, low, high) in enumerate(results):
+        ids, xs, ys = sides[j]
+        ws = [w[index[k], j] for k in ids]
+        total = sum(ws)
+        mean_a = sum(x * v for x, v in zip(xs, ws)) / total if total else None
+        mean_b = sum(y * v for y, v in zip(ys, ws)) / total if total else None
+        out.append(Comparison(delta, low, high, len(ids), verdict(low, high), mean_a, mean_b))
+    return out
+
+
 def changed(deltas: Mapping[Hashable, float], *, level: float = FDR_LEVEL) -> list[Change]:
     """Every item's change with its p-value and BH-adjusted q-value, most significant first (then largest)."""
     keys = list(deltas)
