@@ -449,6 +449,7 @@ def response_records(run_id: int, *, indices=None, usage: bool = False, reviews:
 _MATRICES: OrderedDict[tuple, tuple[float, Matrix]] = OrderedDict()
 _MATRICES_KEPT = 4  # a 10,000-cell matrix is a few MB
 _MATRICES_LOCK = threading.Lock()
+_BUILDING: dict[int, threading.Lock] = {}  # one lock per run whose matrix is being built
 
 
 LIVE_MATRIX_S = 1.0  # a working run's matrix serves the requests of this long (its viewers poll every 2 s)
@@ -467,19 +468,27 @@ def run_matrix(run: Run, prompts, *, indices=None) -> Matrix:
     if indices is not None or _rerunning(run):
         return build_matrix(response_records(run.pk, indices=indices), prompts, stopped=_stopped(run))
     key = (run.pk, run.results_version, run.status)  # a run's revision, so its prompts, never change
-    now = time.monotonic()
+    # One build per run at a time in this process: the other requests for it wait for that build instead of
+    # each building their own (20 viewers of a cold 10,000-cell run would otherwise build it 20 times at once).
     with _MATRICES_LOCK:
-        kept = _MATRICES.get(key)
-        if kept is not None and (run.is_finished or now - kept[0] <= LIVE_MATRIX_S):
-            _MATRICES.move_to_end(key)
-            return kept[1]
-    matrix = build_matrix(response_records(run.pk), prompts, stopped=_stopped(run))
-    with _MATRICES_LOCK:
-        for old in [k for k in _MATRICES if k[0] == run.pk]:
-            del _MATRICES[old]
-        _MATRICES[key] = (now, matrix)
-        while len(_MATRICES) > _MATRICES_KEPT:
-            _MATRICES.popitem(last=False)
+        building = _BUILDING.setdefault(run.pk, threading.Lock())
+    with building:
+        now = time.monotonic()
+        with _MATRICES_LOCK:
+            kept = _MATRICES.get(key)
+            if kept is not None and (run.is_finished or now - kept[0] <= LIVE_MATRIX_S):
+                _MATRICES.move_to_end(key)
+                return kept[1]
+        matrix = build_matrix(response_records(run.pk), prompts, stopped=_stopped(run))
+        with _MATRICES_LOCK:
+            for old in [k for k in _MATRICES if k[0] == run.pk]:
+                del _MATRICES[old]
+            _MATRICES[key] = (now, matrix)
+            while len(_MATRICES) > _MATRICES_KEPT:
+                _MATRICES.popitem(last=False)
+            if len(_BUILDING) > 4 * _MATRICES_KEPT:  # locks of runs no longer kept
+                for pk in [pk for pk in _BUILDING if pk != run.pk and not any(k[0] == pk for k in _MATRICES)]:
+                    _BUILDING.pop(pk, None)
     return matrix
 
 
