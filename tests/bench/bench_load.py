@@ -112,7 +112,9 @@ def load(base: str, pages, clients: int, duration_s: float):
     results: dict[str, list[float]] = {name: [] for name, _ in pages}
     errors: dict[str, list[str]] = {name: [] for name, _ in pages}
     lock = threading.Lock()
-    deadline = time.monotonic() + duration_s
+    begun = time.monotonic()
+    deadline = begun + duration_s
+    slow: list[tuple[float, float, str]] = []  # (when it started, seconds, page) of requests over 5 s
 
     def client_loop(index: int):
         rng = random.Random(index)
@@ -121,9 +123,12 @@ def load(base: str, pages, clients: int, duration_s: float):
             while time.monotonic() < deadline:
                 name, make = pages[turn % len(pages)]
                 turn += 1
+                at = time.monotonic() - begun
                 seconds, error = fetch(client, make(rng))
                 with lock:
                     results[name].append(seconds)
+                    if seconds > 5:
+                        slow.append((at, seconds, name))
                     if error:
                         errors[name].append(error)
 
@@ -132,6 +137,10 @@ def load(base: str, pages, clients: int, duration_s: float):
         thread.start()
     for thread in threads:
         thread.join(duration_s + 90)
+    if slow:  # when the slowest requests began: a stall of the whole server shows as one cluster
+        first, last = min(s[0] for s in slow), max(s[0] + s[1] for s in slow)
+        print(f"{len(slow)} requests took over 5 s, begun between {first:.1f} s and {max(s[0] for s in slow):.1f} s "
+              f"into the load (all done by {last:.1f} s)")
     return results, errors
 
 
