@@ -67,11 +67,16 @@ def cell_html(cell: Cell | None, href: str) -> str:
     return "".join(parts)
 
 
-def with_cells_html(rows_: list[Row], href_of) -> list[Row]:
-    """Each row with its cells as HTML; ``href_of(response_id)`` gives a cell's link."""
+def with_cells_html(rows_: list[Row], href_of, kept: dict | None = None) -> list[Row]:
+    """Each row with its cells as HTML; ``href_of(response_id)`` gives a cell's link. ``kept``: a dict that
+    lives as long as the matrix (its rows' HTML, written once for every page view of a kept matrix)."""
     for row in rows_:
-        row.cells_html = mark_safe("".join(cell_html(c, href_of(c.response_id) if c and c.response_id else "")
-                                           for c in row.cells))
+        html = kept.get(row.index) if kept is not None else None
+        if html is None:
+            html = "".join(cell_html(c, href_of(c.response_id) if c and c.response_id else "") for c in row.cells)
+            if kept is not None:
+                kept[row.index] = html
+        row.cells_html = mark_safe(html)
     return rows_
 
 

@@ -223,7 +223,8 @@ def _heatmap_context(request, run: Run, spec) -> dict:
     page = Paginator(matrix.prompt_order(sort), heat_map.HEATMAP_PAGE_SIZE).get_page(request.GET.get("page"))
     link = reverse("runs:response", args=[run.pk, 987654321])
     rows = heat_map.with_cells_html(heat_map.rows(matrix, list(page.object_list)),
-                                    lambda pk: link.replace("987654321", str(pk)))
+                                    lambda pk: link.replace("987654321", str(pk)),
+                                    matrix.__dict__.setdefault("_heatmap_html", {}))  # kept with the matrix
     return {"heatmap": {"columns": heat_map.columns(matrix), "rows": rows,
                         "page": page, "sort": sort, "sorts": heat_map.HEATMAP_SORTS.items(),
                         "prompts": len(spec.prompts)}}

@@ -214,7 +214,14 @@ class Matrix:
         return self.cells.get((prompt_index, variant_id))
 
     def row(self, prompt_index: int) -> list[Cell | None]:
-        return [self.cells.get((prompt_index, v)) for v in self.variants]
+        """A prompt's cells in column order (worked out once per matrix: a kept matrix serves many pages)."""
+        rows = self.__dict__.get("_rows")
+        if rows is None:
+            rows = self.__dict__["_rows"] = {}
+        row = rows.get(prompt_index)
+        if row is None:
+            row = rows[prompt_index] = [self.cells.get((prompt_index, v)) for v in self.variants]
+        return row
 
     def row_mean(self, prompt_index: int) -> float | None:
         """The mean of a prompt's shown cell scores across models (sorting and the row's own figure)."""
@@ -227,8 +234,13 @@ class Matrix:
         return means[prompt_index]
 
     def row_spread(self, prompt_index: int) -> float | None:
-        scores = [c.shown for c in self.row(prompt_index) if c is not None and c.shown is not None]
-        return max(scores) - min(scores) if len(scores) > 1 else None
+        spreads = self.__dict__.get("_row_spreads")
+        if spreads is None:
+            spreads = self.__dict__["_row_spreads"] = {}
+        if prompt_index not in spreads:
+            scores = [c.shown for c in self.row(prompt_index) if c is not None and c.shown is not None]
+            spreads[prompt_index] = max(scores) - min(scores) if len(scores) > 1 else None
+        return spreads[prompt_index]
 
     def pass_rate(self, variant_id: str, threshold: float) -> tuple[int, int]:
         """(cells at or above ``threshold``, cells with a score) for one variant."""
