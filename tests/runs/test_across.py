@@ -298,3 +298,14 @@ def test_the_history_and_model_pages_read_a_bounded_number_of_queries(client, fa
             client.get(f"/runs/models/{B}/")
         counts.append((len(history), len(model)))
     assert counts[0] == counts[1] == counts[2], counts
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_home_page_loads_the_overview_in_place_without_marking_the_visit_seen(client):
+    page = client.get("/").content.decode()
+    assert 'hx-get="/overview/?part=home"' in page
+    part = client.get("/overview/?part=home", HTTP_HX_REQUEST="true")
+    assert part.status_code == 200 and "Leaderboards by tag" in part.content.decode()
+    assert "<html" not in part.content.decode() and "evalsite_overview_seen" not in part.cookies
+    full = client.get("/overview/")
+    assert "evalsite_overview_seen" in full.cookies
