@@ -11,6 +11,7 @@ the functions the conformance tests check (``export_response``,
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -36,6 +37,8 @@ from .bulk import insert, update_each
 from .models import FINISHED, Annotation, PointAssessment, PointConfirmation, PointOverride, Response, ResponseStatus, Run, \
     RunStatus
 from .spec import parsed_blueprint
+
+log = logging.getLogger(__name__)
 
 # --- engine -> rows -----------------------------------------------------------------------
 
@@ -328,7 +331,20 @@ def finish_run(run_id: int, status: str = RunStatus.DONE) -> bool:
     with transaction.atomic():
         won = Run.objects.filter(pk=run_id).exclude(status__in=FINISHED).update(
             status=status, aggregates=aggregates, finished_at=timezone.now(), waiting={}, **totals)
+    if won:
+        _summarise(run_id)
     return bool(won)
+
+
+def _summarise(run_id: int) -> None:
+    """Store the finished run's summary for the pages across runs now, in the worker, so that no page has to
+    build it (a stale or missing one is still rebuilt by the page that needs it; a failure here is logged)."""
+    from .across import summary_of
+
+    try:
+        summary_of(Run.objects.select_related("revision").get(pk=run_id))
+    except Exception:  # the run is finished and stored; its summary can wait for a page
+        log.exception("run %s: its summary for the pages across runs was not stored", run_id)
 
 
 def compute_aggregates(run_id: int, *, agreement: dict | None = None, totals: bool = False):

@@ -309,3 +309,10 @@ def test_the_home_page_loads_the_overview_in_place_without_marking_the_visit_see
     assert "<html" not in part.content.decode() and "evalsite_overview_seen" not in part.cookies
     full = client.get("/overview/")
     assert "evalsite_overview_seen" in full.cookies
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_that_finishes_stores_its_summary_so_no_page_builds_it(fake_provider):
+    run = make_run(fake_provider, imported(text()), b_good=3)
+    row = RunSummary.objects.get(run=run)
+    assert (row.results_version, row.status) == (run.results_version, run.status) == (run.results_version, "done")
