@@ -345,6 +345,15 @@ def _summarise(run_id: int) -> None:
         summary_of(Run.objects.select_related("revision").get(pk=run_id))
     except Exception:  # the run is finished and stored; its summary can wait for a page
         log.exception("run %s: its summary for the pages across runs was not stored", run_id)
+    finally:  # a worker serves no page: the matrix built for the summary is not kept
+        forget_matrix(run_id)
+
+
+def forget_matrix(run_id: int) -> None:
+    """Drop what this process keeps of a run's matrix."""
+    with _MATRICES_LOCK:
+        for key in [k for k in _MATRICES if k[0] == run_id]:
+            del _MATRICES[key]
 
 
 def compute_aggregates(run_id: int, *, agreement: dict | None = None, totals: bool = False):
