@@ -18,7 +18,7 @@ from collections import OrderedDict
 from typing import Iterator, NamedTuple
 
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from blueprints.spec.schema import Blueprint as SpecBlueprint
@@ -396,12 +396,28 @@ def _unknown_candidate_calls(run_id: int) -> int:
     return unknown
 
 
+def _review_marks() -> list[tuple[int, int]]:
+    """(assessment, response) of every point a reviewer overrode or confirmed: what makes a point reviewed."""
+    return [*PointOverride.objects.values_list("assessment_id", "assessment__response_id"),
+            *PointConfirmation.objects.values_list("assessment_id", "assessment__response_id")]
+
+
+def reviewed_blueprints(limit: int = 200) -> list[str]:
+    """The ids of the blueprints with a reviewed point in any of their runs, in order."""
+    from blueprints.models import Blueprint
+
+    responses = {response for _, response in _review_marks()}
+    if not responses:
+        return []
+    return list(Blueprint.objects.filter(runs__responses__in=responses).distinct().order_by("slug")
+                .values_list("slug", flat=True)[:limit])
+
+
 def reviewed_points(responses) -> Iterator[ReviewedPoint]:
     """The judged points of ``responses`` (a queryset) that a reviewer overrode or confirmed."""
     # From the few overrides and confirmations (people make them one by one), then which of their responses
     # are among ``responses``: never a walk over every point of the responses.
-    marks = [*PointOverride.objects.values_list("assessment_id", "assessment__response_id"),
-             *PointConfirmation.objects.values_list("assessment_id", "assessment__response_id")]
+    marks = _review_marks()
     if not marks:
         return
     wanted = set(responses.filter(pk__in={response for _, response in marks}).values_list("pk", flat=True))

@@ -20,7 +20,6 @@ from datetime import timezone as dt_timezone
 from functools import wraps
 
 from django.contrib import messages
-from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db.models import Q
 from django.db.models.fields.json import KT
@@ -40,7 +39,7 @@ from . import start as run_start
 from . import work as run_work
 from .exports import grid_to_csv, run_to_csv, run_to_json
 from .models import Annotation, PointAssessment, Response, Run, RunStatus
-from .records import run_matrix
+from .records import reviewed_blueprints, run_matrix
 from .rendering import RENDER_MODES, render as render_text
 from .report import report_chunks
 from .templatetags.results import number
@@ -278,12 +277,9 @@ def judges(request):
     slug = request.GET.get("blueprint", "")
     blueprint = Blueprint.objects.filter(slug=slug).first() if slug else None
     responses = Response.objects.filter(run__blueprint=blueprint) if blueprint else Response.objects.all()
-    reviewed = (Blueprint.objects.filter(runs__responses__in=Response.objects.filter(
-        Q(assessments__override__isnull=False) | Q(annotation__isnull=False))).distinct().order_by("slug")
-        .values_list("slug", flat=True))
     return render(request, "runs/judges.html", {
         "trust": trust.judge_trust(responses), "tolerance": trust.TOLERANCE, "blueprint": blueprint, "slug": slug,
-        "reviewed_blueprints": list(reviewed[:200]), "unknown_blueprint": bool(slug) and blueprint is None})
+        "reviewed_blueprints": reviewed_blueprints(), "unknown_blueprint": bool(slug) and blueprint is None})
 
 
 @require_safe
@@ -564,13 +560,15 @@ def _override_message(position, outcome) -> str:
 def prompt_detail(request, run_id, prompt_index):
     run = _run_or_404(run_id)
     spec = _spec(run)
-    responses = list(Response.objects.filter(run=run, prompt_index=prompt_index, trial=0).order_by("variant_id"))
+    # Each model's cell, and the response it stands for (the matrix's rule: with trials, not always trial 0).
+    cells = {c.response_id: c for c in _matrix(run, spec).row(prompt_index) if c is not None} if spec else {}
+    shown = Response.objects.filter(pk__in=cells) if cells else Response.objects.filter(trial=0)
+    responses = list(shown.filter(run=run, prompt_index=prompt_index))
     if not responses:
         raise Http404("no such prompt in this run")
     prompt = run.prompt(prompt_index, spec) if spec else None
-    columns = _matrix(run, spec).variants if spec else []
-    rank = {v: i for i, v in enumerate(columns)}
-    responses.sort(key=lambda r: (rank.get(r.variant_id, len(rank)), r.variant_id))
+    rank = {pk: i for i, pk in enumerate(cells)}  # the matrix's column order, best model first
+    responses.sort(key=lambda r: (rank.get(r.pk, len(rank)), r.variant_id))
     points: dict[int, dict[int, PointAssessment]] = {}
     for pa in PointAssessment.objects.filter(response__in=responses).select_related("override"):
         points.setdefault(pa.position, {})[pa.response_id] = pa
@@ -581,7 +579,7 @@ def prompt_detail(request, run_id, prompt_index):
         first = next(iter(row.values()))
         table.append({"position": position, "point": first, "cells": [row.get(r.pk) for r in responses]})
     cards = [{"response": r, "rendered": render_text(r.text, mode, limit=20_000) if r.text is not None else None,
-              "cell": verdicts.cell_details(run, r.prompt_id, r.variant_id)} for r in responses]
+              "cell": cells[r.pk].outcome.to_dict() if r.pk in cells else None} for r in responses]
     context = {"run": run, "prompt": prompt, "prompt_index": prompt_index, "prompt_id": responses[0].prompt_id,
                "cards": cards, "responses": responses, "table": table, "mode": mode,
                "ideal": render_text(prompt.ideal_response, mode) if prompt and prompt.ideal_response is not None

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Iterable, Mapping, Sequence
 
-import numpy as np
 
 from . import stats
 from .matrix import Matrix

@@ -13,7 +13,7 @@ from typing import Iterable, Sequence
 from blueprints.spec.schema import Prompt
 
 from .matrix import Matrix, ResponseRecord, build_matrix
-from .scoring import VERDICTS, Rating, round2, run_stats, textbook_alpha
+from .scoring import VERDICTS, Rating, run_stats, textbook_alpha
 from .assess import unknown_cost_calls
 
 
