@@ -1,3 +1,4 @@
+# Over 500 lines: both doors (folders from the CLI, uploads from the browser) read through the same folder code here.
 """Importing: files and folders (Weval blueprints, AgentV and AI Eval suites, model collections) into
 the library, with the companion files a suite names, and the example blueprints."""
 

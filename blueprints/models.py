@@ -1,3 +1,4 @@
+# Over 500 lines: the three models and the one id rule every door checks; splitting would scatter the rule.
 """What an evaluation says: blueprints, their revisions, and named model collections.
 
 A ``Blueprint`` is the thing a person names and finds in the library; its text

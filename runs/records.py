@@ -1,3 +1,4 @@
+# Over 500 lines: the one place rows and engine values meet, both ways (saving, finishing, the matrix, trust).
 """The one mapping between the engine's values and the database's rows, both ways.
 
 Saving: ``result_fields`` gives a finished item's ``Response`` columns and what it

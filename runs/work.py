@@ -1,3 +1,4 @@
+# Over 500 lines: a run's whole second phase (claims, execution, recovery, cancel, resume, retry, re-run) shares its locking.
 """Doing a run's work: enqueue, claim, execute, recover, cancel, resume, retry (the second phase of a run's life).
 
 Work is split into chunks of ``Response`` rows. A chunk claims its rows with a

@@ -1,3 +1,4 @@
+# Over 500 lines: one reader for every header key (models, judges, custom models, services); each key is a short method.
 """The Weval blueprint header, read into a :class:`Blueprint` (see parse.py for the whole walk)."""
 
 from __future__ import annotations
