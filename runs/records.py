@@ -328,22 +328,26 @@ def maybe_finish(run_id: int) -> bool:
 def finish_run(run_id: int, status: str = RunStatus.DONE) -> bool:
     """Store the aggregates and the counters (the sum of what is stored) and mark the run finished;
     only one caller wins."""
-    aggregates, totals = compute_aggregates(run_id, totals=True)
+    aggregates, totals, matrix = compute_aggregates(run_id, totals=True, final_status=status)
     with transaction.atomic():
         won = Run.objects.filter(pk=run_id).exclude(status__in=FINISHED).update(
             status=status, aggregates=aggregates, finished_at=timezone.now(), waiting={}, **totals)
     if won:
-        _summarise(run_id)
+        _summarise(run_id, matrix)
     return bool(won)
 
 
-def _summarise(run_id: int) -> None:
+def _summarise(run_id: int, matrix: Matrix) -> None:
     """Store the finished run's summary for the pages across runs now, in the worker, so that no page has to
-    build it (a stale or missing one is still rebuilt by the page that needs it; a failure here is logged)."""
+    build it (a stale or missing one is still rebuilt by the page that needs it; a failure here is logged).
+    ``matrix``: the one the aggregates were read off, lent to the summary so it is not built twice."""
     from .across import summary_of
 
     try:
-        summary_of(Run.objects.select_related("revision").get(pk=run_id))
+        run = Run.objects.select_related("revision").get(pk=run_id)
+        with _MATRICES_LOCK:
+            _MATRICES[(run.pk, run.results_version, run.status)] = (time.monotonic(), matrix)
+        summary_of(run)
     except Exception:  # the run is finished and stored; its summary can wait for a page
         log.exception("run %s: its summary for the pages across runs was not stored", run_id)
     finally:  # a worker serves no page: the matrix built for the summary is not kept
@@ -357,12 +361,15 @@ def forget_matrix(run_id: int) -> None:
             del _MATRICES[key]
 
 
-def compute_aggregates(run_id: int, *, agreement: dict | None = None, totals: bool = False):
+def compute_aggregates(run_id: int, *, agreement: dict | None = None, totals: bool = False,
+                       final_status: str | None = None):
     """Per model variant, per cell, overall, judge agreement (``runs.engine.aggregates``), from the stored rows.
 
     ``agreement`` reuses a known judge-agreement figure: a reviewer's override changes
     scores, never the judges' verdicts, so there is no need to read them all again.
-    With ``totals``, also the run's counters as the sum of what is stored: ``(aggregates, totals)``.
+    With ``totals``, also the run's counters as the sum of what is stored and the matrix the figures were read
+    off: ``(aggregates, totals, matrix)``. ``final_status``: the status the run is about to be finished with
+    (what still waits in a run finished as cancelled is "not run" in its stored figures too).
     """
     run = Run.objects.select_related("revision").get(pk=run_id)
     records = response_records(run_id, usage=True, reviews=False)
@@ -381,11 +388,12 @@ def compute_aggregates(run_id: int, *, agreement: dict | None = None, totals: bo
                 ratings.append([Rating(v.judge.label, v.score, v.judge.model, v.judge.approach)
                                 for v in primary if v.score is not None])
     prompts = parsed_blueprint(run.revision).prompts
-    matrix = build_matrix(records, prompts, stopped=_stopped(run))
+    stopped = final_status in STOPPED if final_status is not None else _stopped(run)
+    matrix = build_matrix(records, prompts, stopped=stopped)
     aggregates = aggregates_of(matrix, records, agreement=agreement, ratings=ratings)
     if not totals:
         return aggregates
-    return aggregates, stored_totals(records, judged, _unknown_candidate_calls(run_id))
+    return aggregates, stored_totals(records, judged, _unknown_candidate_calls(run_id)), matrix
 
 
 def _unknown_candidate_calls(run_id: int) -> int:
