@@ -57,6 +57,10 @@ def blueprint_rename(request, slug):
     return JsonResponse(_blueprint_json(blueprint, request))
 
 
+def _collection_json(collection: ModelCollection) -> dict:
+    return {"name": collection.name, "models": collection.models, "source": collection.source}
+
+
 def collection_or_404(name: str) -> ModelCollection:
     collection = ModelCollection.objects.filter(name=name).first()
     if collection is None:
@@ -71,7 +75,7 @@ def collection_detail(request, name):
     if request.method == "DELETE":
         collection.delete()
         return JsonResponse({"deleted": {"collection": name}})
-    return JsonResponse({"name": collection.name, "models": collection.models, "source": collection.source})
+    return JsonResponse(_collection_json(collection))
 
 
 @api_view
@@ -87,4 +91,4 @@ def collection_rename(request, name):
         collection.rename(data["name"])
     except ValidationError as exc:
         return error(400, " ".join(exc.messages))
-    return JsonResponse({"name": collection.name, "models": collection.models, "source": collection.source})
+    return JsonResponse(_collection_json(collection))
