@@ -45,8 +45,10 @@ MAX_PATH_CHARS = 4096  # longer text is never a path (Linux's PATH_MAX); it is n
 MAX_WALK_ENTRIES = 20_000  # entries a glob or a folder listing may look at
 
 # The keys under which a suite names files; a text without any of them names none (a cheap test before loading).
-_MAY_NAME_FILES = re.compile(r"\b(fixtures|tests|cases|evalcases|eval_cases|file|prompt|command|script|path)\b"
-                             r"[\"']?\s*:")
+# A key that may name a file. ``prompt`` names one only with a one-word value (AI Eval's suite prompt,
+# an AgentV judge's prompt file): a Weval prompt (words, or a block) does not make every blueprint load twice.
+_MAY_NAME_FILES = re.compile(r"\b(?:(?:fixtures|tests|cases|evalcases|eval_cases|file|command|script|path)\b[\"']?\s*:"
+                             r"|prompt\b[\"']?[ \t]*:[ \t]*[\"']?[^\s\"'|>#]+[\"']?[ \t]*(?:#.*)?$)", re.M)
 _FS_ERRORS = (OSError, ValueError, RuntimeError)  # ValueError: a NUL byte; RuntimeError: a link loop (3.11)
 
 

@@ -81,7 +81,9 @@ def pack(entries: list[dict] | tuple[dict, ...] | None) -> bytes | None:
     data = _ENCODER.encode({"v": FORMAT, "calls": list(entries)})
     # A small window and memory level: most logs are a few kilobytes, and zlib's default set-up for a
     # 32 KB window costs seven times the compressing itself (measured: 53 us against 7 us per call).
-    packer = zlib.compressobj(6, zlib.DEFLATED, 13, 5)
+    # Level 1: an item of ten judge calls (35 KB of JSON) packs in 62 us instead of 129 us at level 6,
+    # 10% larger (2.3 KB against 2.1 KB).
+    packer = zlib.compressobj(1, zlib.DEFLATED, 13, 5)
     return packer.compress(data.encode("utf-8")) + packer.flush()
 
 

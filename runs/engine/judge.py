@@ -24,6 +24,7 @@ import asyncio
 import json
 import re
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Awaitable, Callable, Iterable, Literal, Sequence
 
 from blueprints.spec.schema import CoverageConfig, Prompt, iter_points
@@ -407,12 +408,19 @@ _THINKING = re.compile(r"<\s*(think|thinking|reasoning)\s*>.*?(?:<\s*/\s*\1\s*>|
 _FENCE = re.compile(r"```[\w-]*")
 
 
+@lru_cache(maxsize=None)
+def _tag_patterns(name: str) -> tuple[re.Pattern, re.Pattern]:
+    return (re.compile(rf"<\s*{name}\s*>(.*?)<\s*/\s*{name}\s*>", re.S | re.I),
+            re.compile(rf"<\s*{name}\s*>([^<]*)", re.S | re.I))
+
+
 def _tag(name: str, text: str) -> str | None:
     """The content of the first ``<name>`` tag; an unclosed tag runs to the next tag or the end."""
-    closed = re.search(rf"<\s*{name}\s*>(.*?)<\s*/\s*{name}\s*>", text, re.S | re.I)
+    closed_tag, open_tag = _tag_patterns(name)
+    closed = closed_tag.search(text)
     if closed:
         return closed.group(1)
-    unclosed = re.search(rf"<\s*{name}\s*>([^<]*)", text, re.S | re.I)
+    unclosed = open_tag.search(text)
     return unclosed.group(1) if unclosed else None
 
 
@@ -435,10 +443,11 @@ def _json_fields(text: str) -> tuple[str | None, str | None] | None:
     return classification, reflection if isinstance(reflection, str) else None
 
 
-def _label_tokens(scale: Scale) -> list[tuple[tuple[str, ...], str]]:
+@lru_cache(maxsize=64)
+def _label_tokens(scale: Scale) -> tuple[tuple[tuple[str, ...], str], ...]:
     names = [*scale.labels, *(a for a, _ in scale.aliases)]
     pairs = [(tuple(label.removeprefix("CLASS_").split("_")), label) for label in names]
-    return sorted(pairs, key=lambda pair: -len(pair[0]))  # longest first: UTTERLY_UNMET before UNMET
+    return tuple(sorted(pairs, key=lambda pair: -len(pair[0])))  # longest first: UTTERLY_UNMET before UNMET
 
 
 def _find_labels(text: str, scale: Scale, *, prefixed_only: bool = False) -> tuple[list[str], list[str]]:
@@ -495,6 +504,22 @@ def _clean_reflection(text: str | None) -> str:
 
 
 def parse_judge_answer(text: str | None, scale: Scale) -> JudgeAnswer:
+    """Read a judge's answer (:func:`_parse_judge_answer`); each answer is read once, though both the router
+    (is it worth caching?) and the judge ask."""
+    if text is None or len(text) > _PARSE_MEMO_CHARS:
+        return _parse_judge_answer(text, scale)
+    return _parse_memo(text, scale)
+
+
+_PARSE_MEMO_CHARS = 16_000
+
+
+@lru_cache(maxsize=256)
+def _parse_memo(text: str, scale: Scale) -> JudgeAnswer:
+    return _parse_judge_answer(text, scale)
+
+
+def _parse_judge_answer(text: str | None, scale: Scale) -> JudgeAnswer:
     """Read a judge's answer: a reflection and a classification on ``scale``.
 
     Tolerant of what models actually send: code fences, thinking blocks,

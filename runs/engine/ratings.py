@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import numpy as np
-from scipy.optimize import minimize
-from scipy.special import expit, log_expit
+
+# SciPy is imported where it is used (its import costs every process's start-up otherwise).
 
 PRIOR = 0.1  # ridge penalty on each strength: a N(0, 1/0.1) prior, about +-1,250 Elo points at 1 sd
 ELO_BASE = 1000.0
@@ -77,6 +77,9 @@ def fit_strengths(met: np.ndarray, won: np.ndarray, k: int, *, prior: float = PR
     """
     met = np.atleast_2d(np.asarray(met, dtype=float))
     won = np.atleast_2d(np.asarray(won, dtype=float))
+    from scipy.optimize import minimize
+    from scipy.special import expit, log_expit
+
     batches = met.shape[0]
     pairs = _pairs(k)
     if k < 2 or batches == 0:
@@ -145,4 +148,6 @@ def ratings(comparisons: Iterable[Comparison], *, bootstrap: int = DEFAULT_BOOTS
 
 def win_probability(a: Rating, b: Rating) -> float:
     """The fitted chance that ``a`` is preferred to ``b`` (a tie counting one half)."""
+    from scipy.special import expit
+
     return float(expit(a.strength - b.strength))

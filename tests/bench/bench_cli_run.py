@@ -61,6 +61,34 @@ def http_floor(base: str, calls: int, concurrency: int) -> float:
     return asyncio.run(main())
 
 
+def py_spy_command(out: str, command: list[str]) -> list[str]:
+    """``command`` under py-spy, 250 samples a second of the threads holding the GIL (our CPU, idle waits left
+    out), stacks collapsed to ``out``."""
+    spy = Path(sys.executable).with_name("py-spy")
+    return [str(spy), "record", "--format", "raw", "--rate", "250", "--gil", "--subprocesses", "-o", out, "--", *command]
+
+
+def print_py_spy(out: str, top: int = 25) -> None:
+    """The frames the samples were busiest in: by own samples (the frame on top) and by total (anywhere below)."""
+    own: dict[str, int] = {}
+    total: dict[str, int] = {}
+    samples = 0
+    for line in Path(out).read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        n = int(count)
+        samples += n
+        frames = stack.split(";")
+        own[frames[-1]] = own.get(frames[-1], 0) + n
+        for frame in set(frames):
+            total[frame] = total.get(frame, 0) + n
+    for title, table in (("own", own), ("total", total)):
+        print(f"\n  py-spy: busiest frames by {title} samples (of {samples:,})")
+        for frame, n in sorted(table.items(), key=lambda kv: -kv[1])[:top]:
+            print(f"    {n / samples:6.1%}  {frame[:150]}")
+
+
 def child_usage() -> tuple[float, int]:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
@@ -72,6 +100,8 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=200)
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--py-spy", metavar="OUT", help="sample the command with py-spy (a dev dependency) and write "
+                        "its collapsed stacks to OUT; the busiest frames are printed")
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="evalsite-cli-bench-"))
@@ -102,6 +132,8 @@ def main() -> None:
         profile = tmp / "profile.out"
         if args.profile:
             command = [sys.executable, "-m", "cProfile", "-o", str(profile), *command[1:]]
+        elif args.py_spy:
+            command = py_spy_command(args.py_spy, command)
         began = time.perf_counter()
         out = subprocess.run(command, env=env, capture_output=True, text=True)
         wall = time.perf_counter() - began
@@ -128,6 +160,8 @@ def main() -> None:
             for key in ("cumulative", "tottime"):
                 print(f"\n  top functions by {key}:")
                 stats.sort_stats(key).print_stats(25)
+        if args.py_spy:
+            print_py_spy(args.py_spy)
     finally:
         server.terminate()
         server.wait(timeout=10)

@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_cli_run import print_py_spy, py_spy_command  # noqa: E402
 MANAGE = REPO / "manage.py"
 CLOCK = os.sysconf("SC_CLK_TCK")
 
@@ -83,6 +85,8 @@ def main() -> None:
     parser.add_argument("--judges", type=int, default=2)
     parser.add_argument("--latency-ms", type=float, default=50)
     parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--py-spy", metavar="OUT", help="sample the worker cluster with py-spy (a dev dependency), "
+                        "collapsed stacks to OUT; the busiest frames are printed")
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="evalsite-bench-"))
@@ -114,7 +118,10 @@ def main() -> None:
         ideal = calls / args.concurrency * args.latency_ms / 1000
 
         log = open(tmp / "worker.log", "w")
-        worker = subprocess.Popen([sys.executable, str(MANAGE), "qcluster"], env=env, stdout=log,
+        command = [sys.executable, str(MANAGE), "qcluster"]
+        if args.py_spy:
+            command = py_spy_command(args.py_spy, command)
+        worker = subprocess.Popen(command, env=env, stdout=log,
                                   stderr=subprocess.STDOUT, start_new_session=True)
         db = sqlite3.connect(tmp / "data" / "db.sqlite3", timeout=30)
         started = finished = None
@@ -144,6 +151,10 @@ def main() -> None:
               f"failed judge calls {failed[1]}")
         print(f"worker CPU: {cpu:.1f} s in all, {cpu / calls * 1000:.2f} ms per call")
         print(f"worker peak memory (largest peak RSS in the cluster): {peak / 2**20:.0f} MB (target < 300 MB)")
+        if args.py_spy:
+            os.killpg(worker.pid, signal.SIGINT)  # py-spy writes its file when the sampled processes end
+            worker.wait(timeout=60)
+            print_py_spy(args.py_spy)
     finally:
         if worker is not None and worker.poll() is None:
             os.killpg(worker.pid, signal.SIGTERM)

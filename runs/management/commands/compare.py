@@ -109,6 +109,9 @@ def text(found: run_compare.Decisions) -> str:
 class Command(BaseCommand):
     help = ("Compare a run's model variants with each other, or (--base) each with the same variant in a baseline "
             "run: the difference with its 95% interval and a verdict (better, worse, cant_tell).")
+    # The site's system checks (URLs, templates, every view imported) are `manage.py check`'s and the
+    # server's business; here they cost about 0.3 s of every invocation (tests/bench/bench_cli_run.py).
+    requires_system_checks = []
 
     def add_arguments(self, parser):
         parser.add_argument("run_id", type=int, metavar="RUN")

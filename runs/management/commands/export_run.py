@@ -11,6 +11,9 @@ from runs.models import Run
 
 class Command(BaseCommand):
     help = "Write a run's results: JSON in the upstream's result-file layout, or CSV with one row per point."
+    # The site's system checks (URLs, templates, every view imported) are `manage.py check`'s and the
+    # server's business; here they cost about 0.3 s of every invocation (tests/bench/bench_cli_run.py).
+    requires_system_checks = []
 
     def add_arguments(self, parser):
         parser.add_argument("run_id", type=int)

@@ -14,6 +14,9 @@ class Command(BaseCommand):
     help = ("Rebuild a finished run as a new run from its stored answers (the response cache), with no provider "
             "call, and print the new run's id. Exit 0 when the replay completed, 1 when it stopped (an answer "
             "vanished from the cache while it ran), 2 when it cannot start: every missing answer is named.")
+    # The site's system checks (URLs, templates, every view imported) are `manage.py check`'s and the
+    # server's business; here they cost about 0.3 s of every invocation (tests/bench/bench_cli_run.py).
+    requires_system_checks = []
 
     def add_arguments(self, parser):
         parser.add_argument("run", type=int, metavar="RUN", help="the id of the run to replay")
