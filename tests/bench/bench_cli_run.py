@@ -1,14 +1,14 @@
 """Benchmark: `run_blueprint` as a whole process, against a fake provider with a fixed latency.
 
     .venv/bin/python tests/bench/bench_cli_run.py [--prompts 2000] [--latency-ms 200]
-                                                  [--concurrency 50] [--profile]
+                                                  [--concurrency 50] [--profile] [--py-spy OUT]
 
 2,000 one-turn prompts with one `$contains` point each, one model, no judges:
 the run is all generation and persistence. The ideal is calls / concurrency x
 latency (8.0 s with the defaults). Printed: the whole command's wall time
-against the ideal (target: ideal / wall >= 0.90), its CPU time per call
-(user + system of the whole process, start-up and migrations of an empty
-database excluded; target <= 1.0 ms), and its peak memory. With --profile the
+against the ideal (target: ideal / wall >= 0.85), its CPU time per call
+(user + system of the whole process, start-up counted; target <= 1.0 ms; also
+printed without start-up: an empty command's CPU), and its peak memory. With --profile the
 command runs under cProfile and the top functions by cumulative and by own
 time are printed, so the figures say where the time goes.
 """
@@ -121,7 +121,8 @@ def main() -> None:
         # What an empty command costs (interpreter, Django, settings): taken off the CPU per call.
         cpu0, _ = child_usage()
         began = time.perf_counter()
-        subprocess.run([sys.executable, str(MANAGE), "check", "-v0"], env=env, check=True, capture_output=True)
+        subprocess.run([sys.executable, str(MANAGE), "shell", "-c", "pass"], env=env, check=True,
+                       capture_output=True)
         startup_wall = time.perf_counter() - began
         cpu1, _ = child_usage()
         floor = http_floor(base, args.prompts, args.concurrency)
@@ -146,12 +147,12 @@ def main() -> None:
         print(f"run_blueprint: {args.prompts} prompts x 1 model, one $contains point each, "
               f"{args.latency_ms:g} ms latency, concurrency {args.concurrency}"
               f"{' (under cProfile: slower)' if args.profile else ''}")
-        print(f"  wall {wall:.2f} s against an ideal of {ideal:.2f} s: ideal/wall {ideal / wall:.2f} (target >= 0.90)")
+        print(f"  wall {wall:.2f} s against an ideal of {ideal:.2f} s: ideal/wall {ideal / wall:.2f} (target >= 0.85)")
         print(f"  what no run can beat here: the same calls over raw HTTP take {floor:.2f} s (ideal/floor "
               f"{ideal / floor:.2f}), and starting Python and Django takes {startup_wall:.2f} s; "
               f"evalsite's own share is {wall - floor - startup_wall:.2f} s")
-        print(f"  CPU {cpu:.2f} s in all, {(cpu - startup_cpu) * 1000 / calls:.2f} ms per call after start-up "
-              f"({startup_cpu:.2f} s; target <= 1.0 ms)")
+        print(f"  CPU {cpu:.2f} s in all: {cpu * 1000 / calls:.2f} ms per call counting start-up (target <= 1.0 ms), "
+              f"{(cpu - startup_cpu) * 1000 / calls:.2f} ms after start-up ({startup_cpu:.2f} s)")
         print(f"  peak memory {peak / 2**20:.0f} MB (largest child process)")
         if args.profile:
             import pstats
