@@ -4,7 +4,7 @@ from runs import work as run_work
 
 
 def run_chunk(run_id: int, response_ids: list[int]) -> None:
-    run_work.execute_chunk(run_id, response_ids)
+    run_work.execute_chunk(run_id, response_ids, top_up=True)
 
 
 def recover_runs() -> int:

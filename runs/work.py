@@ -192,6 +192,20 @@ def claim(run_id: int, response_ids: list[int], token: str) -> list[int]:
                 .values_list("pk", flat=True))
 
 
+def claim_next(run_id: int, token: str, count: int) -> list[int]:
+    """Claim up to ``count`` more of the run's pending items nobody holds, in the run's order (a worker topping
+    up its pipeline; the task those items were queued in finds them taken and does nothing)."""
+    ids = list(Response.objects.filter(run_id=run_id, status=ResponseStatus.PENDING, claimed_by="")
+               .order_by("prompt_index", "variant_id", "trial").values_list("pk", flat=True)[:max(0, count)])
+    return claim(run_id, ids, token) if ids else []
+
+
+def refill_window_s() -> float:
+    """How long into a task a worker still takes more of the run's items: every item it takes must end (within
+    its item budget) before the task's timeout hands the task out again."""
+    return max(0.0, settings.Q_CLUSTER["timeout"] - settings.EVALSITE_LIMITS.item_budget_s - 60)
+
+
 @dataclass
 class Progress:
     """Hooks for a caller that shows progress (the CLI's bar)."""
@@ -200,8 +214,12 @@ class Progress:
     on_wait: Callable[[str, str], None] | None = None
 
 
-def execute_chunk(run_id: int, response_ids: list[int], *, progress: Progress | None = None) -> None:
-    """Claim and process these items of a run, then finish the run if nothing is left."""
+def execute_chunk(run_id: int, response_ids: list[int], *, progress: Progress | None = None,
+                  top_up: bool = False) -> None:
+    """Claim and process these items of a run, then finish the run if nothing is left.
+
+    ``top_up`` (a worker's task): as these items finish, take more of the run's pending items, so the calls
+    do not drain to nothing before the next task starts (``claim_next``; docs/architecture.md)."""
     run = Run.objects.select_related("revision", "blueprint").filter(pk=run_id).first()
     if run is None or run.is_finished:  # deleted, or finished, since the task was queued
         return
@@ -220,7 +238,7 @@ def execute_chunk(run_id: int, response_ids: list[int], *, progress: Progress | 
     claimed = claim(run_id, response_ids, token)
     if claimed:
         try:
-            asyncio.run(_execute(run, claimed, token, progress or Progress(), rerunning=rerunning))
+            asyncio.run(_execute(run, claimed, token, progress or Progress(), rerunning=rerunning, top_up=top_up))
         finally:
             close_old_connections()
     worked_until = timezone.now()
@@ -295,8 +313,8 @@ def _recorded_calls(run: Run, rows: list[Response]) -> dict[tuple, list[dict]]:
     return out
 
 
-async def _execute(run: Run, claimed: list[int], token: str, progress: Progress, *, rerunning: bool = False
-                   ) -> None:
+async def _execute(run: Run, claimed: list[int], token: str, progress: Progress, *, rerunning: bool = False,
+                   top_up: bool = False) -> None:
     bp = await sync_to_async(parsed_blueprint)(run.revision)
     rows = await sync_to_async(lambda: list(Response.objects.filter(pk__in=claimed)))()
     items = await sync_to_async(_work_items)(run, bp, rows)
@@ -313,6 +331,9 @@ async def _execute(run: Run, claimed: list[int], token: str, progress: Progress,
         recorded = await sync_to_async(_recorded_calls)(run, rows)
         options.recorded_calls = lambda item: recorded.get((item.prompt.id, item.variant.id_for(item.prompt),
                                                             item.trial), [])
+    if top_up and not rerunning and not isinstance(gate, CacheOnlyGate):  # a re-run, a replay: only its items
+        options.more_items = _more_items(run, bp, token, stop, deadline=time.monotonic() + refill_window_s())
+        options.keep_in_flight = settings.EVALSITE_CHUNK_SIZE
     saver = _Saver(run.pk, token, progress.on_item)
     saver.start(every_s=0.5)
     try:
@@ -332,6 +353,19 @@ async def _execute(run: Run, claimed: list[int], token: str, progress: Progress,
         await stop.settle_gate()
         await stop.close()
         await sync_to_async(connections.close_all)()
+
+
+def _more_items(run: Run, bp: SpecBlueprint, token: str, stop: "_StopCheck", *, deadline: float):
+    async def more(count: int) -> list[WorkItem]:
+        if time.monotonic() > deadline or await stop.should_stop():
+            return []
+        claimed = await sync_to_async(claim_next)(run.pk, token, count)
+        if not claimed:
+            return []
+        rows = await sync_to_async(lambda: list(Response.objects.filter(pk__in=claimed)))()
+        return await sync_to_async(_work_items)(run, bp, rows)
+
+    return more
 
 
 class _Saver:

@@ -86,6 +86,11 @@ class PipelineOptions:
     # A replay: the calls the original run recorded for an item (its call-log entries, by cache key), so each
     # call's answer comes from the cache and its tokens, cost, latency and cache flag are the original's.
     recorded_calls: Callable[[WorkItem], list[dict]] | None = None
+    # More work while this runs: once fewer than half of ``keep_in_flight`` items are unfinished, called with
+    # how many would make ``keep_in_flight`` again; returns them (none: nothing more, and no further calls).
+    # So a worker's calls never drain to nothing at the end of one batch before the next begins.
+    more_items: Callable[[int], Awaitable[list[WorkItem]]] | None = None
+    keep_in_flight: int = 0
 
 
 def budget_exceeded_reason(budget_s: float) -> str:
@@ -250,10 +255,38 @@ async def run_items(
             finished += 1
 
     try:
-        await asyncio.gather(*(one(item) for item in items))
+        if options.more_items is None:
+            await asyncio.gather(*(one(item) for item in items))
+        else:
+            await _topped_up(list(items), one, options.more_items, min(options.keep_in_flight, options.max_in_flight))
     finally:
         lane.close()
     return finished, skipped
+
+
+async def _topped_up(items: list[WorkItem], one: Callable[[WorkItem], Awaitable[None]],
+                     more_items: Callable[[int], Awaitable[list[WorkItem]]], keep: int) -> None:
+    """Work ``items``, asking ``more_items`` for more whenever fewer than half of ``keep`` are unfinished, until
+    it has none."""
+    target = max(1, keep)
+    tasks = {asyncio.ensure_future(one(item)) for item in items}
+    try:
+        while tasks or more_items is not None:
+            if more_items is not None and len(tasks) < target / 2:
+                extra = await more_items(target - len(tasks))
+                if not extra:
+                    more_items = None
+                tasks |= {asyncio.ensure_future(one(item)) for item in extra}
+                if not tasks:
+                    break
+            done, tasks = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                task.result()  # ``one`` keeps an item's error on the item; anything else is ours and raises
+    finally:
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
 
 
 # --- each call's cache key, and a replay's recorded calls --------------------------------------------

@@ -1,0 +1,85 @@
+"""A worker keeps its pipeline full (issue 25, "less of our own time per call"): as the items of its task
+finish it takes more of the run's pending items (``work.claim_next``), so its calls never drain to nothing
+between two tasks. Through the task the worker runs (``runs.tasks.run_chunk``) against the fake LLM server."""
+
+from __future__ import annotations
+
+import pytest
+
+from blueprints.importing import import_files
+from runs import start as run_start
+from runs import tasks
+from runs import work as run_work
+from runs.models import Response
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PROMPTS = 12
+
+
+def blueprint():
+    text = "title: Top up\n---\n" + "".join(
+        f"- id: p{i}\n  prompt: Say word {i}\n  should: [$contains: word]\n" for i in range(PROMPTS))
+    return import_files([("top-up.yml", text, {})], via="test").items[0].blueprint
+
+
+def ordered_ids(run):
+    return list(Response.objects.filter(run=run).order_by("prompt_index").values_list("pk", flat=True))
+
+
+def test_one_task_takes_the_runs_other_items_as_its_own_finish(fake_provider, settings):
+    settings.EVALSITE_CHUNK_SIZE = 4
+    fake_provider.script([{"model": "steady", "match": ".", "reply": "the word"}])
+    run = run_start.start_run(blueprint(), models=["openai:steady"], enqueue=False)
+    first, rest = ordered_ids(run)[:4], ordered_ids(run)[4:]
+
+    tasks.run_chunk(run.pk, first)
+
+    run.refresh_from_db()
+    assert run.status == "done" and run.items_done == PROMPTS and run.items_failed == 0
+    assert len(fake_provider.requests()) == PROMPTS  # each item once: nothing taken twice
+    # The tasks queued for the other items find them done, and do nothing.
+    tasks.run_chunk(run.pk, rest)
+    assert len(fake_provider.requests()) == PROMPTS
+    run.refresh_from_db()
+    assert run.items_done == PROMPTS
+
+
+def test_items_are_taken_in_the_runs_order_and_only_pending_unclaimed_ones(fake_provider, settings):
+    fake_provider.script([{"model": "steady", "match": ".", "reply": "the word"}])
+    run = run_start.start_run(blueprint(), models=["openai:steady"], enqueue=False)
+    ids = ordered_ids(run)
+    held = run_work.claim(run.pk, ids[:2], "another-worker")
+    assert held == ids[:2]
+
+    taken = run_work.claim_next(run.pk, "this-worker", 3)
+
+    assert taken == ids[2:5]
+    assert set(Response.objects.filter(claimed_by="another-worker").values_list("pk", flat=True)) == set(ids[:2])
+    assert run_work.claim_next(run.pk, "this-worker", 0) == []
+
+
+def test_a_direct_chunk_and_a_re_run_work_only_their_own_items(fake_provider, settings):
+    settings.EVALSITE_CHUNK_SIZE = 4
+    fake_provider.script([{"model": "steady", "match": ".", "reply": "the word"}])
+    run = run_start.start_run(blueprint(), models=["openai:steady"], enqueue=False)
+
+    run_work.execute_chunk(run.pk, ordered_ids(run)[:4])  # no top_up: what the CLI and the tests call
+
+    run.refresh_from_db()
+    assert run.items_done == 4 and run.status == "running"
+
+
+def test_a_cancelled_run_takes_no_more_items(fake_provider, settings):
+    settings.EVALSITE_CHUNK_SIZE = 4
+    fake_provider.script([{"model": "steady", "match": ".", "reply": "the word"}])
+    run = run_start.start_run(blueprint(), models=["openai:steady"], enqueue=False)
+    ids = ordered_ids(run)
+    run_work.execute_chunk(run.pk, ids[:4])
+    run_work.cancel_run(run)
+
+    tasks.run_chunk(run.pk, ids[4:8])
+
+    run.refresh_from_db()
+    assert run.status == "cancelled" and run.items_done == 4
+    assert len(fake_provider.requests()) == 4
