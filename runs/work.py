@@ -195,9 +195,15 @@ def claim(run_id: int, response_ids: list[int], token: str) -> list[int]:
 def claim_next(run_id: int, token: str, count: int) -> list[int]:
     """Claim up to ``count`` more of the run's pending items nobody holds, in the run's order (a worker topping
     up its pipeline; the task those items were queued in finds them taken and does nothing)."""
-    ids = list(Response.objects.filter(run_id=run_id, status=ResponseStatus.PENDING, claimed_by="")
-               .order_by("prompt_index", "variant_id", "trial").values_list("pk", flat=True)[:max(0, count)])
-    return claim(run_id, ids, token) if ids else []
+    for _ in range(3):  # another worker may take the same items first: look again
+        ids = list(Response.objects.filter(run_id=run_id, status=ResponseStatus.PENDING, claimed_by="")
+                   .order_by("prompt_index", "variant_id", "trial").values_list("pk", flat=True)[:max(0, count)])
+        if not ids:
+            return []
+        taken = claim(run_id, ids, token)
+        if taken:
+            return taken
+    return []
 
 
 def refill_window_s() -> float:
