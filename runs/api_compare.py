@@ -4,7 +4,10 @@ Without ``base``: every two model variants of the run, each the difference of th
 with its 95% interval and a verdict (``better``, ``worse``, ``cant_tell``), and each variant's mean with its
 interval. With ``base`` (a run of the same blueprint): each variant of the run against the same variant of the
 base, prompts matched by id (those whose content changed are left out and named), the cells that changed under
-the FDR rule, and ``regression``: whether some variant is significantly worse than in the base.
+the FDR rule, and ``regression``: whether some variant fails the gate ``manage.py compare --fail-on-regression``
+applies (``runs.engine.stats.gate``: a one-sided paired sign-flip test per variant, Holm-adjusted over the
+variants compared, family-wise level 0.1%, on a variant whose verdict is also "worse"), with ``gate``: that rule,
+its level, and per variant ``{"delta", "n", "p", "pHolm", "fails"}``.
 """
 
 from __future__ import annotations

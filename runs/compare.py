@@ -185,10 +185,21 @@ class RunComparison:
     only_run: list[str] = field(default_factory=list)  # variants only in this run
     only_base: list[str] = field(default_factory=list)
     level: float = stats.FDR_LEVEL
+    gate: list[stats.GateTest] = field(default_factory=list)  # per variant in both runs, the gate's test
+    gate_level: float = stats.GATE_LEVEL
 
     @property
     def regressions(self) -> list[Pair]:
-        return [p for p in self.pairs if p.verdict == "worse"]
+        """Variants that fail the gate (``stats.gate``): a drop that a one-sided paired sign-flip test finds at
+        the family-wise level ``GATE_LEVEL`` after Holm's adjustment over the variants compared, on a variant
+        whose shown verdict is "worse". Stricter than the verdicts: a "worse" at 95% is not a regression by
+        itself."""
+        failing = {g.key for g in self.gate if g.fails}
+        return [p for p in self.pairs if p.a in failing]
+
+    def gate_dict(self) -> dict:
+        return {"rule": stats.GATE_RULE, "level": self.gate_level,
+                "variants": {g.key: g.to_dict() for g in self.gate}}
 
     def to_dict(self) -> dict:
         return {"run": self.run.pk, "base": self.base.pk, "pairs": [p.to_dict() for p in self.pairs],
@@ -197,7 +208,7 @@ class RunComparison:
                 "changed": {"level": self.level, "tested": self.tested,
                             "cells": [{"prompt": c.prompt_id, "variant": c.variant_id, "before": c.before,
                                        "after": c.after, "delta": c.delta, "q": c.q} for c in self.listed]},
-                "method": stats.METHOD}
+                "gate": self.gate_dict(), "method": stats.METHOD}
 
 
 def compare_with_base(run: Run, base: Run) -> RunComparison:
@@ -211,6 +222,12 @@ def compare_with_base(run: Run, base: Run) -> RunComparison:
     results = stats.paired_many([(after[v], before[v]) for v in common], prompt_weights(run_prompts), changed_ids)
     trials_a, trials_b = _trials(after_m), _trials(before_m)
     pairs = [Pair(v, v, c, trials_a.get(v), trials_b.get(v)) for v, c in zip(common, results)]
+    weights = prompt_weights(run_prompts)
+    aligned = {}
+    for v in common:
+        ids, xs, ys = stats.align(after[v], before[v], changed_ids)
+        aligned[v] = (xs, ys, [weights.get(k) for k in ids])
+    gate = stats.gate(aligned, {p.a: p.verdict for p in pairs})
     skip = set(changed_ids)
     deltas = {}
     for v in common:
@@ -228,7 +245,7 @@ def compare_with_base(run: Run, base: Run) -> RunComparison:
                                    cells_after[change.key][0], change.delta, change.q))
     return RunComparison(run, base, pairs, compare_runs(base, run, cells=(cells_before, cells_after)), listed,
                          len(deltas), changed_ids, [v for v in after_m.variants if v not in before],
-                         [v for v in before_m.variants if v not in after])
+                         [v for v in before_m.variants if v not in after], gate=gate)
 
 
 class CannotCompare(ValueError):
@@ -247,8 +264,8 @@ class Decisions:
 
     @property
     def regressions(self) -> list[Pair]:
-        """Variants significantly worse than in the base (none without a base)."""
-        return [p for p in self.pairs if p.verdict == "worse"] if self.base is not None else []
+        """Variants that fail the gate (``RunComparison.regressions``; none without a base)."""
+        return self.result.regressions if self.base is not None and self.result is not None else []
 
     def to_dict(self) -> dict:
         out = {"pairs": [p.to_dict() for p in self.pairs], "run": self.run.pk,
@@ -256,7 +273,8 @@ class Decisions:
                "method": stats.METHOD, "finished": self.run.is_finished and (self.base is None or self.base.is_finished)}
         if self.result is not None:
             extra = self.result.to_dict()
-            out.update({k: extra[k] for k in ("changedPrompts", "leftOut", "onlyInRun", "onlyInBase", "changed")})
+            out.update({k: extra[k] for k in ("changedPrompts", "leftOut", "onlyInRun", "onlyInBase", "changed",
+                                              "gate")})
         else:
             out["models"] = {v: m.to_dict() for v, m in self.models.items()}
         return out

@@ -5,11 +5,14 @@ Every figure is printed beside its target. Every seed is fixed, so a second run 
 The simulated scores are what a matrix's cells hold: one score in [0, 1] per prompt (rounded to 2 places),
 each prompt with its own difficulty (both models' scores on a prompt move together), and noise on top.
 
-Run with `make bench` or `.venv/bin/python tests/bench/bench_decisions.py`.
+Run with `make bench` or `.venv/bin/python tests/bench/bench_decisions.py`. `--seed-offset N` adds N to every
+simulation's seeds (a second, independent set of seeds: the figures should hold there too); `--no-page` skips the
+compare page's timing (the slow part: it builds two runs of 10,000 responses).
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import time
@@ -36,6 +39,7 @@ PLANTED = 3
 PLANTED_DROP = 0.6
 CELL_NOISE = 0.08  # how far a cell's score moves between two runs by chance (judges, sampling)
 PAGE_TARGET_MS = 300
+NULL_RATE_SEEDS = 10_000  # the changed-cell rule's false-alarm rate, measured over this many null seeds
 
 
 def _rng(seed: int) -> np.random.Generator:
@@ -54,11 +58,11 @@ def true_gap(shift_a: float, shift_b: float) -> float:
     return float(np.mean(scores(rng, difficulty, shift_a)) - np.mean(scores(rng, difficulty, shift_b)))
 
 
-def paired_figures():
+def paired_figures(offset: int = 0):
     print(f"Paired comparisons: {SIMULATIONS} simulated comparisons of {ITEMS} prompts each ({stats.METHOD})")
     covered = total = 0
     results = {}
-    for label, shift, seed0 in (("no true difference", 0.0, 0), ("a true gap of 10 points", GAP, 10_000)):
+    for label, shift, seed0 in (("no true difference", 0.0, offset), ("a true gap of 10 points", GAP, 10_000 + offset)):
         truth = true_gap(shift / 2, -shift / 2)
         right = 0
         started = time.perf_counter()
@@ -77,33 +81,63 @@ def paired_figures():
     return results, covered / total
 
 
-def gate_figures():
-    print(f"The gate (--fail-on-regression) on {GATE_TRIES} seeded unchanged re-runs of {GATE_VARIANTS} variants x "
-          f"{ITEMS} prompts")
-    cached_fails = noisy_fails = 0
+def gate_fails(new, base) -> set[int]:
+    """The variants (by position) that fail the gate, as `manage.py compare --fail-on-regression` decides:
+    `stats.gate` over every variant, each with its shown verdict."""
+    verdicts = {i: stats.paired(n, b).verdict for i, (n, b) in enumerate(zip(new, base))}
+    tests = stats.gate({i: (n, b, None) for i, (n, b) in enumerate(zip(new, base))}, verdicts)
+    return {g.key for g in tests if g.fails}
+
+
+def gate_figures(offset: int = 0):
+    print(f"The gate (--fail-on-regression: {stats.GATE_RULE}) on {GATE_TRIES} seeded re-runs of "
+          f"{GATE_VARIANTS} variants x {ITEMS} prompts")
+    cached_fails = noisy_fails = noisy_worse = caught = planted_others = fresh_worse = fresh_caught = 0
+    drops = []
     for s in range(GATE_TRIES):
-        rng = _rng(50_000 + s)
+        rng = _rng(50_000 + offset + s)
         difficulty = rng.uniform(0.1, 0.9, ITEMS)
         base = [scores(rng, difficulty) for _ in range(GATE_VARIANTS)]
         # Unchanged: the same responses (the cache, deterministic points and judges at temperature 0) give the
         # same cell scores, but a share of the cells is judged again and moves a little either way.
         rejudged = [np.where(rng.random(ITEMS) < 0.2, np.clip(b + rng.normal(0, 0.05, ITEMS), 0, 1).round(2), b)
                     for b in base]
-        cached_fails += any(stats.paired(b, b).verdict == "worse" for b in base)
-        noisy_fails += any(stats.paired(r, b).verdict == "worse" for r, b in zip(rejudged, base))
+        cached_fails += bool(gate_fails(base, base))
+        noisy_fails += bool(gate_fails(rejudged, base))
+        noisy_worse += any(stats.paired(r, b).verdict == "worse" for r, b in zip(rejudged, base))
+        # A planted regression: the first variant 10 points lower on every prompt (kept in [0, 1]), the others
+        # as in the re-judged re-run.
+        planted = [np.clip(rejudged[0] - GAP, 0, 1).round(2), *rejudged[1:]]
+        drops.append(float(np.mean(base[0] - planted[0])))
+        failing = gate_fails(planted, base)
+        caught += 0 in failing
+        planted_others += len(failing - {0})
+        # The first variant answered anew by a model 10 points worse (per-prompt noise as in the paired figures).
+        fresh = [scores(rng, difficulty, -GAP), *rejudged[1:]]
+        fresh_worse += stats.paired(fresh[0], base[0]).verdict == "worse"
+        fresh_caught += 0 in gate_fails(fresh, base)
     print(f"  identical scores (cached re-run): the gate failed {cached_fails}/{GATE_TRIES} times  target 0")
     print(f"  20% of cells re-judged with noise: the gate failed {noisy_fails}/{GATE_TRIES} times  target 0 "
-          f"(a 95% interval says 'worse' by chance about {GATE_VARIANTS} x 2.5% of the time)")
-    return cached_fails, noisy_fails
+          f"(the 95% verdicts alone said 'worse' of some variant {noisy_worse}/{GATE_TRIES} times, about "
+          f"{GATE_VARIANTS} x 2.5% by chance)")
+    print(f"  a planted regression (one variant 10 points lower on every prompt, {statistics.mean(drops):.3f} "
+          f"on average once kept in [0, 1]; the others re-judged): caught {caught}/{GATE_TRIES} times  "
+          f"target {GATE_TRIES}/{GATE_TRIES} (all); unchanged variants failed beside it {planted_others} times  "
+          f"target 0")
+    print(f"  for information, no target: one variant answered anew by a model 10 points worse (true difference "
+          f"{true_gap(-GAP, 0.0):+.4f}, per-prompt noise {NOISE}): the verdict said 'worse' "
+          f"{fresh_worse}/{GATE_TRIES}, the gate failed {fresh_caught}/{GATE_TRIES} (what the stricter level costs "
+          f"on {ITEMS} prompts)")
+    return cached_fails, noisy_fails, caught
 
 
-def fdr_figures():
+def fdr_figures(offset: int = 0):
     print(f"Changed cells (Benjamini-Hochberg at {stats.FDR_LEVEL:.0%}): {POINTS} cells, noise sd {CELL_NOISE}, "
           f"{PLANTED} planted drops of {PLANTED_DROP}, 100 seeds each")
     all_found = 0
     planted_false = []
     for s in range(100):
-        rng = _rng(70_000 + s)
+        rng = _rng(70_000 + offset + s)
         deltas = {i: float(x) for i, x in enumerate(rng.normal(0, CELL_NOISE, POINTS).round(2))}
         planted = set(rng.choice(POINTS, PLANTED, replace=False).tolist())
         for i in planted:
@@ -113,7 +147,7 @@ def fdr_figures():
         planted_false.append(len(listed - planted))
     null_false = []
     for s in range(100):
-        rng = _rng(90_000 + s)
+        rng = _rng(90_000 + offset + s)
         deltas = {i: float(x) for i, x in enumerate(rng.normal(0, CELL_NOISE, POINTS).round(2))}
         null_false.append(sum(c.changed for c in stats.changed(deltas)))
     print(f"  all {PLANTED} planted regressions found in {all_found}/100 seeds  target 100/100")
@@ -121,6 +155,19 @@ def fdr_figures():
           f"target at most 1 per seed")
     print(f"  false alarms with nothing planted: {sum(null_false)} over 100 null seeds "
           f"({sum(1 for x in null_false if x)} seeds with any)  target at most 1")
+    # The rate behind that count: with nothing planted, Benjamini-Hochberg lists anything at all in about
+    # FDR_LEVEL of the runs, so 100 seeds see about 100 x FDR_LEVEL false alarms and the count above is a
+    # Poisson draw around that (2 or more in about one seed set of five at 1%, even with the true noise known).
+    rate_false = rate_seeds = 0
+    for s in range(NULL_RATE_SEEDS):
+        rng = _rng(200_000 + offset + s)
+        listed = sum(c.changed for c in stats.changed(dict(enumerate(rng.normal(0, CELL_NOISE, POINTS).round(2)))))
+        rate_false += listed
+        rate_seeds += bool(listed)
+    print(f"  the false-alarm rate behind it, over {NULL_RATE_SEEDS:,} null seeds: "
+          f"{100 * rate_false / NULL_RATE_SEEDS:.2f} per 100 seeds ({100 * rate_seeds / NULL_RATE_SEEDS:.2f}% of seeds "
+          f"with any)  target at most 1 per 100 (Benjamini-Hochberg at {stats.FDR_LEVEL:.0%} promises about "
+          f"{100 * stats.FDR_LEVEL:.0f})")
     return all_found, planted_false, null_false
 
 
@@ -172,12 +219,20 @@ def page_figures():
     return worst
 
 
-def main():
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed-offset", type=int, default=0, metavar="N",
+                        help="add N to every simulation's seeds (a second set of seeds)")
+    parser.add_argument("--no-page", action="store_true", help="skip the compare page's timing")
+    options = parser.parse_args(argv)
     started = time.perf_counter()
-    paired_figures()
-    gate_figures()
-    fdr_figures()
-    page_figures()
+    if options.seed_offset:
+        print(f"Seeds offset by {options.seed_offset}")
+    paired_figures(options.seed_offset)
+    gate_figures(options.seed_offset)
+    fdr_figures(options.seed_offset)
+    if not options.no_page:
+        page_figures()
     print(f"bench_decisions: {time.perf_counter() - started:.0f} s in all  target < 180 s")
 
 

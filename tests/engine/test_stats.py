@@ -133,3 +133,135 @@ def test_trial_figures_aggregate_pass_at_k_pass_hat_k_and_flakiness():
     assert f.pass_at_k == pytest.approx((1 + 1 - (2 / 3) ** 3) / 2)
     assert f.pass_hat_k == pytest.approx((1 + 1 / 27) / 2)
     assert stats.trial_figures([_cell([0.4])]) == stats.TrialFigures(0, None, None, None)
+
+
+# --- the changed-cell rule's calibration -------------------------------------------------------------------
+
+
+def test_noise_scale_is_the_inner_standard_deviation_with_its_degrees_of_freedom():
+    rng = np.random.default_rng(8)
+    d = rng.normal(0, 0.08, 400)
+    noise = stats.noise_scale(np.concatenate([d, [-0.9, 0.8, -0.7]]))  # three real changes, far out
+    assert noise.n == 400 and noise.dof == 399  # the far changes left out of the yardstick
+    assert noise.scale == pytest.approx(np.std(d, ddof=1))
+    # Most did not move: the ones that moved are measured against each other.
+    moved = stats.noise_scale(np.array([0.0] * 10 + [0.1, -0.1, 0.05]))
+    assert (moved.centre, moved.n, moved.dof) == (0.0, 3, 2)
+    assert moved.scale == pytest.approx(np.std([0.1, -0.1, 0.05], ddof=1))
+    assert stats.noise_scale(np.array([0.0, 0.0, 0.3])).scale == 0.0
+
+
+def test_changed_p_values_are_students_t_and_count_a_rounded_change_from_half_a_step_below():
+    rng = np.random.default_rng(9)
+    d = rng.normal(0, 0.08, 500).round(2)
+    found = {c.key: c for c in stats.changed(dict(enumerate(d)))}
+    noise = stats.noise_scale(d)
+    x = (np.abs(d - noise.centre) - 0.005) / (noise.scale * np.sqrt(1 + np.pi / (2 * noise.n)))
+    expected = np.minimum(1, 2 * sps.t.sf(np.maximum(x, 0), noise.dof))
+    assert np.allclose([found[i].p for i in range(len(d))], expected)
+    # The normal tail at the shown change, as before, was smaller: too small in the far tail.
+    far = int(np.argmax(np.abs(d)))
+    assert found[far].p > 1.2 * 2 * sps.norm.sf(abs(d[far] - noise.centre) / noise.scale)
+    # Unrounded changes lie on no grid: nothing is taken off.
+    raw = rng.normal(0, 0.08, 300)
+    noise = stats.noise_scale(raw)
+    top = stats.changed(dict(enumerate(raw)))[0]
+    x = abs(top.delta - noise.centre) / (noise.scale * np.sqrt(1 + np.pi / (2 * noise.n)))
+    assert top.p == pytest.approx(2 * sps.t.sf(x, noise.dof))
+
+
+def test_changed_on_seeded_nulls_lists_about_as_often_as_the_level_and_still_finds_planted_drops():
+    """Rounded normal changes of 500 cells with nothing planted: Benjamini-Hochberg at 1% lists anything in about
+    1% of such runs (0.7% with the rounding counted; tests/bench/bench_decisions.py measures it over 10,000)."""
+    seeds_with_any = 0
+    for s in range(500):
+        d = np.random.Generator(np.random.PCG64(26_000 + s)).normal(0, 0.08, 500).round(2)
+        seeds_with_any += any(c.changed for c in stats.changed(dict(enumerate(d))))
+    assert seeds_with_any <= 5  # at most 1% of 500
+    for s in range(30):
+        rng = np.random.Generator(np.random.PCG64(27_000 + s))
+        d = rng.normal(0, 0.08, 500).round(2)
+        planted = rng.choice(500, 3, replace=False)
+        d[planted] = (d[planted] - 0.6).round(2)
+        assert set(planted.tolist()) <= {c.key for c in stats.changed(dict(enumerate(d))) if c.changed}
+
+
+# --- the gate ---------------------------------------------------------------------------------------------
+
+
+def _drop(z: float, n: int = 100, spread: float = 0.2) -> tuple[np.ndarray, np.ndarray]:
+    """Scores ``a`` below ``b`` on every one of ``n`` prompts but by two amounts (differences -m +- spread,
+    alternating), so that the sign-flip statistic sum(d) / sqrt(sum(d^2)) is exactly ``-z``."""
+    m = z * spread / np.sqrt(n - z * z)
+    return 0.5 - m + spread * np.array([1.0, -1.0] * (n // 2)), np.full(n, 0.5)
+
+
+def _all_signs(x: np.ndarray) -> float:
+    """The sign-flip p-value by brute force: every one of the 2^k sign patterns."""
+    signs = 1 - 2 * ((np.arange(2 ** len(x))[:, None] >> np.arange(len(x))) & 1)
+    return float(np.mean(signs @ np.abs(x) <= x.sum() + 1e-12))
+
+
+def test_worse_p_is_the_paired_sign_flip_test():
+    rng = np.random.default_rng(4)
+    a = rng.random(40)
+    b = a.copy()
+    b[:14] = np.clip(a[:14] + rng.normal(0.1, 0.15, 14), 0, 1)  # 14 prompts moved, mostly down for a
+    d = (a - b)[:14]
+    exact = stats.worse_p(a, b)
+    assert exact == pytest.approx(_all_signs(d)) and exact < 0.05
+    assert exact == pytest.approx(sps.permutation_test(
+        (d,), lambda v, axis: np.sum(v, axis=axis), permutation_type="samples", alternative="less",
+        vectorized=True, n_resamples=np.inf).pvalue)
+    assert stats.worse_p(a, b, [2.0] * 40) == pytest.approx(exact)  # equal weights change nothing
+    assert stats.worse_p(a, b, [0.0] + [1.0] * 39) == pytest.approx(_all_signs(d[1:]))  # weight 0: left out
+    # Pass/fail scores: every move alike, the sign test (a binomial tail) at any size.
+    assert stats.worse_p([0.0] * 8 + [1.0] * 4, [1.0] * 12) == pytest.approx(2 ** -8)
+    assert stats.worse_p([0.0] * 32 + [1.0] * 8, [1.0] * 32 + [0.0] * 8) == pytest.approx(sps.binom.cdf(8, 40, 0.5))
+    # Many unequal moves: the normal approximation to the same distribution.
+    big_a, big_b = rng.random(300), rng.random(300)
+    x = big_a - big_b
+    assert stats.worse_p(big_a, big_b) == pytest.approx(sps.norm.cdf(x.sum() / np.sqrt(x @ x)))
+    assert stats.worse_p([0.5] * 5, [0.5] * 5) == 1.0 and stats.worse_p([0.6], [0.5]) == 1.0
+
+
+def test_holm_table():
+    assert stats.holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert stats.holm([0.5]) == pytest.approx([0.5]) and len(stats.holm([])) == 0
+
+
+def test_the_gate_ignores_a_worse_verdict_that_is_not_significant_at_the_gate_level():
+    a, b = _drop(2.5)  # one-sided p about 0.006: "worse" at 95%, not beyond 99.9%
+    assert stats.paired(a, b).verdict == "worse"
+    (test,) = stats.gate({"v": (a, b, None)}, {"v": "worse"})
+    assert 0.001 < test.p < 0.01 and not test.fails
+
+
+def test_the_gate_fails_a_planted_regression_and_only_it():
+    rng = np.random.Generator(np.random.PCG64(26))
+    difficulty = rng.uniform(0.1, 0.9, 200)
+    base = [np.clip(difficulty + rng.normal(0, 0.25, 200), 0, 1).round(2) for _ in range(3)]
+    rerun = [np.where(rng.random(200) < 0.2, np.clip(x + rng.normal(0, 0.05, 200), 0, 1).round(2), x) for x in base]
+    rerun[1] = np.clip(rerun[1] - 0.10, 0, 1).round(2)  # variant 1 lost 10 points on every prompt
+    pairs = {i: (r, x, None) for i, (r, x) in enumerate(zip(rerun, base))}
+    verdicts = {i: stats.paired(r, x).verdict for i, (r, x) in enumerate(zip(rerun, base))}
+    tests = stats.gate(pairs, verdicts)
+    assert [t.key for t in tests if t.fails] == [1]
+    assert tests[1].delta == pytest.approx(float(np.mean(rerun[1] - base[1]))) and tests[1].n == 200
+
+
+def test_the_gate_adjusts_over_the_variants_compared_holm():
+    a, b = _drop(3.3)  # one-sided p about 0.0005: beyond 99.9% alone, not among three variants
+    alone = stats.gate({"v": (a, b, None)}, {"v": "worse"})
+    assert alone[0].p < stats.GATE_LEVEL and alone[0].fails
+    same = np.full(100, 0.5)
+    three = stats.gate({"v": (a, b, None), "w": (same, same, None), "x": (same, same, None)},
+                       {"v": "worse", "w": "cant_tell", "x": "cant_tell"})
+    assert three[0].adjusted == pytest.approx(3 * three[0].p) and not any(t.fails for t in three)
+
+
+def test_the_gate_never_fails_a_variant_shown_as_cant_tell():
+    a, b = _drop(8.0)
+    assert stats.gate({"v": (a, b, None)})[0].fails  # without verdicts: the test alone
+    assert not stats.gate({"v": (a, b, None)}, {"v": "cant_tell"})[0].fails
+    assert not stats.gate({"v": ([0.0], [1.0], None)})[0].fails  # one prompt: nothing to test

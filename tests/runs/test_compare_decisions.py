@@ -81,3 +81,34 @@ def test_the_run_page_and_the_grid_show_each_mean_with_its_interval(fake_provide
     grid = client.get(f"/runs/{run.pk}/results").content.decode()
     line = _text(re.search(rf"<code>{re.escape(B)}</code></th>(.*?)</tr>", grid, re.S).group(1))
     assert f"0.50 {interval.low:.2f} – {interval.high:.2f}" in line
+
+
+def test_a_worse_verdict_is_a_regression_only_when_the_gate_says_so(fake_provider, blueprint, client):
+    """4 of 12 prompts newly failed: "worse" at 95%, but not beyond the gate's family-wise 99.9% (Holm over the 2
+    variants): the command's gate passes and the API's ``regression`` is false. Every prompt failing fails it."""
+    from tests.cli.test_compare_command import compare
+
+    base = _run(fake_provider, blueprint)
+    later = _run(fake_provider, blueprint, a_bad=(2, 5, 8, 11))
+    found = run_compare.decisions(later, base)
+    assert {p.a: p.verdict for p in found.pairs} == {A: "worse", B: "cant_tell"}
+    assert found.regressions == []
+    data = found.to_dict()
+    assert data["regression"] is False
+    gate = data["gate"]["variants"][A]
+    # 4 prompts down, none up: the sign test says 1/16, Holm over the 2 variants doubles it
+    assert gate["fails"] is False and gate["p"] == 2 ** -4 and gate["pHolm"] == 2 ** -3
+    assert data["gate"]["level"] == stats.GATE_LEVEL
+    code, out, err = compare(later.pk, "--base", base.pk, "--fail-on-regression")
+    assert code == 0 and "gate (" in out and out.rstrip().endswith("passes") and not err
+    code, out, _ = compare(later.pk, "--base", base.pk, "--markdown")
+    assert "No regression (1 variant worse at 95% but not beyond the gate's 99.9%)" in out
+
+    worse = _run(fake_provider, blueprint, a_bad=range(PROMPTS))
+    found = run_compare.decisions(worse, base)
+    assert [p.a for p in found.regressions] == [A]
+    answer = client.get(f"/api/runs/{worse.pk}/compare?base={base.pk}").json()
+    assert answer["regression"] is True and answer["gate"]["variants"][A]["fails"] is True
+    assert answer["gate"]["variants"][B]["fails"] is False
+    code, _, err = compare(worse.pk, "--base", base.pk, "--fail-on-regression")
+    assert code == 1 and A in err and "99.9%" in err

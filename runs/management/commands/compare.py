@@ -5,8 +5,11 @@ same variant of BASE (a run of the same blueprint; prompts matched by id, those 
 Each pair: the difference of the means (a minus b), its 95% interval, the number of prompts, and a verdict:
 better or worse when the interval excludes 0, else cant_tell (``runs.engine.stats``).
 
-Exit status: 0, or 1 with ``--fail-on-regression`` when some variant is significantly worse than in BASE;
-2 when the runs cannot be compared (no such run, another blueprint).
+Exit status: 0, or 1 with ``--fail-on-regression`` when some variant is a regression: worse than in BASE by the
+gate's stricter rule (``runs.engine.stats.gate``: a one-sided paired sign-flip test per variant, Holm-adjusted
+over the variants compared, at the family-wise level 0.1%, on a variant whose verdict is also "worse"), so that a
+re-run with no true change fails at most 0.1% of the time however many variants it has; 2 when the runs cannot
+be compared (no such run, another blueprint).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import json
 from django.core.management.base import BaseCommand
 
 from runs import compare as run_compare
+from runs.engine import stats
 from runs.engine.scoring import round2
 from runs.models import Run
 from runs.spec import RunRefused
@@ -55,7 +59,11 @@ def markdown(found: run_compare.Decisions, base_url: str = "") -> str:
                 f"{VERDICT_WORDS[p.verdict]} |" for p in found.pairs]
     else:
         worse = found.regressions
+        shown_worse = sum(1 for p in found.pairs if p.verdict == "worse")
         head = (f"**{len(worse)} regression{'s' if len(worse) != 1 else ''}**" if worse else "No regression")
+        if shown_worse > len(worse):
+            head += (f" ({shown_worse - len(worse)} variant{'s' if shown_worse - len(worse) != 1 else ''} worse at 95% "
+                     f"but not beyond the gate's {1 - stats.GATE_LEVEL:.1%})")
         lines += [f"### Run {run.pk} against baseline run {base.pk}: {head}", "",
                   "| model variant | baseline | this run | change | 95% interval | prompts | verdict |",
                   "|---|---:|---:|---:|---|---:|---|"]
@@ -85,7 +93,9 @@ def markdown(found: run_compare.Decisions, base_url: str = "") -> str:
         elif found.regressions and not cells:
             lines += ["", "No single cell stands out; the regression is spread over many prompts."]
     lines += ["", "_Better or worse only when the whole 95% interval (a paired bootstrap over prompts) is on one "
-              "side of 0._"]
+              "side of 0._" + (f" _A regression (the gate) only when a variant is worse beyond doubt: a one-sided "
+                               f"paired sign-flip test, Holm-adjusted over the variants, at the family-wise "
+                               f"{1 - stats.GATE_LEVEL:.1%} level._" if base is not None else "")]
     return "\n".join(lines[:MARKDOWN_LINES]) + "\n"
 
 
@@ -103,6 +113,9 @@ def text(found: run_compare.Decisions) -> str:
     for p in found.pairs:
         label = p.a if found.base is not None else f"{p.a} - {p.b}"
         out.append(f"  {label}: {_signed(p.delta)} [{_interval(p)}] n={p.n} {p.verdict}")
+    if found.base is not None:
+        failing = ", ".join(p.a for p in found.regressions)
+        out.append(f"  gate ({stats.GATE_RULE}): " + (f"fails on {failing}" if failing else "passes"))
     return "\n".join(out) + "\n"
 
 
@@ -123,7 +136,9 @@ class Command(BaseCommand):
         parser.add_argument("--base-url", default="", metavar="URL",
                             help="make the markdown's links absolute (the site's address, e.g. https://evals.example)")
         parser.add_argument("--fail-on-regression", action="store_true",
-                            help="exit 1 when some variant is significantly worse than in BASE")
+                            help="exit 1 when some variant is a regression: worse than in BASE by a one-sided "
+                            "paired sign-flip test, Holm-adjusted over the variants, at the family-wise 99.9%% level "
+                            "(stricter than the 95%% verdicts)")
 
     def handle(self, *args, **options):
         runs = Run.objects.select_related("revision", "blueprint")
@@ -156,5 +171,6 @@ class Command(BaseCommand):
                 self.stderr.write("note: --fail-on-regression needs --base; nothing to gate on")
             elif found.regressions:
                 self.stderr.write("regression: " + ", ".join(p.a for p in found.regressions)
-                                  + f" significantly worse than in run {base.pk}")
+                                  + f" worse than in run {base.pk} beyond the gate's family-wise "
+                                  f"{1 - stats.GATE_LEVEL:.1%} level")
                 raise SystemExit(1)
