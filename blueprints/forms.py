@@ -6,6 +6,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from blueprints.models import BLUEPRINT_ID_MAX_LENGTH, Blueprint, suggest_blueprint_id, validate_blueprint_id
+from runs.engine.judge import MAX_JUDGE_REPEATS
 
 MAX_UPLOAD_BYTES = 5 * 1024 * 1024
 UPLOAD_SUFFIXES = (".yml", ".yaml", ".json")  # suites; other files come as their companions
@@ -242,6 +243,10 @@ class RunForm(forms.Form):
     judges = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple, label="Judges", required=False)
     trials = forms.IntegerField(label="Trials", required=False, min_value=1, max_value=100,
                                 help_text="responses per prompt and model; empty: the blueprint's")
+    judge_repeats = forms.IntegerField(label="Judge repeats", required=False, min_value=1,
+                                       max_value=MAX_JUDGE_REPEATS,
+                                       help_text="ask each judge this many times about each point: the first "
+                                                 "asking scores, the others show how often judges flip; empty: once")
     fresh = forms.BooleanField(label="Fresh: ask every model again, not the response cache", required=False)
     budget_usd = forms.CharField(label="Budget (US dollars)", required=False,
                                  widget=forms.NumberInput(attrs={"min": "0", "step": "any", "inputmode": "decimal"}),
@@ -261,7 +266,8 @@ class RunForm(forms.Form):
     def run_choices(data) -> dict:
         """The run the posted form asks for, read as the runs app's start view reads it: the models and
         judges only when the user changed them (None: the blueprint's), added models after the ticked ones,
-        trials (None: the blueprint's; raises ValueError when not 1 to 100) and fresh."""
+        trials (None: the blueprint's; raises ValueError when not 1 to 100), judge repeats (None: once; raises
+        ValueError when not 1 to 5) and fresh."""
         def changed(ticked, offered):
             return None if set(ticked) == set(offered) else ticked
 
@@ -272,6 +278,10 @@ class RunForm(forms.Form):
         trials = data.get("trials", "").strip()
         if trials and not (trials.isdigit() and 1 <= int(trials) <= 100):
             raise ValueError("trials is a whole number from 1 to 100 (or empty for the blueprint's)")
+        repeats = (data.get("judge_repeats") or "").strip()
+        if repeats and not (repeats.isdigit() and 1 <= int(repeats) <= MAX_JUDGE_REPEATS):
+            raise ValueError(f"judge repeats is a whole number from 1 to {MAX_JUDGE_REPEATS} (or empty to ask each "
+                             "judge once)")
         budget = (data.get("budget_usd") or "").strip()
         if budget:
             try:
@@ -281,5 +291,6 @@ class RunForm(forms.Form):
             if not (math.isfinite(budget) and budget > 0):
                 raise ValueError("the budget is a number of US dollars above 0 (or empty for none)")
         return {"models": models, "keep_judges": changed(data.getlist("judges"), data.getlist("judges_offered")),
-                "trials": int(trials) if trials else None, "fresh": bool(data.get("fresh")),
+                "trials": int(trials) if trials else None, "judge_repeats": int(repeats) if repeats else None,
+                "fresh": bool(data.get("fresh")),
                 "budget_usd": budget or None}

@@ -388,9 +388,10 @@ def form_estimate(blueprint, revision, data) -> FormEstimate:
     thresholds = dict(confirm_usd=settings.EVALSITE_CONFIRM_USD, confirm_calls=settings.EVALSITE_CONFIRM_CALLS)
     try:
         choices = RunForm.run_choices(data) if data is not None else {
-            "models": None, "keep_judges": None, "trials": None, "fresh": False, "budget_usd": None}
+            "models": None, "keep_judges": None, "trials": None, "judge_repeats": None, "fresh": False,
+            "budget_usd": None}
         planned = run_start.plan_start(blueprint, revision=revision, models=choices["models"],
-                                       keep_judges=choices["keep_judges"])
+                                       keep_judges=choices["keep_judges"], judge_repeats=choices["judge_repeats"])
         estimate = run_start.estimate_start(planned, trials=choices["trials"], fresh=choices["fresh"])
     except ValueError as exc:
         return FormEstimate(None, refused=str(exc), **thresholds)

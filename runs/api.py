@@ -10,6 +10,8 @@ never grant, so a loopback-only API is not open to cross-site requests.
 
 from __future__ import annotations
 
+import json
+
 from django.db import transaction
 from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404
@@ -21,8 +23,9 @@ from blueprints.editing import create_from_text
 from blueprints.models import Blueprint, BlueprintIdError, shown_id, validate_blueprint_id
 from blueprints.spec.extensions import MAX_TRIALS
 from evalsite.api import api_view, body as _body, error as _error
+from runs.engine.judge import MAX_JUDGE_REPEATS
 
-from . import actions, trust
+from . import actions, repeats, trust
 from . import spec as run_spec
 from . import start as run_start
 from . import work as run_work
@@ -48,6 +51,10 @@ def run_status(run: Run, request) -> dict:
         "finishedAt": run.finished_at.isoformat() if run.finished_at else None,
         "score": run.overall_score,
         "budgetUsd": run.budget_usd, "spentUsd": run.spent_usd, "stoppedReason": run.stopped_reason or None,
+        # How many times each judge was asked about each point, and how often it changed its mind (docs/results.md,
+        # "Judge flip rate"): null until the run has finished, and for a run asking once.
+        "judgeRepeats": repeats.judge_repeats(run),
+        "judgeFlips": _flips_json(run),
         "models": {k: {"mean": v["mean"], "std": v["std"], "n": v["n"], "notEvaluated": v["notEvaluated"]}
                    for k, v in (run.aggregates or {}).get("variants", {}).items()},
         "urls": {
@@ -56,6 +63,11 @@ def run_status(run: Run, request) -> dict:
             "page": request.build_absolute_uri(reverse("runs:detail", args=[run.pk])),
         },
     }
+
+
+def _flips_json(run: Run) -> dict | None:
+    report = repeats.run_flips(run)
+    return report.to_json() if report is not None else None
 
 
 def _strings(data: dict, key: str) -> list[str] | None:
@@ -67,6 +79,19 @@ def _strings(data: dict, key: str) -> list[str] | None:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ValueError(f"`{key}` must be a list of model ids")
     return [v for v in value if v]
+
+
+def _judge_repeats(data: dict) -> int | None:
+    value = data.get("judgeRepeats")
+    if value is None:
+        return None
+    try:
+        if isinstance(value, str):  # a number, as `trials` is
+            raise ValueError
+        return run_start.check_judge_repeats(value)
+    except ValueError:
+        raise ValueError(f"`judgeRepeats` must be a whole number from 1 to {MAX_JUDGE_REPEATS} (how many times each "
+                         f"judge is asked about each point), not {json.dumps(value)}") from None
 
 
 def _trials(data: dict) -> int | None:
@@ -99,6 +124,7 @@ def start(request):
     try:
         models, judges = _strings(data, "models"), _strings(data, "judges")
         trials = _trials(data)
+        judge_repeats = _judge_repeats(data)
         budget = None if data.get("budgetUsd") is None else run_start.check_budget(data["budgetUsd"])
     except ValueError as exc:
         return _error(400, f"`budgetUsd`: {exc}" if "budget" in str(exc) else str(exc))
@@ -106,7 +132,8 @@ def start(request):
     if not isinstance(dry_run, bool):
         return _error(400, "`dryRun` must be true or false")
     if dry_run:
-        return _dry_run(text, slug, models=models, judges=judges, trials=trials, fresh=bool(data.get("fresh")))
+        return _dry_run(text, slug, models=models, judges=judges, trials=trials, fresh=bool(data.get("fresh")),
+                        judge_repeats=judge_repeats)
     with transaction.atomic():
         if text is not None and slug:
             blueprint, _ = Blueprint.objects.get_or_create(slug=slug, defaults={"title": slug})
@@ -119,7 +146,7 @@ def start(request):
                 return _error(404, f"no blueprint with the id '{shown_id(slug)}'")
         try:
             run = run_start.start_run(blueprint, models=models, judges=judges, fresh=bool(data.get("fresh")),
-                                     trials=trials, source="api", budget_usd=budget)
+                                     trials=trials, source="api", budget_usd=budget, judge_repeats=judge_repeats)
         except run_spec.RunRefused as refused:
             transaction.set_rollback(text is not None and not slug)  # keep nothing from a refused one-off text
             return _error(422, refused.message, problems=refused.problems, blueprint=blueprint.slug)
@@ -127,7 +154,7 @@ def start(request):
     return JsonResponse(run_status(run, request), status=201)
 
 
-def _dry_run(text, slug, *, models, judges, trials, fresh) -> JsonResponse:
+def _dry_run(text, slug, *, models, judges, trials, fresh, judge_repeats=None) -> JsonResponse:
     """What the run would cost (``runs.start.estimate_start``): 200 with the estimate; nothing sent, nothing kept."""
     with transaction.atomic():
         try:
@@ -137,7 +164,7 @@ def _dry_run(text, slug, *, models, judges, trials, fresh) -> JsonResponse:
                 blueprint = Blueprint.objects.filter(slug=slug).first()
                 if blueprint is None:
                     return _error(404, f"no blueprint with the id '{shown_id(slug)}'")
-            planned = run_start.plan_start(blueprint, models=models, judges=judges)
+            planned = run_start.plan_start(blueprint, models=models, judges=judges, judge_repeats=judge_repeats)
             estimate = run_start.estimate_start(planned, trials=trials, fresh=fresh)
         except run_spec.RunRefused as refused:
             return _error(422, refused.message, problems=refused.problems)

@@ -15,6 +15,7 @@ import io
 import json
 
 from runs.engine.export_shape import evalsite_details, export_cell, export_response
+from runs.engine.judge import verdict_name
 from runs.engine.matrix import STATE_LABELS
 
 from .models import Annotation, PointAssessment, Response, Run
@@ -195,8 +196,8 @@ def run_to_csv(run: Run) -> str:
                    "", "", r.error or r.not_evaluated_reason, "", "", *tail])
         for pa in points:
             override = getattr(pa, "override", None)
-            judges = "; ".join(f"{v['judgeId']}={_num(v.get('score'))}" if not v.get("error") else
-                               f"{v['judgeId']}=error" for v in pa.verdicts)
+            judges = "; ".join(f"{verdict_name(v)}={_num(v.get('score'))}" if not v.get("error") else
+                               f"{verdict_name(v)}=error" for v in pa.verdicts)
             write([run.pk, r.prompt_id, r.variant_id, r.trial, _num(score), pa.position, pa.kind,
                    pa.key_point_text, pa.path_id, int(pa.inverted), pa.multiplier,
                    _num(pa.effective_score), _num(pa.score), int(override is not None), pa.reflection,

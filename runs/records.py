@@ -184,7 +184,9 @@ def plan_to_json(plan: JudgePlan) -> dict:
         return None if j is None else {"id": j.id, "model": j.model, "approach": j.approach}
 
     return {"judges": [spec(j) for j in plan.judges], "backup": spec(plan.backup), "configured": plan.configured,
-            "scale": plan.scale.name}
+            "scale": plan.scale.name,
+            # Only when the judges are asked more than once: a run asking once is stored as it always was.
+            **({"repeats": plan.repeats} if plan.repeats > 1 else {})}
 
 
 def plan_from_json(data: dict, bp: SpecBlueprint) -> JudgePlan:
@@ -192,7 +194,7 @@ def plan_from_json(data: dict, bp: SpecBlueprint) -> JudgePlan:
     backup = JudgeSpec(**data["backup"]) if data.get("backup") else None
     scale = scale_for(bp.coverage)
     return JudgePlan(judges=judges, scale=scale, backup=backup, configured=data.get("configured", False),
-                     description=bp.description)
+                     description=bp.description, repeats=data.get("repeats") or 1)
 
 
 # --- rows -> engine -----------------------------------------------------------------------

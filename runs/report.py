@@ -23,6 +23,7 @@ from django.db.models.functions import Cast
 from django.template.loader import render_to_string
 from django.utils import timezone
 
+from runs.engine.judge import verdict_name
 from runs.engine.matrix import AGGREGATION_WORDS, heat_class
 
 from . import heatmap
@@ -198,7 +199,7 @@ def _point_html(point: tuple) -> str:
         mark = v.get("score")
         said = (f"failed: {escape(str(v.get('error')))}" if v.get("error")
                 else f"{'–' if mark is None else f'{mark:.2f}'} — {escape(v.get('reflection') or '')}")
-        parts.append(f'<div class="reflection">{escape(str(v.get("judgeId") or ""))}: {said}</div>')
+        parts.append(f'<div class="reflection">{escape(verdict_name(v))}: {said}</div>')
     if kind == "function" and reflection:
         parts.append(f'<div class="reflection">{escape(reflection)}</div>')
     parts.append("</div>\n")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
+from runs.engine.repeats import PointFlips, point_flips
 from runs.engine.scoring import ScoredPoint, calculate, group_kind, round2
 
 from .models import PointAssessment, PointOverride, Response
@@ -30,7 +32,15 @@ class PointView:
 
     @property
     def verdicts(self) -> list[dict]:
-        return [{**v, "failed": bool(v.get("error")) or v.get("score") is None} for v in self.pa.verdicts]
+        """The verdicts that made the score (each judge's first asking, and the backup's): the re-askings
+        are in ``flips``."""
+        return [{**v, "failed": bool(v.get("error")) or v.get("score") is None} for v in self.pa.verdicts
+                if v.get("role") != "repeat"]
+
+    @cached_property
+    def flips(self) -> PointFlips:
+        """Each judge asked more than once about this point, with every asking's label (runs.engine.repeats)."""
+        return point_flips(self.pa.verdicts)
 
     @property
     def confirmation(self):

@@ -7,7 +7,7 @@ they produce is stored and finished by runs/records.py.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.conf import settings
 from django.db import transaction
@@ -17,7 +17,7 @@ from blueprints.spec.collections import resolve_models
 from blueprints.spec.schema import Blueprint as SpecBlueprint
 from blueprints.spec.schema import CustomModel
 from runs.engine.estimate import CacheProbe, RunEstimate, estimate_run  # noqa: F401 (the bench uses estimate_run)
-from runs.engine.judge import JudgePlan, plan_for_run
+from runs.engine.judge import MAX_JUDGE_REPEATS, JudgePlan, plan_for_run
 from runs.engine.providers import SqliteCache
 from runs.engine.providers import fixtures_from_blueprint, run_problems
 
@@ -83,9 +83,31 @@ class StartPlan:
     problems: list[str]
 
 
+def check_judge_repeats(value) -> int:
+    """Judge repeats as sent: how many times each judge is asked about each point, a whole number from 1 to
+    ``MAX_JUDGE_REPEATS`` (text is read as a number)."""
+    problem = f"judge repeats is a whole number from 1 to {MAX_JUDGE_REPEATS}"
+    if isinstance(value, bool):
+        raise ValueError(problem)
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    elif isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or not 1 <= value <= MAX_JUDGE_REPEATS:
+        raise ValueError(f"{problem}, not {value!r}")
+    return value
+
+
 def plan_start(blueprint: Blueprint, *, revision: BlueprintRevision | None = None, models: list[str] | None = None,
-               judges: list[str] | None = None, keep_judges: list[str] | None = None, collections=None) -> StartPlan:
-    """The revision, models, judges and problems of a run, as ``start_run`` would make it; raises RunRefused."""
+               judges: list[str] | None = None, keep_judges: list[str] | None = None, collections=None,
+               judge_repeats: int | None = None) -> StartPlan:
+    """The revision, models, judges and problems of a run, as ``start_run`` would make it; raises RunRefused.
+
+    ``judge_repeats`` (None: 1) goes into the judge plan, so the estimate counts what the run will ask."""
+    try:
+        repeats = 1 if judge_repeats is None else check_judge_repeats(judge_repeats)
+    except ValueError as exc:
+        raise RunRefused(str(exc)) from None
     revision = revision or blueprint.current_revision
     if revision is None:
         raise RunRefused("the blueprint has no saved text yet")
@@ -97,7 +119,7 @@ def plan_start(blueprint: Blueprint, *, revision: BlueprintRevision | None = Non
     bp = result.blueprint
     remember(revision, bp)  # the workers read it from here (in this process) rather than parse it again
     resolved = resolve_run_models(bp, models, lookup)
-    plan = judge_plan_for(bp, judges, keep_judges)
+    plan = replace(judge_plan_for(bp, judges, keep_judges), repeats=repeats)
     judged = any(p.fn is None for prompt in bp.prompts for p in prompt.all_points())
     if judged and not plan.judges:
         raise RunRefused("no judge would score the judged points: tick at least one judge")
@@ -148,7 +170,7 @@ def confirmation_key(estimate: RunEstimate) -> str:
 def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None, models: list[str] | None = None,
               judges: list[str] | None = None, keep_judges: list[str] | None = None, fresh: bool = False,
               trials: int | None = None, source: str = "web", collections=None, enqueue: bool = True,
-              budget_usd: float | None = None) -> Run:
+              budget_usd: float | None = None, judge_repeats: int | None = None) -> Run:
     """Create a run and its items; with ``enqueue``, hand it to the workers once the transaction commits.
 
     ``budget_usd``: the run's spending cap (docs/runs.md, "Budget"); refused when a model it would call has
@@ -159,9 +181,11 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
     them given: the blueprint's evaluation, the same from every door.
     Raises RunRefused when the blueprint has errors or names an unknown collection.
     ``trials`` None runs each prompt as many times as the blueprint asks (its ``trials``, else once).
+    ``judge_repeats`` K (1 to 5; None: 1) asks each judge K times about each point: the first asking scores,
+    the others give the judges' flip rate (runs/engine/repeats.py); refused (RunRefused) outside 1 to 5.
     """
     planned = plan_start(blueprint, revision=revision, models=models, judges=judges, keep_judges=keep_judges,
-                         collections=collections)
+                         collections=collections, judge_repeats=judge_repeats)
     revision, bp, resolved, plan = planned.revision, planned.blueprint, planned.models, planned.plan
     embedding_model, problems = planned.embedding_model, planned.problems
     if budget_usd is not None:
@@ -263,7 +287,8 @@ def refuse_unpriced_budget(budget_usd, models, plan, embedding_model, customs=()
 def run_manifest(revision: BlueprintRevision, bp: SpecBlueprint, resolved, plan: JudgePlan, *, per_prompt,
                  trials, fresh: bool, embedding_model: str | None) -> dict:
     """What the run pinned, to rebuild it (runs/replay.py, docs/runs.md "Replay"): the revision (number and
-    text sha), models and their parameters, judges with their approach and prompt, the scale, trials. The
+    text sha), models and their parameters, judges with their approach and prompt and how many times each is
+    asked about each point (``repeats``; a re-asking's index is in its cache key), the scale, trials. The
     engine draws no random numbers (no seed to keep): repeats differ by their trial index, which is in each
     call's cache key. The cache key of every call the run makes is kept in its call log (``cacheKey``)."""
     from runs.engine.judge import JUDGE_MAX_TOKENS, JUDGE_TEMPERATURE, _system_prompt
@@ -282,7 +307,7 @@ def run_manifest(revision: BlueprintRevision, bp: SpecBlueprint, resolved, plan:
         "parameters": {"temperatures": list(bp.temperatures or ()), "systems": len(bp.systems or ()) or None,
                        "concurrency": bp.concurrency, "fresh": fresh, "embeddingModel": embedding_model},
         "judges": {"judges": [judge(j) for j in plan.judges], "backup": judge(plan.backup),
-                   "temperature": JUDGE_TEMPERATURE, "maxTokens": JUDGE_MAX_TOKENS},
+                   "temperature": JUDGE_TEMPERATURE, "maxTokens": JUDGE_MAX_TOKENS, "repeats": plan.repeats},
         "scale": plan.scale.name,
         "trials": {"override": trials, "perPrompt": list(per_prompt)},
         "seeds": None,

@@ -33,7 +33,8 @@ from django_htmx.http import HttpResponseStopPolling
 from blueprints.forms import RunForm
 from blueprints.models import Blueprint
 
-from . import actions, call_views, compare as run_compare, grid, heatmap as heat_map, response_page, trust, verdicts
+from . import actions, call_views, compare as run_compare, grid, heatmap as heat_map, repeats, response_page, trust, \
+    verdicts
 from . import spec as run_spec
 from . import start as run_start
 from . import work as run_work
@@ -98,7 +99,7 @@ def start(request):
         return redirect(blueprint.get_absolute_url())
     try:
         planned = run_start.plan_start(blueprint, revision=revision, models=choices["models"],
-                                       keep_judges=choices["keep_judges"])
+                                       keep_judges=choices["keep_judges"], judge_repeats=choices["judge_repeats"])
         estimate = run_start.estimate_start(planned, trials=choices["trials"], fresh=choices["fresh"])
         if run_start.over_threshold(estimate, choices["budget_usd"]) and \
                 request.POST.get("confirm") != run_start.confirmation_key(estimate):
@@ -252,6 +253,7 @@ def _run_context(request, run: Run) -> dict:
         context["verdict_tables"] = verdicts.run_verdict_rows(run)
         context["trust"] = trust.judge_trust(Response.objects.filter(run=run))
         context["tolerance"] = trust.TOLERANCE
+        context["flips"] = repeats.run_flips(run)
         context["others"] = (Run.objects.filter(blueprint_id=run.blueprint_id).exclude(pk=run.pk)
                              .select_related("revision").only("pk", "created_at", "status", "revision__number")
                              .order_by("-created_at", "-id")[:30])
@@ -277,8 +279,10 @@ def judges(request):
     slug = request.GET.get("blueprint", "")
     blueprint = Blueprint.objects.filter(slug=slug).first() if slug else None
     responses = Response.objects.filter(run__blueprint=blueprint) if blueprint else Response.objects.all()
+    flips, flip_runs = repeats.runs_flips(Run.objects.filter(blueprint=blueprint) if blueprint else Run.objects.all())
     return render(request, "runs/judges.html", {
         "trust": trust.judge_trust(responses), "tolerance": trust.TOLERANCE, "blueprint": blueprint, "slug": slug,
+        "flips": flips, "flip_runs": flip_runs,
         "reviewed_blueprints": reviewed_blueprints(), "unknown_blueprint": bool(slug) and blueprint is None})
 
 

@@ -100,12 +100,13 @@ class PointAssessment:
 
     @property
     def individual_judgements(self) -> tuple[JudgeVerdict, ...]:
-        """The judges that answered (failed judges are not judgements; they are in ``failed_judges``)."""
-        return tuple(v for v in self.verdicts if v.ok)
+        """The judges that answered (failed judges are not judgements; they are in ``failed_judges``).
+        A judge's re-askings (role ``repeat``) score nothing: they are not among them."""
+        return tuple(v for v in self.verdicts if v.ok and v.role != "repeat")
 
     @property
     def failed_judges(self) -> tuple[JudgeVerdict, ...]:
-        return tuple(v for v in self.verdicts if not v.ok)
+        return tuple(v for v in self.verdicts if not v.ok and v.role != "repeat")
 
     def ratings(self) -> list[Rating]:
         return [Rating(v.judge.label, v.score, v.judge.model, v.judge.approach) for v in self.individual_judgements]
@@ -295,7 +296,7 @@ def judges_all_failed(assessments: tuple[PointAssessment, ...]) -> str | None:
     judged = [pa for pa in assessments if pa.kind == "judged"]
     if not judged or any(pa.overridden for pa in judged):
         return None
-    verdicts = [v for pa in judged for v in pa.verdicts]
+    verdicts = [v for pa in judged for v in pa.verdicts if v.role != "repeat"]  # a re-asking scores nothing
     if not verdicts or any(v.ok for v in verdicts):
         return None
     primary = [v for v in verdicts if v.role == "primary"] or verdicts

@@ -11,7 +11,8 @@ Token counts are estimates from characters (4 per token); every answer is assume
 at temperature 0) unless the caller says how long answers are, so the estimate is an upper bound for
 the answers and close for the prompts. What it cannot know is said, never guessed: a model without a
 price, the backup judge (asked only when every judge failed on a point), a judge's unreadable answer
-(asked once more).
+(asked once more). With judge repeats K (``JudgePlan.repeats``) every judge is asked K times about every
+point, so its calls and tokens are K times those of asking once; the backup is not repeated.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ class CacheProbe:
         self._endpoints: dict[str, object] = {}
 
     def answer(self, model_id: str, messages: Sequence[dict], *, temperature: float | None, max_tokens: int | None,
-               trial: int = 0, readable: Callable[[str], bool] | None = None) -> str | None:
+               trial: int = 0, readable: Callable[[str], bool] | None = None, repeat: int = 0) -> str | None:
         model_id = parse_for_api_call(model_id).original_model_id
         endpoint = self._endpoints.get(model_id)
         if endpoint is None:
@@ -100,7 +101,8 @@ class CacheProbe:
         if isinstance(endpoint, Problem):
             return None
         key = cache_key(endpoint.cache_identity(), messages, temperature=temperature,
-                        max_tokens=max_tokens if max_tokens is not None else endpoint.default_max_tokens, trial=trial)
+                        max_tokens=max_tokens if max_tokens is not None else endpoint.default_max_tokens, trial=trial,
+                        repeat=repeat)
         try:
             hit = self.get(key)
         except Exception:  # a broken cache only makes the estimate count a call
@@ -315,7 +317,7 @@ def _cached_generation(prompt: Prompt, variant: ModelVariant, trial: int, probe:
 
 
 def _cached_judgings(prompt: Prompt, conversation: list[Turn], plan: JudgePlan, probe: CacheProbe) -> set:
-    """The (point index, judge index) pairs whose readable verdict the cache already holds."""
+    """The (point index, judge index, repeat) askings whose readable verdict the cache already holds."""
     from .assess import judge_tasks
     from .types import GeneratedResponse
 
@@ -329,9 +331,11 @@ def _cached_judgings(prompt: Prompt, conversation: list[Turn], plan: JudgePlan, 
         task_plan = plan if task.scale is None else _with_scale(plan, task.scale)
         for j_index, judge in enumerate(plan.judges):
             messages = build_judge_messages(task, judge, task_plan)
-            if probe.answer(judge.model, messages, temperature=JUDGE_TEMPERATURE, max_tokens=JUDGE_MAX_TOKENS,
-                            readable=lambda t, s=task_plan.scale: parse_judge_answer(t, s).ok) is not None:
-                found.add((p_index, j_index))
+            for repeat in range(max(1, plan.repeats)):
+                if probe.answer(judge.model, messages, temperature=JUDGE_TEMPERATURE, max_tokens=JUDGE_MAX_TOKENS,
+                                readable=lambda t, s=task_plan.scale: parse_judge_answer(t, s).ok,
+                                repeat=repeat) is not None:
+                    found.add((p_index, j_index, repeat))
     return found
 
 
@@ -350,7 +354,8 @@ def estimate_run(
     """The calls, tokens and dollars of a run of ``bp`` with these choices (what ``runs.start`` would make).
 
     ``models`` are the run's resolved models (collections expanded, custom models as objects); ``plan`` its
-    judges (``judge.plan_for_run``); ``trials`` the run's override (None: each prompt's own). ``cache``, when
+    judges (``judge.plan_for_run``, with its ``repeats``: each judge asked that many times about each point);
+    ``trials`` the run's override (None: each prompt's own). ``cache``, when
     given and the run is not ``fresh``, counts answers the response cache already holds as free.
     ``answer_tokens`` is the assumed length of a generated answer (None: its whole ``max_tokens``).
     """
@@ -360,6 +365,7 @@ def estimate_run(
     variants = expand_variants(bp, models)
     probe = None if fresh else cache
     judged_per_prompt = [judged_points(p) for p in bp.prompts]
+    repeats = max(1, plan.repeats)
     any_judged = any(judged_per_prompt)
     ideal_prompts = [p for p in bp.prompts if p.ideal_response] if embedding_model else []
 
@@ -409,8 +415,9 @@ def estimate_run(
                             judge_chars[key] = sum(
                                 _judge_input_chars(prompt, p, plan.judges[j_index], plan, bp, out * CHARS_PER_TOKEN)
                                 for p in points)
-                        hit = sum(1 for p_index in range(len(points)) if (p_index, j_index) in cached)
-                        sent = len(points) - hit
+                        hit = sum(1 for p_index in range(len(points)) for repeat in range(repeats)
+                                  if (p_index, j_index, repeat) in cached)
+                        sent = len(points) * repeats - hit
                         judge_line.cached += hit
                         judge_line.calls += sent
                         # Each point's request differs by its criterion; spread the prompt's total evenly.

@@ -94,7 +94,9 @@ def _point_details(index: int, pa: PointAssessment) -> dict:
                      if pa.overridden else None),
         "failedJudges": [v for v in verdicts if v.get("error")],
         "judgeStdDev": pa.judge_std_dev, "disagreement": pa.disagreement, "backupUsed": pa.backup_used,
-        "judges": [{k: v.get(k) for k in _JUDGE_KEYS} for v in verdicts],
+        # A re-asking (the run's judge repeats) says which: {"repeat": 1} is the second asking (never scored).
+        "judges": [{**{k: v.get(k) for k in _JUDGE_KEYS}, **({"repeat": v["repeat"]} if v.get("repeat") else {})}
+                   for v in verdicts],
     }
 
 

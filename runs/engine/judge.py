@@ -33,10 +33,12 @@ from .scoring import population_std, round2
 from .types import ChatRequest, ChatResult, CompleteFn, Turn
 
 Approach = Literal["standard", "prompt-aware", "holistic"]
-Role = Literal["primary", "backup"]
+# "repeat": the same judge asked again about the same answer (the run's judge repeats); kept, never scored.
+Role = Literal["primary", "backup", "repeat"]
 
 JUDGE_TEMPERATURE = 0.0
 JUDGE_MAX_TOKENS = 500
+MAX_JUDGE_REPEATS = 5  # a run may ask each judge about each answer up to this many times
 
 # The upstream's judges (reference section 3.6), the defaults of
 # EVALSITE_DEFAULT_JUDGES and EVALSITE_BACKUP_JUDGE.
@@ -173,6 +175,9 @@ class JudgePlan:
     backup: JudgeSpec | None = None  # only when the blueprint configured no judges
     configured: bool = False  # the blueprint named its own judges
     description: str | None = None  # the blueprint's description, context for holistic judges
+    # How many times each primary judge is asked about each point (1: once). The first asking alone scores;
+    # the others measure how often a judge changes its mind (runs/engine/repeats.py).
+    repeats: int = 1
 
     @property
     def unavailable_reason(self) -> str | None:
@@ -580,6 +585,7 @@ class JudgeVerdict:
     cost_usd: float | None = None  # None: unknown price
     calls: int = 0  # requests sent, counting a repair
     cached: bool = False
+    repeat: int = 0  # which asking of this judge about this point (0: the first, the one that scores)
 
     @property
     def ok(self) -> bool:
@@ -601,6 +607,8 @@ class JudgeVerdict:
             "rawAnswers": list(self.raw_answers), "error": self.error, "latencyMs": self.latency_ms,
             "inputTokens": self.input_tokens, "outputTokens": self.output_tokens, "costUsd": self.cost_usd,
             "calls": self.calls, "cached": self.cached,
+            # Only re-askings carry it: a verdict of a run without repeats is stored as it always was.
+            **({"repeat": self.repeat} if self.repeat else {}),
         }
 
     @classmethod
@@ -615,7 +623,14 @@ class JudgeVerdict:
                    raw_answers=tuple(data.get("rawAnswers") or ()), error=data.get("error"),
                    latency_ms=data.get("latencyMs"), input_tokens=data.get("inputTokens"),
                    output_tokens=data.get("outputTokens"), cost_usd=data.get("costUsd"),
-                   calls=data.get("calls") or 0, cached=bool(data.get("cached")))
+                   calls=data.get("calls") or 0, cached=bool(data.get("cached")), repeat=data.get("repeat") or 0)
+
+
+def verdict_name(verdict: dict) -> str:
+    """A stored verdict's judge as lists show it: its id, and for a re-asking which asking it was."""
+    name = str(verdict.get("judgeId") or "")
+    return f"{name} (asking {verdict['repeat'] + 1})" if isinstance(verdict.get("repeat"), int) and verdict["repeat"] \
+        else name
 
 
 def _sum_known(values: Iterable[float | int | None]) -> float | int | None:
@@ -624,11 +639,12 @@ def _sum_known(values: Iterable[float | int | None]) -> float | int | None:
 
 
 def _verdict(judge: JudgeSpec, role: Role, results: list[ChatResult], answer: JudgeAnswer | None,
-             error: str | None) -> JudgeVerdict:
+             error: str | None, repeat: int = 0) -> JudgeVerdict:
     costs = [r.cost_usd for r in results]
     return JudgeVerdict(
         judge=judge,
         role=role,
+        repeat=repeat,
         score=answer.score if answer and error is None else None,
         label=answer.label if answer and error is None else None,
         reflection=answer.reflection if answer and error is None else None,
@@ -644,8 +660,11 @@ def _verdict(judge: JudgeSpec, role: Role, results: list[ChatResult], answer: Ju
 
 
 async def ask_judge(judge: JudgeSpec, task: JudgeTask, plan: JudgePlan, complete: CompleteFn,
-                    role: Role = "primary") -> JudgeVerdict:
-    """One judge's verdict on one point, asking once more when the answer is unreadable."""
+                    role: Role = "primary", repeat: int = 0) -> JudgeVerdict:
+    """One judge's verdict on one point, asking once more when the answer is unreadable.
+
+    ``repeat`` > 0: the same question asked again (role ``repeat``); only the cache key differs, so the
+    judge answers afresh rather than the cache giving back its first answer."""
     if task.scale is not None:
         plan = replace(plan, scale=task.scale)
     messages = build_judge_messages(task, judge, plan)
@@ -654,30 +673,33 @@ async def ask_judge(judge: JudgeSpec, task: JudgeTask, plan: JudgePlan, complete
         return parse_judge_answer(text, plan.scale).ok
 
     criterion = task.criterion if len(task.criterion) <= 120 else task.criterion[:119] + "…"
-    label = f"{judge.label}{'' if role == 'primary' else f' ({role})'} on “{criterion}”"
+    which = f"asking {repeat + 1} of {plan.repeats}" if role == "repeat" else role
+    label = f"{judge.label}{'' if role == 'primary' else f' ({which})'} on “{criterion}”"
 
     def request(msgs: tuple[dict, ...]) -> ChatRequest:
         return ChatRequest(model_id=judge.model, messages=msgs, temperature=JUDGE_TEMPERATURE,
-                           max_tokens=JUDGE_MAX_TOKENS, purpose="judge", cacheable=readable, label=label)
+                           max_tokens=JUDGE_MAX_TOKENS, purpose="judge", cacheable=readable, label=label,
+                           repeat=repeat)
 
     first = await complete(request(messages))
     if not first.ok:
-        return _verdict(judge, role, [first], None, f"the call failed: {first.error}")
+        return _verdict(judge, role, [first], None, f"the call failed: {first.error}", repeat)
     answer = parse_judge_answer(first.text, plan.scale)
     if answer.ok:
-        return _verdict(judge, role, [first], answer, None)
+        return _verdict(judge, role, [first], answer, None, repeat)
     second = await complete(request(repair_messages(messages, answer.error, plan.scale)))
     if not second.ok:
         return _verdict(judge, role, [first, second], None,
-                        f"unreadable answer ({answer.error}); asking again failed: {second.error}")
+                        f"unreadable answer ({answer.error}); asking again failed: {second.error}", repeat)
     repaired = parse_judge_answer(second.text, plan.scale)
     if repaired.ok:
-        return _verdict(judge, role, [first, second], repaired, None)
+        return _verdict(judge, role, [first, second], repaired, None, repeat)
     return _verdict(judge, role, [first, second], None,
-                    f"unreadable answer, also when asked again: {repaired.error}")
+                    f"unreadable answer, also when asked again: {repaired.error}", repeat)
 
 
-AskJudge = Callable[[JudgeSpec, JudgeTask, JudgePlan, CompleteFn, Role], Awaitable[JudgeVerdict]]
+# ``ask(judge, task, plan, complete, role)``, and ``repeat`` as a sixth argument for the re-askings only.
+AskJudge = Callable[..., Awaitable[JudgeVerdict]]
 
 
 # --------------------------------------------------------------------------
@@ -752,18 +774,31 @@ def consensus(primary: Sequence[JudgeVerdict], backup: JudgeVerdict | None = Non
 
 async def judge_point(task: JudgeTask, plan: JudgePlan, complete: CompleteFn, *,
                       ask: AskJudge = ask_judge) -> Consensus:
-    """Ask every judge of the plan about one point, concurrently; the backup only if all of them failed."""
+    """Ask every judge of the plan about one point, concurrently; the backup only if all of them failed.
+
+    With ``plan.repeats`` K > 1 each judge is asked K times about the same answer, all at once. The first
+    asking (repeat 0) alone makes the score, the consensus and the backup's turn, exactly as a run asking
+    once; the others are kept after them in ``verdicts`` (role ``repeat``), for the flip rate
+    (runs/engine/repeats.py). The backup judge is never asked again.
+    """
     if not plan.judges:
         return Consensus(score=None, error=plan.unavailable_reason)
-    primary = await asyncio.gather(*(ask(judge, task, plan, complete, "primary") for judge in plan.judges))
+    repeats = max(1, plan.repeats)
+    asked = await asyncio.gather(
+        *(ask(judge, task, plan, complete, "primary") for judge in plan.judges),
+        *(ask(judge, task, plan, complete, "repeat", r) for r in range(1, repeats) for judge in plan.judges))
+    primary, again = asked[:len(plan.judges)], asked[len(plan.judges):]
     backup = None
     if plan.backup is not None and not plan.configured and not any(v.ok for v in primary):
         backup = await ask(plan.backup, task, plan, complete, "backup")
-    return consensus(primary, backup)
+    result = consensus(primary, backup)
+    if not again:
+        return result
+    return replace(result, verdicts=(*result.verdicts, *again))
 
 
 __all__ = [
-    "FIVE_POINT", "NINE_POINT", "JUDGE_MAX_TOKENS", "JUDGE_TEMPERATURE", "UPSTREAM_BACKUP_JUDGE",
+    "FIVE_POINT", "NINE_POINT", "JUDGE_MAX_TOKENS", "JUDGE_TEMPERATURE", "MAX_JUDGE_REPEATS", "UPSTREAM_BACKUP_JUDGE",
     "UPSTREAM_DEFAULT_JUDGES", "Consensus", "JudgeAnswer", "JudgePlan", "JudgeSpec", "JudgeTask", "JudgeVerdict",
     "Scale", "ScaleClass", "ask_judge", "band_scale", "build_judge_messages", "consensus", "criteria_list", "judge_point",
     "judges_from_models", "parse_judge_answer", "plan_judges", "population_std", "render_transcript",

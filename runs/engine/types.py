@@ -52,6 +52,9 @@ class ChatRequest:
     prompt_id: str | None = None
     turn: int = 0  # index of the generated turn within the prompt (0 for the first)
     trial: int = 0
+    # A judge asked again about the same answer (a run's "judge repeats"): 0 for the first asking; > 0 also
+    # enters the cache key, so that each re-asking is a call of its own rather than the first answer again.
+    repeat: int = 0
     # Which answers the cache may keep and give back: a judge's only when they can be read
     # (an unreadable verdict is asked for again next time, never served from the cache).
     # Empty answers are never cached, whatever this says.

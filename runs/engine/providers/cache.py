@@ -15,7 +15,8 @@ equal dict.
 Keys come from :func:`cache_key`: a SHA-256 over the endpoint's identity
 (provider, model, base URL; for a custom model its definition without header
 values), the messages, the temperature, the token limit and, for trials after
-the first, the trial number (or every trial would get the same answer).
+the first, the trial number (or every trial would get the same answer); for a judge asked again about the
+same answer, the repeat number (likewise; the first asking keeps the key it always had).
 
 :class:`MemoryCache` is for tests and one-off runs; :class:`SqliteCache` keeps
 answers in one SQLite file across runs and processes (WAL, busy timeout).
@@ -41,7 +42,7 @@ class ResponseCache(Protocol):
 
 
 def cache_key(identity: dict[str, Any], messages, *, temperature: float | None, max_tokens: int | None,
-              trial: int = 0) -> str:
+              trial: int = 0, repeat: int = 0) -> str:
     payload: dict[str, Any] = {
         "v": KEY_VERSION,
         "target": identity,
@@ -52,6 +53,8 @@ def cache_key(identity: dict[str, Any], messages, *, temperature: float | None, 
     }
     if trial:
         payload["trial"] = trial
+    if repeat:
+        payload["repeat"] = repeat
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -1,5 +1,7 @@
-"""python manage.py run_blueprint PATH_OR_ID [--models a,b] [--judges x,y] [--fresh] [--enqueue] [--dry-run] [--json OUT]"""
+"""python manage.py run_blueprint PATH_OR_ID [--models a,b] [--judges x,y] [--judge-repeats K] [--fresh] [--enqueue]
+[--dry-run] [--json OUT]"""
 
+import argparse
 import json
 import sys
 import time
@@ -15,12 +17,19 @@ from blueprints.spec.files import read_text
 from blueprints.spec.ids import blueprint_id_for_file
 from runs.exports import run_to_json
 from runs.spec import RunRefused
-from runs.start import estimate_start, plan_start, start_run
+from runs.start import check_judge_repeats, estimate_start, plan_start, start_run
 from runs.work import Progress, run_inline
 
 
 def _csv(value):
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def _judge_repeats(value):
+    try:
+        return check_judge_repeats(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 class Command(BaseCommand):
@@ -39,6 +48,9 @@ class Command(BaseCommand):
         parser.add_argument("--fresh", action="store_true", help="do not use cached responses")
         parser.add_argument("--trials", type=int, default=None,
                             help="responses per prompt and model (default: the blueprint's `trials`, else 1)")
+        parser.add_argument("--judge-repeats", type=_judge_repeats, default=None, metavar="K",
+                            help="ask each judge K times (1 to 5) about each point: the first asking scores, the "
+                                 "others give the judges' flip rate (docs/results.md); default 1")
         parser.add_argument("--enqueue", action="store_true", help="hand the run to the workers and print its id")
         parser.add_argument("--budget", type=float, default=None, metavar="USD",
                             help="stop the run before its calls would cost more than this many US dollars "
@@ -56,7 +68,8 @@ class Command(BaseCommand):
         try:
             run = start_run(blueprint, models=_csv(options["models"]), judges=_csv(options["judges"]),
                             fresh=options["fresh"], trials=options["trials"], source="cli",
-                            collections=collections, enqueue=options["enqueue"], budget_usd=options["budget"])
+                            collections=collections, enqueue=options["enqueue"], budget_usd=options["budget"],
+                            judge_repeats=options["judge_repeats"])
         except RunRefused as refused:
             self.stderr.write(f"cannot run: {refused.message}")
             for problem in refused.problems:
@@ -87,7 +100,7 @@ class Command(BaseCommand):
             blueprint, collections = self._blueprint(options["target"])
             try:
                 planned = plan_start(blueprint, models=_csv(options["models"]), judges=_csv(options["judges"]),
-                                     collections=collections)
+                                     collections=collections, judge_repeats=options["judge_repeats"])
                 estimate = estimate_start(planned, trials=options["trials"], fresh=options["fresh"])
             except RunRefused as refused:
                 self.stderr.write(f"cannot run: {refused.message}")
