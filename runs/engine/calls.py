@@ -74,11 +74,26 @@ def bare_url(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
 
 
+# An entry's request body as the JSON text that left (already checked for secrets by the router): ``pack``
+# writes it in place of ``request`` instead of encoding the same body a second time (most of a judge call's
+# log is its prompt). Never stored under this name.
+REQUEST_JSON = "_requestJson"
+
+
+def _encoded(entry: dict) -> str:
+    raw = entry.get(REQUEST_JSON)
+    if not isinstance(raw, str):
+        return _ENCODER.encode({k: v for k, v in entry.items() if k != REQUEST_JSON} if REQUEST_JSON in entry
+                               else entry)
+    head = _ENCODER.encode({k: v for k, v in entry.items() if k not in ("request", REQUEST_JSON)})
+    return f'{head[:-1]}{"," if len(head) > 2 else ""}"request":{raw}}}'
+
+
 def pack(entries: list[dict] | tuple[dict, ...] | None) -> bytes | None:
     """One compressed blob for a response's calls (None when there are none)."""
     if not entries:
         return None
-    data = _ENCODER.encode({"v": FORMAT, "calls": list(entries)})
+    data = f'{{"v":{FORMAT},"calls":[{",".join(_encoded(e) for e in entries)}]}}'
     # A small window and memory level: most logs are a few kilobytes, and zlib's default set-up for a
     # 32 KB window costs seven times the compressing itself (measured: 53 us against 7 us per call).
     # Level 1: an item of ten judge calls (35 KB of JSON) packs in 62 us instead of 129 us at level 6,

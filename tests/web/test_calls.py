@@ -94,3 +94,17 @@ def test_the_log_is_bounded_and_a_broken_blob_says_so():
     assert calls.unpack(calls.pack(log))[:2] == log[:2]
     assert "could not be read" in calls.unpack(b"not zlib")[0]["unreadable"]
     calls.record({"outside": True})  # nothing collects outside a recording: ignored, no error
+
+
+def test_a_request_kept_as_the_json_that_left_reads_back_as_the_same_request():
+    body = {"model": "m", "messages": [{"role": "user", "content": 'a "quote", ünïcode, \u2028 and \\ too'}],
+            "temperature": 0.0}
+    raw = json.dumps(body, ensure_ascii=False)
+    as_bytes = {"purpose": "judge", "label": "l", "request": body, calls.REQUEST_JSON: raw, "status": 200}
+    as_dict = {k: v for k, v in as_bytes.items() if k != calls.REQUEST_JSON}
+    only_bytes = {calls.REQUEST_JSON: raw}  # nothing else in the entry: still one JSON object
+
+    read = calls.unpack(calls.pack([as_bytes, {"dropped": 2}, only_bytes]))
+
+    assert read == [as_dict, {"dropped": 2}, {"request": body}]
+    assert calls.REQUEST_JSON.encode() not in __import__("zlib").decompress(calls.pack([as_bytes]))

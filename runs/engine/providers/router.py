@@ -325,7 +325,9 @@ class Router:
             text = json.dumps(sent, ensure_ascii=False, default=str)
             if len(text) > call_log.MAX_BODY_CHARS:  # kept as shortened text, not as JSON
                 sent = call_log.clip(text)
+            raw = None
         call_log.record({
+            **({call_log.REQUEST_JSON: raw.decode("utf-8")} if raw is not None else {}),
             "purpose": request.purpose, "label": request.label,
             "model": endpoint.model_id if endpoint is not None else request.model_id,
             "url": self._shown_url(outcome.url, redactor) if outcome is not None and outcome.url else "",
