@@ -103,7 +103,7 @@ def _trie_pattern(words: Iterable[str]) -> str:
 class Redactor:
     """Replaces every appearance of the secrets (see the module's account) with ``[redacted]``."""
 
-    __slots__ = ("secrets", "active", "needles", "_pattern", "_windows")
+    __slots__ = ("secrets", "active", "needles", "_pattern", "_windows", "_shortest")
 
     def __init__(self, secrets: Iterable[str]) -> None:
         kept = sorted({s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_CHARS}, key=len,
@@ -138,6 +138,8 @@ class Redactor:
             rests = _trie_pattern(s[1:] for s in short if s[0] == first)
             parts.append(f"{re.escape(first)}(?<![{_WORD}]{re.escape(first)})(?:{rests})(?![{_WORD}])")
         self._pattern = re.compile("|".join(parts)) if parts else None
+        # No match is shorter than the shortest form: a shorter text (a label, an id) is not searched.
+        self._shortest = min((len(f) for f in (*exact, *any_case, *short)), default=0)
 
     def __repr__(self) -> str:  # never the values
         return f"Redactor({len(self.secrets)} secrets)"
@@ -152,7 +154,7 @@ class Redactor:
 
     def text(self, text: str | None) -> str | None:
         """``text`` with every secret, and each of its encodings, replaced."""
-        if self._pattern is None or not text:
+        if self._pattern is None or not text or len(text) < self._shortest:
             return text
         return self._pattern.sub(REDACTED, text)
 
