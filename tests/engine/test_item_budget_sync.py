@@ -137,3 +137,26 @@ def test_checks_within_the_budget_score_as_before():
     results, _ = _run([prompt], budget_s=30)
     assessment = results["p"].assessment
     assert results["p"].internal_error is None and assessment.score == 1.0
+
+
+def test_only_our_substring_checks_on_bounded_text_skip_the_lane():
+    from runs.engine.pipeline import QUICK_ARG_CHARS, QUICK_TEXT_CHARS, _quick
+
+    assert _quick(("contains", "a", "text"))
+    assert _quick(("icontains_at_least_n_of", [2, ["a", "b", "c"]], "text"))
+    assert not _quick(("matches", "^(a|a)+$", "text"))  # a regex: always the lane (its own time limit)
+    assert not _quick(("contains", "a", "x" * (QUICK_TEXT_CHARS + 1)))
+    assert not _quick(("contains_any_of", ["y" * (QUICK_ARG_CHARS + 1)], "text"))
+    assert not _quick(("contains",))
+
+    # A substring check run by an evaluator that is not ours still leaves the loop (the test above: 4 s).
+    seen = []
+
+    def spy(fn, args, response, **kwargs):
+        import threading
+        seen.append(threading.current_thread().name)
+        return PointResult(score=1.0)
+
+    (prompt,) = _prompt("- id: p\n  prompt: hi\n  should: [$contains: a]\n")
+    _run([prompt], evaluate=spy)
+    assert seen and seen[0].startswith("evalsite-points")
