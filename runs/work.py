@@ -255,6 +255,22 @@ def execute_chunk(run_id: int, response_ids: list[int], *, progress: Progress | 
         Run.objects.filter(pk=run_id).update(aggregates=compute_aggregates(run_id))
 
 
+# What an item needs to be worked (a kept generation needs the rest: ``_stored_generation`` loads it).
+_ITEM_FIELDS = ("pk", "prompt_index", "prompt_id", "variant_id", "variant_index", "trial", "text", "error",
+                "fresh_requested")
+
+
+def _item_rows(ids) -> list[Response]:
+    """The rows of these items, with only what working them needs (a tenth of the time of whole rows), and
+    whole rows for those with a kept generation to judge again."""
+    rows = list(Response.objects.filter(pk__in=ids).only(*_ITEM_FIELDS))
+    kept = [row.pk for row in rows if row.text and not row.error]
+    if kept:
+        whole = Response.objects.in_bulk(kept)
+        rows = [whole.get(row.pk, row) for row in rows]
+    return rows
+
+
 def _work_items(run: Run, bp: SpecBlueprint, rows: list[Response]) -> list[WorkItem]:
     variants = run.variants(bp)
     items = []
@@ -322,7 +338,7 @@ def _recorded_calls(run: Run, rows: list[Response]) -> dict[tuple, list[dict]]:
 async def _execute(run: Run, claimed: list[int], token: str, progress: Progress, *, rerunning: bool = False,
                    top_up: bool = False) -> None:
     bp = await sync_to_async(parsed_blueprint)(run.revision)
-    rows = await sync_to_async(lambda: list(Response.objects.filter(pk__in=claimed)))()
+    rows = await sync_to_async(_item_rows)(claimed)
     items = await sync_to_async(_work_items)(run, bp, rows)
     plan = plan_from_json(run.judges, bp)
     gate = await sync_to_async(_gate_for)(run, rerunning)
@@ -368,7 +384,7 @@ def _more_items(run: Run, bp: SpecBlueprint, token: str, stop: "_StopCheck", *, 
         claimed = await sync_to_async(claim_next)(run.pk, token, count)
         if not claimed:
             return []
-        rows = await sync_to_async(lambda: list(Response.objects.filter(pk__in=claimed)))()
+        rows = await sync_to_async(_item_rows)(claimed)
         return await sync_to_async(_work_items)(run, bp, rows)
 
     return more
