@@ -343,11 +343,62 @@ class CachedResponse(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
 
+class JudgingStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class PairJudging(models.Model):
+    """An LLM judge asked about pairs of the Pairs page, each pair both ways round (runs/pairs_judging.py; the
+    engine's runs/engine/pairwise.py). Its scope is one run, or (``run`` empty) the recent runs of ``blueprint``.
+
+    Each readable answer is a ``PairJudgement`` of this job (``judging``); a failed or unreadable asking is
+    counted in ``asked_failed`` and its reason kept in ``failures`` (the first ``MAX_FAILURES``), never a
+    judgement. ``error`` says why the whole job failed (a model it cannot call, every asking failed)."""
+
+    MAX_PAIRS = 200
+    DEFAULT_PAIRS = 20
+    MAX_FAILURES = 20
+    MAX_REASON_CHARS = 500  # each failure's reason, and ``error``
+
+    blueprint = models.ForeignKey("blueprints.Blueprint", on_delete=models.CASCADE, related_name="pair_judgings")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, null=True, blank=True, related_name="pair_judgings")
+    model_id = models.CharField(max_length=200)  # the judge, provider:model
+    pairs_requested = models.PositiveSmallIntegerField()
+    pairs_chosen = models.PositiveSmallIntegerField(default=0)  # fewer when fewer pairs were left to ask about
+    status = models.CharField(max_length=10, choices=JudgingStatus.choices, default=JudgingStatus.QUEUED)
+    asked_done = models.PositiveIntegerField(default=0)  # askings (two a pair) answered and stored
+    asked_failed = models.PositiveIntegerField(default=0)  # askings that failed or could not be read
+    failures = models.JSONField(default=list, blank=True)  # [{"prompt", "first", "second", "reason"}]
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(pairs_requested__gte=1) & Q(pairs_requested__lte=200),
+                                   name="pair_judging_pairs_1_200"),
+        ]
+        indexes = [models.Index(fields=["blueprint", "run", "created_at"], name="pair_judging_scope")]
+
+    def __str__(self):
+        return f"{self.model_id} on {self.pairs_requested} pairs: {self.status}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in (JudgingStatus.QUEUED, JudgingStatus.RUNNING)
+
+
 class PairJudgement(models.Model):
     """A reviewer's blind preference between two responses to one prompt by two model variants (the Pairs page).
 
     ``left`` and ``right`` are where each response was shown; ``winner`` says which side won, or a tie. It lives
-    as long as both responses do: deleting a run deletes its judgements. Ratings: runs/engine/ratings.py."""
+    as long as both responses do: deleting a run deletes its judgements. Ratings: runs/engine/ratings.py.
+    An LLM judge's answer is one too, with its job in ``judging`` (``left``: the response shown it first)."""
 
     WINNERS = (("left", "left"), ("right", "right"), ("tie", "tie"))
     MAX_REASON_CHARS = 2_000
@@ -357,8 +408,11 @@ class PairJudgement(models.Model):
     right = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="+")
     winner = models.CharField(max_length=5, choices=WINNERS)
     reason = models.TextField(blank=True)
-    who = models.CharField(max_length=MAX_WHO_CHARS, blank=True)
+    who = models.CharField(max_length=MAX_WHO_CHARS, blank=True)  # an LLM judge's: "judge:<model id>"
     created_at = models.DateTimeField(default=timezone.now)
+    # The LLM judge's job that gave this answer; empty for a person's judgement (runs/pairs.py keeps them apart)
+    judging = models.ForeignKey(PairJudging, on_delete=models.CASCADE, null=True, blank=True,
+                                related_name="judgements")
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -10,13 +10,19 @@ they already judged while another is left.
 ``/runs/<id>/pairs`` draws pairs from one run; ``/runs/pairs?blueprint=<slug>`` from the most recent runs
 of a blueprint (each pair still comes from one run, so both answered the same revision of the prompt).
 Each judgement is a ``PairJudgement``; the Bradley-Terry ratings of runs/engine/ratings.py are fitted from
-every judgement in view. Responses are untrusted: they are rendered by runs/rendering.py, as the response
-page does, and every input is bounded (ids, the reason, the reviewer's name).
+every person's judgement in view. Responses are untrusted: they are rendered by runs/rendering.py, as the
+response page does, and every input is bounded (ids, the reason, the reviewer's name).
+
+An LLM judge can be asked too (runs/pairs_judging.py: ``PairJudging``, a task): pairs chosen as a person's
+are, each asked both ways round (runs/engine/pairwise.py); each answer that reads is a ``PairJudgement`` of
+its job, named ``judge:<model id>`` (a name people cannot take). Its ratings and its consistency and
+position-bias figures are shown apart from people's, never mixed into their ratings.
 """
 
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from itertools import combinations
@@ -31,7 +37,7 @@ from django.views.decorators.http import require_http_methods
 from blueprints.models import Blueprint
 
 from .engine import ratings as bt
-from .models import PairJudgement, Response, ResponseStatus, Run
+from .models import PairJudgement, PairJudging, Response, ResponseStatus, Run
 from .records import run_matrix
 from .rendering import render as render_text
 from .views import _spec, with_csp
@@ -41,6 +47,9 @@ PAIR_TEXT_CHARS = 20_000  # each side renders this much; the rest is a link away
 BLUEPRINT_RUNS = 20  # the blueprint-wide page draws from this many of its most recent runs
 MAX_ID_DIGITS = 12
 WINNER_WORDS = {"left": "A", "right": "B", "tie": "a tie"}
+JUDGE_WHO = "judge:"  # an LLM judge's answers are by "judge:<model id>"; a person's name may not start so
+MAX_JUDGE_ID_CHARS = PairJudgement.MAX_WHO_CHARS - len(JUDGE_WHO)
+
 
 
 # --- choosing the next pair (plain Python) ---------------------------------------------------
@@ -117,10 +126,30 @@ class Scope:
             return reverse("runs:pairs", args=(self.run.pk,))
         return f"{reverse('runs:pairs-blueprint')}?{urlencode({'blueprint': self.blueprint.slug})}"
 
+    @property
+    def judge_url(self) -> str:
+        """Where the LLM judge is asked (POST) and its progress read (GET, htmx)."""
+        if self.run is not None:
+            return reverse("runs:pairs-judge", args=(self.run.pk,))
+        return f"{reverse('runs:pairs-blueprint-judge')}?{urlencode({'blueprint': self.blueprint.slug})}"
+
     def judgements(self) -> QuerySet:
+        """Every judgement about this scope's responses: people's and LLM judges'."""
         if self.run is not None:
             return PairJudgement.objects.filter(left__run=self.run)
         return PairJudgement.objects.filter(left__run__blueprint=self.blueprint)
+
+    def people_judgements(self) -> QuerySet:
+        return self.judgements().filter(judging__isnull=True)
+
+    def judge_judgements(self) -> QuerySet:
+        return self.judgements().filter(judging__isnull=False)
+
+    def judgings(self) -> QuerySet:
+        """The LLM judges' jobs started from this page."""
+        if self.run is not None:
+            return PairJudging.objects.filter(run=self.run)
+        return PairJudging.objects.filter(blueprint=self.blueprint, run__isnull=True)
 
     def candidates(self) -> list[Candidate]:
         out = []
@@ -152,11 +181,14 @@ def blueprint_scope(slug: str) -> Scope:
 # --- what the page shows ---------------------------------------------------------------------
 
 
+OUTCOME_OF_WINNER = {"left": "a", "right": "b", "tie": "tie"}
+
+
 def ratings_of(scope: Scope) -> list[bt.Rating]:
-    """Bradley-Terry ratings (ties half a win each) from every judgement in the scope."""
-    rows = scope.judgements().values_list("left__variant_id", "right__variant_id", "winner")
-    outcome = {"left": "a", "right": "b", "tie": "tie"}
-    return bt.ratings([bt.Comparison(a, b, outcome[w]) for a, b, w in rows])
+    """Bradley-Terry ratings (ties half a win each) from every person's judgement in the scope (an LLM
+    judge's answers have their own table: ``judge_tables``)."""
+    rows = scope.people_judgements().values_list("left__variant_id", "right__variant_id", "winner")
+    return bt.ratings([bt.Comparison(a, b, OUTCOME_OF_WINNER[w]) for a, b, w in rows])
 
 
 def _judged_by(scope: Scope, who: str) -> list[Judged]:
@@ -193,11 +225,14 @@ def _next_pair(scope: Scope, who: str) -> dict | None:
 
 
 def _context(request, scope: Scope, **extra) -> dict:
+    from . import pairs_judging  # it builds on this module
+
     who = request.session.get(SESSION_WHO, "")
     context = {"scope": scope, "run": scope.run, "blueprint": scope.blueprint, "who": who,
-               "ratings": ratings_of(scope), "judged_count": scope.judgements().filter(who=who).count(),
-               "total_count": scope.judgements().count(), "max_reason": PairJudgement.MAX_REASON_CHARS,
-               "max_who": PairJudgement.MAX_WHO_CHARS, "intervals": bt.DEFAULT_BOOTSTRAP}
+               "ratings": ratings_of(scope), "judged_count": scope.people_judgements().filter(who=who).count(),
+               "total_count": scope.people_judgements().count(), "max_reason": PairJudgement.MAX_REASON_CHARS,
+               "max_who": PairJudgement.MAX_WHO_CHARS, "intervals": bt.DEFAULT_BOOTSTRAP,
+               **pairs_judging.judging_context(scope)}
     context.update(extra)
     return context
 
@@ -246,7 +281,13 @@ def _judgement_fields(post) -> dict:
     who = " ".join(_clean_text(post.get("who", "")).split())
     if len(who) > PairJudgement.MAX_WHO_CHARS:
         raise Refused(f"A name is at most {PairJudgement.MAX_WHO_CHARS} characters.")
+    if _RESERVED_WHO.match(who):
+        raise Refused(f"A name starting with “{JUDGE_WHO}” is kept for the LLM judges' answers; "
+                      "write your own name, or leave it empty.")
     return {"winner": winner, "reason": reason, "who": who}
+
+
+_RESERVED_WHO = re.compile(r"judge\s*:", re.I)
 
 
 # --- views -----------------------------------------------------------------------------------
@@ -257,7 +298,7 @@ def _pairs(request, scope: Scope):
         return _judge(request, scope)
     judged = request.GET.get("judged", "")
     if judged:
-        revealed = get_object_or_404(scope.judgements().select_related("left", "right"),
+        revealed = get_object_or_404(scope.people_judgements().select_related("left", "right"),
                                      pk=_digits_or_404(judged))
         return render(request, "runs/pairs.html", _context(request, scope, revealed=revealed))
     return render(request, "runs/pairs.html", _context(request, scope, pair=_next_pair(scope, _who(request))))

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import api, api_across, api_compare, pairs, replay, views
+from . import api, api_across, api_compare, pairs, pairs_judging, replay, views
 from .across import views as across_views
 
 app_name = "runs"
@@ -17,6 +17,7 @@ urlpatterns = [
     path("api/runs-history/<path:slug>", api_across.blueprint_history, name="api-history"),
     path("api/leaderboards/<path:tag>", api_across.leaderboard, name="api-leaderboard"),
     path("runs/pairs", pairs.blueprint_pairs, name="pairs-blueprint"),
+    path("runs/pairs/judge", pairs_judging.blueprint_pairs_judge, name="pairs-blueprint-judge"),
     path("runs/<int:run_id>/", views.detail, name="detail"),
     path("judges/", views.judges, name="judges"),
     path("runs/<int:run_id>/heatmap", views.heatmap, name="heatmap"),
@@ -34,6 +35,7 @@ urlpatterns = [
     path("runs/<int:run_id>/responses/<int:response_id>/points/<int:position>/confirm", views.confirm,
          name="confirm"),
     path("runs/<int:run_id>/pairs", pairs.run_pairs, name="pairs"),
+    path("runs/<int:run_id>/pairs/judge", pairs_judging.run_pairs_judge, name="pairs-judge"),
     path("runs/<int:run_id>/compare", views.compare, name="compare"),
     path("runs/<int:run_id>/compare/<int:base_id>/diff", views.diff, name="diff"),
     path("runs/<int:run_id>/export.json", views.export_json, name="export-json"),
