@@ -9,6 +9,7 @@ from playwright.sync_api import expect
 from runs.models import PairJudgement
 from tests.e2e.test_results_review import made_off_the_loop, watch_console
 from tests.web.test_pairs import make_pairs_run
+from tests.web.test_run_support import fake_llm, fake_llm_server, fake_provider  # noqa: F401
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -62,4 +63,26 @@ def test_a_reviewer_judges_two_pairs_by_keyboard_and_sees_the_ratings(page, live
 
     judgements = list(PairJudgement.objects.order_by("created_at").values_list("winner", "who", "reason"))
     assert judgements == [("right", "Ada", "B is shorter <b>and</b> right"), ("left", "Ada", "")]
+    assert problems == []
+
+
+def test_an_llm_judge_is_asked_from_the_page_and_its_position_bias_shown(page, live_server, fake_provider,
+                                                                         screenshot):
+    fake_provider.script([{"model": "first-fan", "match": r"<RESPONSE_1>",
+                           "reply": "<reflection>The first reads better.</reflection><choice>1</choice>"}])
+    run = made_off_the_loop(make_pairs_run)
+    problems = watch_console(page)
+
+    page.goto(f"{live_server.url}/runs/{run.pk}/pairs")
+    judge = page.locator("#llm-judge")
+    judge.get_by_label("Judge model").fill("openai:first-fan")
+    judge.get_by_label("Pairs to ask about").fill("3")
+    judge.get_by_role("button", name="Ask the judge").click()
+
+    expect(page.locator("#llm-judge")).to_contain_text(
+        "Asked both ways round on 3 pairs: consistent on 0% (0 of 3)", timeout=15_000)
+    expect(page.locator("#llm-judge")).to_contain_text("position bias: 3 of 3")
+    expect(page.locator("#ratings")).to_contain_text("No judgements yet")  # people's ratings stay theirs
+    screenshot(page, "pairs-llm-judge")
+    assert PairJudgement.objects.filter(who="judge:openai:first-fan").count() == 6
     assert problems == []
