@@ -291,26 +291,45 @@ async def run_items(
 async def _topped_up(items: list[WorkItem], one: Callable[[WorkItem], Awaitable[None]],
                      more_items: Callable[[int], Awaitable[list[WorkItem]]], keep: int) -> None:
     """Work ``items``, asking ``more_items`` for more whenever fewer than half of ``keep`` are unfinished, until
-    it has none."""
+    it has none. Each finished item is noted by a callback (no wait over every running item per finish)."""
     target = max(1, keep)
-    tasks = {asyncio.ensure_future(one(item)) for item in items}
+    running: set[asyncio.Future] = set()
+    wake = asyncio.Event()
+    failures: list[BaseException] = []
+
+    def finished(task: asyncio.Future) -> None:
+        running.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            failures.append(task.exception())  # ``one`` keeps an item's error on the item: this is ours
+        if failures or len(running) < target / 2:
+            wake.set()
+
+    def start(batch: Iterable[WorkItem]) -> None:
+        for item in batch:
+            task = asyncio.ensure_future(one(item))
+            running.add(task)
+            task.add_done_callback(finished)
+
+    start(items)
     try:
-        while tasks or more_items is not None:
-            if more_items is not None and len(tasks) < target / 2:
-                extra = await more_items(target - len(tasks))
+        while True:
+            if failures:
+                raise failures[0]
+            if more_items is not None and len(running) < target / 2:
+                extra = await more_items(target - len(running))
                 if not extra:
                     more_items = None
-                tasks |= {asyncio.ensure_future(one(item)) for item in extra}
-                if not tasks:
-                    break
-            done, tasks = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                task.result()  # ``one`` keeps an item's error on the item; anything else is ours and raises
+                start(extra)
+                continue
+            if not running:
+                return
+            wake.clear()
+            await wake.wait()
     finally:
-        for task in tasks:
+        for task in running:
             task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)
 
 
 # --- each call's cache key, and a replay's recorded calls --------------------------------------------
