@@ -429,8 +429,9 @@ def _tag(name: str, text: str) -> str | None:
     return unclosed.group(1) if unclosed else None
 
 
-def _json_fields(text: str) -> tuple[str | None, str | None] | None:
-    """``(classification, reflection)`` from an answer written as a JSON object, if it is one."""
+def json_object_in(text: str) -> dict | None:
+    """The JSON object an answer was written as (from its first ``{`` to its last ``}``), its keys lower-cased;
+    None when there is none."""
     start, end = text.find("{"), text.rfind("}")
     if start < 0 or end <= start:
         return None
@@ -438,9 +439,14 @@ def _json_fields(text: str) -> tuple[str | None, str | None] | None:
         data = json.loads(text[start:end + 1])
     except ValueError:
         return None
-    if not isinstance(data, dict):
+    return {str(k).lower(): v for k, v in data.items()} if isinstance(data, dict) else None
+
+
+def _json_fields(text: str) -> tuple[str | None, str | None] | None:
+    """``(classification, reflection)`` from an answer written as a JSON object, if it is one."""
+    lowered = json_object_in(text)
+    if lowered is None:
         return None
-    lowered = {str(k).lower(): v for k, v in data.items()}
     classification = next((lowered[k] for k in ("classification", "class", "label") if k in lowered), None)
     reflection = next((lowered[k] for k in ("reflection", "reasoning", "explanation") if k in lowered), None)
     if not isinstance(classification, str):

@@ -23,13 +23,12 @@ Calls go through a ``CompleteFn`` (the providers' router: its limits, retries, c
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from dataclasses import dataclass
 from typing import Iterable, Literal
 
 from .judge import (JUDGE_MAX_TOKENS, JUDGE_TEMPERATURE, _FENCE, _THINKING, _clean_reflection, _short, _sum_known,
-                    _tag, render_transcript)
+                    _tag, json_object_in, render_transcript)
 from .types import ChatRequest, ChatResult, CompleteFn, Turn
 
 Choice = Literal["1", "2", "tie"]  # a position, as the judge answered
@@ -163,16 +162,9 @@ def _read_choice(raw: str) -> tuple[Choice | None, str | None]:
 
 
 def _json_choice(body: str) -> tuple[str, str | None] | None:
-    start, end = body.find("{"), body.rfind("}")
-    if start < 0 or end <= start:
+    lowered = json_object_in(body)
+    if lowered is None:
         return None
-    try:
-        data = json.loads(body[start:end + 1])
-    except ValueError:
-        return None
-    if not isinstance(data, dict):
-        return None
-    lowered = {str(k).lower(): v for k, v in data.items()}
     choice = lowered.get("choice", lowered.get("winner"))
     reflection = lowered.get("reflection", lowered.get("reasoning"))
     if not isinstance(choice, (str, int)) or isinstance(choice, bool):
