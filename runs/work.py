@@ -440,11 +440,16 @@ class _Saver:
 class _StopCheck:
     """Reads the run's cancel flag at most five times a second; every call waiting for a provider slot asks.
 
-    Callers that ask while a read is under way wait for that read rather than take the
-    last answer: when several slots free at once, none of them may send on a stale "go on".
+    Callers that ask while a read is under way wait for that read when the last answer is stale (read more
+    than ``FRESH_S`` ago, as after the worker waited on slow calls without asking): when several slots free
+    at once, none of them may send on a stale "go on". While calls keep asking, the last answer is at most
+    one period old and they go on without waiting (waiting there, every call queued behind each read's
+    thread hop: 2-3% of a run's wall time, tests/bench/bench_run.py).
     The re-runs of a finished run (``rerunning``) do not read the flag, which a cancelled run keeps
     set for its other items: they stop when the run is finished again (a cancel ends it at once).
     """
+
+    FRESH_S = 0.25  # an answer read at most this long ago (one period and the read's own time) is used as is
 
     def __init__(self, run_id: int, *, rerunning: bool = False, gate=None):
         self.run_id = run_id
@@ -452,6 +457,8 @@ class _StopCheck:
         self.checked = 0.0
         self.stopped = False
         self._reading: asyncio.Future | None = None
+        self._reading_began = 0.0
+        self._answer_read_at = float("-inf")  # when the read behind ``stopped`` began
         # The run's budget (``BudgetGuard``) or a replay's ``CacheOnlyGate``: once it refuses a call the worker
         # stops, and the run is marked to stop (``stopped_reason``) as a cancel would. A budget's spending is
         # written to ``Run.spent_usd`` with each read, and what other workers spent is read back.
@@ -518,14 +525,15 @@ class _StopCheck:
             return True
         budget = self.gate if isinstance(self.gate, BudgetGuard) else None
         if self._reading is None and time.monotonic() - self.checked > 0.2:
-            self.checked = time.monotonic()
+            self.checked = self._reading_began = time.monotonic()
             if budget is None:
                 self._reading = asyncio.get_running_loop().run_in_executor(self._thread, self._read)
             else:
                 self._reading = asyncio.get_running_loop().run_in_executor(
                     self._thread, self._read_with_ledger, *self._take_delta())
-        if self._reading is not None:
-            reading = self._reading
+        if self._reading is not None and (self._reading.done()
+                                          or time.monotonic() - self._answer_read_at > self.FRESH_S):
+            reading, began = self._reading, self._reading_began
             try:
                 answer = await asyncio.shield(reading)
                 if budget is not None:
@@ -533,6 +541,7 @@ class _StopCheck:
                     if total is not None:  # what the run spent, less what this worker wrote of it
                         budget.external_usd = max(0.0, total - flushed)
                 self.stopped = answer
+                self._answer_read_at = max(self._answer_read_at, began)
             finally:
                 if reading.done() and self._reading is reading:
                     self._reading = None

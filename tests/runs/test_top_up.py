@@ -83,3 +83,4 @@ def test_a_cancelled_run_takes_no_more_items(fake_provider, settings):
     run.refresh_from_db()
     assert run.status == "cancelled" and run.items_done == 4
     assert len(fake_provider.requests()) == 4
+
