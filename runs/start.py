@@ -89,12 +89,13 @@ def check_judge_repeats(value) -> int:
     problem = f"judge repeats is a whole number from 1 to {MAX_JUDGE_REPEATS}"
     if isinstance(value, bool):
         raise ValueError(problem)
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 3:
         value = int(value)
     elif isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int) or not 1 <= value <= MAX_JUDGE_REPEATS:
-        raise ValueError(f"{problem}, not {value!r}")
+        shown = repr(value)
+        raise ValueError(f"{problem}, not {shown if len(shown) <= 40 else shown[:37] + '...'}")
     return value
 
 

@@ -255,3 +255,11 @@ def test_the_exports_and_the_report_say_which_asking_each_verdict_is(asked_once_
     assert len(judges(once)) == 3 and all("repeat" not in j for j in judges(once))
     report = "".join(report_chunks(thrice))
     assert report.count("holistic-judge(openai:judge) (asking 3)") == 3
+
+
+@pytest.mark.parametrize("sent", ["9" * 5000, "x" * 100_000, "4000"])
+def test_a_hostile_judge_repeats_value_is_refused_in_a_short_message(sent):
+    with pytest.raises(ValueError) as refused:
+        run_start.check_judge_repeats(sent)
+    assert str(refused.value).startswith("judge repeats is a whole number from 1 to 5, not ")
+    assert len(str(refused.value)) < 120
