@@ -34,13 +34,21 @@ class ReplayRefused(Exception):
         self.message, self.missing = message, list(missing or [])
 
 
+def _judge_order(entry: dict) -> tuple:
+    """Judge calls run at once and are logged as they come back: the manifest lists them by judge and point
+    (their label), then model and key, so the same run always lists them alike (a replay's too)."""
+    return ("dropped" in entry or "unreadable" in entry, str(entry.get("label") or ""), str(entry.get("model") or ""),
+            str(entry.get("cacheKey") or ""))
+
+
 def manifest_calls(run: Run) -> list[dict]:
-    """Every call the run's responses made, in item order (prompt, variant, trial), each with its cache key."""
+    """Every call the run's responses made, in item order (prompt, variant, trial), each with its cache key:
+    an item's candidate calls in the order they were made, then its judge calls (``_judge_order``)."""
     out = []
     rows = Response.objects.filter(run=run).order_by("prompt_index", "variant_id", "trial").values_list(
         "prompt_index", "prompt_id", "variant_id", "trial", "status", "candidate_calls", "judge_calls")
     for index, prompt_id, variant_id, trial, status, made, judged in rows:
-        for entry in (*call_log.unpack(made), *call_log.unpack(judged)):
+        for entry in (*call_log.unpack(made), *sorted(call_log.unpack(judged), key=_judge_order)):
             call = {"promptIndex": index, "prompt": prompt_id, "variant": variant_id, "trial": trial,
                     "itemStatus": status}
             if "dropped" in entry or "unreadable" in entry:
