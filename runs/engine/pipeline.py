@@ -1,3 +1,4 @@
+# Over 500 lines: the pipeline and what it needs alongside (the checks' lane, call keys, the spending cap), read together.
 """The run pipeline: every work item generated and then judged at once, concurrently.
 
 Pure Python: it takes work items (prompt x model variant x trial), the

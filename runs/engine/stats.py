@@ -1,3 +1,4 @@
+# Over 500 lines: one subject, the statistics every decision reads (intervals, verdicts, changed cells, the gate, trials).
 """Decisions you can defend: paired comparisons with intervals, a model's mean with its interval, which of many
 items changed (Benjamini-Hochberg), and what repeated trials say (pass@k, pass^k, flakiness).
 

@@ -33,9 +33,7 @@ class Command(BaseCommand):
             self.stderr.write(f"cannot replay: there is no run {options['run']}")
             raise SystemExit(2)
         if options["manifest"]:
-            Path(options["manifest"]).write_text(json.dumps(run_manifest(run), ensure_ascii=False, indent=2),
-                                                 encoding="utf-8")
-            self.stderr.write(f"wrote {options['manifest']}")
+            self._write(options["manifest"], json.dumps(run_manifest(run), ensure_ascii=False, indent=2))
         if options["check"]:
             missing = missing_answers(run)
             for line in missing:
@@ -51,14 +49,15 @@ class Command(BaseCommand):
                 self.stderr.write(f"  missing: {line}")
             raise SystemExit(2)
         if options["json"]:
-            Path(options["json"]).write_text(json.dumps(run_to_json(new), ensure_ascii=False, indent=2),
-                                             encoding="utf-8")
-            self.stderr.write(f"wrote {options['json']}")
+            self._write(options["json"], json.dumps(run_to_json(new), ensure_ascii=False, indent=2))
         if options["csv"]:
-            Path(options["csv"]).write_text(run_to_csv(new), encoding="utf-8")
-            self.stderr.write(f"wrote {options['csv']}")
+            self._write(options["csv"], run_to_csv(new))
         self.stdout.write(str(new.pk))
         if new.status != "done":
             self.stderr.write(f"replay {new.pk} {new.status}: {new.stopped_detail or new.error}")
             raise SystemExit(1)
         self.stderr.write(f"replay of run {run.pk}: run {new.pk}, {new.items_done} items, no provider called")
+
+    def _write(self, path: str, text: str) -> None:
+        Path(path).write_text(text, encoding="utf-8")
+        self.stderr.write(f"wrote {path}")
