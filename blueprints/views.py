@@ -202,20 +202,30 @@ def import_conflict(request):
 
 @require_safe
 def detail(request, slug):
+    blueprint, revision, result, preview = _current(slug)
+    return render(request, "blueprints/blueprint_detail.html",
+                  _detail_context(blueprint, revision, result, preview, _run_context(revision, preview)))
+
+
+def _current(slug: str):
+    """A blueprint, its current revision, that revision parsed, and its preview (None where there is none)."""
     blueprint = get_object_or_404(Blueprint.objects.select_related("current_revision"), slug=slug)
     revision = blueprint.current_revision
     lookup = ModelCollection.lookup()
     result = revision.parse(lookup) if revision else None
     preview = previews.build_preview(result.blueprint, lookup) if result and result.blueprint else None
-    context = {
+    return blueprint, revision, result, preview
+
+
+def _detail_context(blueprint, revision, result, preview, run: dict) -> dict:
+    return {
         "blueprint": blueprint, "revision": revision, "result": result, "preview": preview,
         "spec": result.blueprint if result else None,
         "description_html": editing.render_markdown(blueprint.description),
         "rename_form": RenameForm(initial={"slug": blueprint.suggested_id if blueprint.id_problem else blueprint.slug},
                                   blueprint=blueprint),
-        **_run_context(revision, preview),
+        **run,
     }
-    return render(request, "blueprints/blueprint_detail.html", context)
 
 
 def _run_context(revision, preview, data=None):
@@ -250,11 +260,7 @@ def run_estimate(request, slug):
     starts only with "I expect about $X for N calls" ticked for this very estimate; then (or below the
     thresholds) the same post goes on to the runs app's start (307 keeps it a POST). Refused, or asked
     only for the estimate (no JavaScript), the blueprint page comes back with the form as it was posted."""
-    blueprint = get_object_or_404(Blueprint.objects.select_related("current_revision"), slug=slug)
-    revision = blueprint.current_revision
-    lookup = ModelCollection.lookup()
-    result = revision.parse(lookup) if revision else None
-    preview = previews.build_preview(result.blueprint, lookup) if result and result.blueprint else None
+    blueprint, revision, result, preview = _current(slug)
     data = request.POST if request.method == "POST" else request.GET
     run = _run_context(revision, preview, data)
     if request.htmx:
@@ -268,15 +274,8 @@ def run_estimate(request, slug):
                                 f"${e.cost or 0:,.2f}, past the amount that asks first (${check.confirm_usd:g} or "
                                 f"{check.confirm_calls:,} calls). Tick “I expect about ${e.cost or 0:,.2f} for "
                                 f"{e.total_calls:,} calls” and start it again.")
-    context = {
-        "blueprint": blueprint, "revision": revision, "result": result, "preview": preview,
-        "spec": result.blueprint if result else None,
-        "description_html": editing.render_markdown(blueprint.description),
-        "rename_form": RenameForm(initial={"slug": blueprint.suggested_id if blueprint.id_problem else blueprint.slug},
-                                  blueprint=blueprint),
-        **run,
-    }
-    return render(request, "blueprints/blueprint_detail.html", context)
+    return render(request, "blueprints/blueprint_detail.html",
+                  _detail_context(blueprint, revision, result, preview, run))
 
 
 @require_http_methods(["GET", "POST"])
