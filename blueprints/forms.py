@@ -9,7 +9,6 @@ from blueprints.models import BLUEPRINT_ID_MAX_LENGTH, Blueprint, suggest_bluepr
 from runs.engine.judge import MAX_JUDGE_REPEATS
 
 MAX_UPLOAD_BYTES = 5 * 1024 * 1024
-UPLOAD_SUFFIXES = (".yml", ".yaml", ".json")  # suites; other files come as their companions
 
 
 class IdField(forms.CharField):

@@ -12,7 +12,6 @@ from django.conf import settings
 from blueprints.models import ModelCollection
 from blueprints.spec import Blueprint as SpecBlueprint
 from blueprints.spec import Point, Prompt
-from blueprints.spec.schema import CustomModel
 from blueprints.spec import functions
 from blueprints.spec.collections import resolve_models
 from blueprints.spec.limits import Limits
@@ -26,7 +25,6 @@ from runs.engine.providers.prices import price_table
 # --------------------------------------------------------------------------------------
 # Preview: what the blueprint asks, and what a run of it would do
 
-CANNED_PROVIDERS = ("fixtures",)  # answered from the blueprint's fixtures: no call, no cost
 
 
 def format_args(value) -> str:
@@ -292,22 +290,6 @@ def run_judges(bp: SpecBlueprint):
     config = engine_config()
     return plan_for_run(bp.coverage, default_judges=config.default_judges, backup_judge=config.backup_judge,
                         description=bp.description)
-
-
-def run_problems(preview: "Preview", revision) -> list[str]:
-    """What would fail if the run started now (a model or judge without its key, say), in the run's own words."""
-    from runs.engine.providers import fixtures_from_blueprint
-    from runs.engine.providers import run_problems as problems_of
-
-    bp = preview.blueprint
-    judged = any(p.fn is None for prompt in bp.prompts for p in prompt.all_points())
-    fixtures, fixture_problems = fixtures_from_blueprint(bp.fixtures, revision.files or {})
-    customs = {m.id: m for m in bp.models if isinstance(m, CustomModel)}
-    models = [customs.get(m.id, m.id) for m in preview.models]
-    embedding = (bp.embedding_model or settings.EVALSITE_EMBEDDINGS_MODEL or None) \
-        if any(p.ideal_response for p in bp.prompts) else None
-    return problems_of(models, engine_config().providers, judge_models=[j.id for j in preview.judges] if judged else (),
-                       embedding_model=embedding, custom_models=customs, fixtures=fixtures) + fixture_problems
 
 
 def known_models() -> list[str]:
