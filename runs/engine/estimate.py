@@ -27,7 +27,6 @@ from blueprints.spec.schema import Blueprint, CustomModel, Prompt
 from .generate import ModelVariant, expand_variants, uses_cache
 from .judge import (JUDGE_MAX_TOKENS, JUDGE_TEMPERATURE, JudgePlan, JudgeSpec, JudgeTask, band_scale,
                     build_judge_messages, parse_judge_answer)
-from .providers.cache import cache_key
 from .providers.endpoints import FIXTURES_PREFIX, Problem, resolve_endpoint
 from .providers.prices import DEFAULT_MAX_TOKENS, Price, price_table
 from .providers.settings import ProviderSettings
@@ -100,9 +99,8 @@ class CacheProbe:
             endpoint = self._endpoints[model_id] = resolve_endpoint(model_id, self.settings, self.custom_models)
         if isinstance(endpoint, Problem):
             return None
-        key = cache_key(endpoint.cache_identity(), messages, temperature=temperature,
-                        max_tokens=max_tokens if max_tokens is not None else endpoint.default_max_tokens, trial=trial,
-                        repeat=repeat)
+        key = endpoint.answer_key(messages, temperature=temperature, max_tokens=max_tokens, trial=trial,
+                                  repeat=repeat)
         try:
             hit = self.get(key)
         except Exception:  # a broken cache only makes the estimate count a call

@@ -376,9 +376,8 @@ def router_call_key(router: Any, request: ChatRequest) -> str | None:
     endpoint = router.endpoint(model_id)
     if isinstance(endpoint, Problem):
         return None
-    return cache_key(endpoint.cache_identity(), request.messages, temperature=request.temperature,
-                     max_tokens=request.max_tokens if request.max_tokens is not None
-                     else endpoint.default_max_tokens, trial=request.trial, repeat=request.repeat)
+    return endpoint.answer_key(request.messages, temperature=request.temperature, max_tokens=request.max_tokens,
+                               trial=request.trial, repeat=request.repeat)
 
 
 def _keyed(complete: CompleteFn, made: list[dict], options: PipelineOptions, item: WorkItem) -> CompleteFn:

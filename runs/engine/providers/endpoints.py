@@ -25,6 +25,7 @@ import httpx
 from blueprints.spec.model_ids import provider_of
 from blueprints.spec.schema import CustomModel
 
+from .cache import cache_key
 from .prices import DEFAULT_MAX_TOKENS
 from .formats import (
     anthropic_body,
@@ -88,6 +89,14 @@ class Endpoint:
                 "extra": c.extra, "headers": sorted(c.headers or {}),
             }
         return {"provider": self.provider, "model": self.model_name, "url": self.url}
+
+    def answer_key(self, messages, *, temperature: float | None, max_tokens: int | None, trial: int = 0,
+                   repeat: int = 0) -> str:
+        """The response cache's key for these messages sent here (the router's, the estimate's and a replay's:
+        one recipe). No ``max_tokens``: the endpoint's default, which is what is sent."""
+        return cache_key(self.cache_identity(), messages, temperature=temperature,
+                         max_tokens=max_tokens if max_tokens is not None else self.default_max_tokens,
+                         trial=trial, repeat=repeat)
 
 
 def resolve_endpoint(model_id: str, settings: ProviderSettings,

@@ -254,9 +254,8 @@ class Router:
 
         key = None
         if self.cache is not None and request.use_cache:
-            key = cache_key(endpoint.cache_identity(), request.messages, temperature=request.temperature,
-                            max_tokens=request.max_tokens if request.max_tokens is not None
-                            else endpoint.default_max_tokens, trial=request.trial, repeat=request.repeat)
+            key = endpoint.answer_key(request.messages, temperature=request.temperature,
+                                      max_tokens=request.max_tokens, trial=request.trial, repeat=request.repeat)
             if not self.fresh and not request.refresh:
                 hit = await self._cache_get(key)
                 # An answer stored before a secret was configured (or by an older version) is redacted too.
