@@ -17,11 +17,11 @@ Pure Python: no Django here.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Iterable, Mapping, Sequence
 
+from blueprints.spec.model_ids import split_variant_suffixes
 
 from . import stats
 from .matrix import Matrix
@@ -30,19 +30,11 @@ SUMMARY_SHAPE = 1  # bump when the summary's layout changes: older stored summar
 DRIFT_MIN_GAP = timedelta(days=1)
 WEAK_LISTED = 5  # weakest and strongest prompts listed on a model page
 
-_VARIANT = re.compile(r"^(?P<model>.*?)\[temp:(?P<temp>[^\]]*)\](?:\[sp_idx:(?P<sp>\d+)\])?$")
-
-
 def parse_variant(variant_id: str) -> tuple[str, float | None, int | None]:
-    """``model[temp:T][sp_idx:i]`` -> (model id as written, T, i); an id without the suffix is all model."""
-    found = _VARIANT.match(variant_id)
-    if not found:
-        return variant_id, None, None
-    try:
-        temperature = float(found["temp"])
-    except ValueError:
-        temperature = None
-    return found["model"], temperature, int(found["sp"]) if found["sp"] is not None else None
+    """``model[temp:T][sp_idx:i]`` -> (model id as written, T, i), by the model-id grammar's own reader
+    (``split_variant_suffixes``); an id without suffixes is all model."""
+    base, temperature, system_index, _ = split_variant_suffixes(variant_id)
+    return base, temperature, system_index
 
 
 # --- one run -----------------------------------------------------------------------------------------------------
