@@ -224,7 +224,9 @@ def _next_pair(scope: Scope, who: str) -> dict | None:
     return _pair_context(scope, rows[chosen[0].response_id], rows[chosen[1].response_id])
 
 
-def _context(request, scope: Scope, **extra) -> dict:
+def _context(request, scope: Scope, *, judging: bool = True, **extra) -> dict:
+    """The page's context; ``judging`` False for a fragment without the LLM judge's section (its tables are
+    a fit of their own)."""
     from . import pairs_judging  # it builds on this module
 
     who = request.session.get(SESSION_WHO, "")
@@ -232,7 +234,7 @@ def _context(request, scope: Scope, **extra) -> dict:
                "ratings": ratings_of(scope), "judged_count": scope.people_judgements().filter(who=who).count(),
                "total_count": scope.people_judgements().count(), "max_reason": PairJudgement.MAX_REASON_CHARS,
                "max_who": PairJudgement.MAX_WHO_CHARS, "intervals": bt.DEFAULT_BOOTSTRAP,
-               **pairs_judging.judging_context(scope)}
+               **(pairs_judging.judging_context(scope) if judging else {})}
     context.update(extra)
     return context
 
@@ -316,23 +318,24 @@ def _digits_or_404(value: str) -> int:
 
 def _judge(request, scope: Scope):
     template = "runs/pairs.html#judged" if request.htmx else "runs/pairs.html"
+    judging = not request.htmx  # the fragment has no LLM judge section
     try:
         left, right = _offered_pair(scope, request.POST)
     except Refused as refused:
-        return render(request, template, _context(request, scope, error=refused.message,
+        return render(request, template, _context(request, scope, judging=judging, error=refused.message,
                                                   pair=_next_pair(scope, _who(request))))
     try:
         fields = _judgement_fields(request.POST)
     except Refused as refused:
         typed = {"winner": request.POST.get("winner", ""), "who": request.POST.get("who", "")[:150],
                  "reason": request.POST.get("reason", "")[:PairJudgement.MAX_REASON_CHARS]}
-        return render(request, template, _context(request, scope, error=refused.message, typed=typed,
-                                                  pair=_pair_context(scope, left, right)))
+        return render(request, template, _context(request, scope, judging=judging, error=refused.message,
+                                                  typed=typed, pair=_pair_context(scope, left, right)))
     request.session[SESSION_WHO] = fields["who"]
     judgement = PairJudgement.objects.create(left=left, right=right, **fields)
     if not request.htmx:
         return redirect(f"{scope.url}{'&' if scope.run is None else '?'}judged={judgement.pk}")
-    return render(request, template, _context(request, scope, revealed=judgement))
+    return render(request, template, _context(request, scope, judging=False, revealed=judgement))
 
 
 @require_http_methods(["GET", "POST"])

@@ -116,11 +116,11 @@ def trend_svg(variant_id: str, points) -> str:
 def run_baseline(request, run_id):
     """The run page's "compared with the baseline" (loaded in place; the same URL is a plain page)."""
     run = get_object_or_404(Run.objects.select_related("blueprint", "revision"), pk=run_id)
+    if not request.htmx:  # the whole story is on the history page
+        return redirect(f"{reverse('runs:history', args=[run.blueprint.slug])}#run-{run.pk}")
     result = across.run_against_baseline(run) if run.is_finished else None
     context = {"run": run, "result": result,
                "pairs": sorted((result or {}).get("pairs", {}).items(), key=lambda kv: kv[0])}
-    if not request.htmx:  # the whole story is on the history page
-        return redirect(f"{reverse('runs:history', args=[run.blueprint.slug])}#run-{run.pk}")
     return render(request, "runs/history.html#run-baseline", context)
 
 
