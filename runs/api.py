@@ -125,9 +125,12 @@ def start(request):
         models, judges = _strings(data, "models"), _strings(data, "judges")
         trials = _trials(data)
         judge_repeats = _judge_repeats(data)
+    except ValueError as exc:
+        return _error(400, str(exc))
+    try:
         budget = None if data.get("budgetUsd") is None else run_start.check_budget(data["budgetUsd"])
     except ValueError as exc:
-        return _error(400, f"`budgetUsd`: {exc}" if "budget" in str(exc) else str(exc))
+        return _error(400, f"`budgetUsd`: {exc}")
     dry_run = data.get("dryRun", False)
     if not isinstance(dry_run, bool):
         return _error(400, "`dryRun` must be true or false")

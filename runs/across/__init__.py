@@ -199,7 +199,7 @@ def history(blueprint: Blueprint) -> History:
     revision_ids = {i.revision_id for i in infos}
     from blueprints.models import BlueprintRevision
 
-    revisions = {r.pk: r for r in BlueprintRevision.objects.filter(pk__in=revision_ids)}
+    revisions = {r.pk: r for r in BlueprintRevision.objects.filter(pk__in=revision_ids).select_related("blueprint")}
     pin = BaselinePin.objects.filter(blueprint=blueprint).values_list("run_id", flat=True).first()
     base = next((i for i in infos if i.pk == pin), None)
     compared = against_baseline(infos, base, revisions) if base is not None else {}
@@ -393,7 +393,7 @@ def regressions_of(infos: list[RunInfo]) -> dict[int, list[str]]:
         for extra in summaries(_infos(Run.objects.filter(pk__in=missing))):
             by_pk[extra.pk] = extra
     revisions = {r.pk: r for r in BlueprintRevision.objects.filter(
-        pk__in={i.revision_id for i in by_pk.values()})}
+        pk__in={i.revision_id for i in by_pk.values()}).select_related("blueprint")}
     out = {}
     for blueprint_id, base_pk in pins.items():
         base = by_pk.get(base_pk)
