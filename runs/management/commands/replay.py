@@ -32,10 +32,11 @@ class Command(BaseCommand):
         if run is None:
             self.stderr.write(f"cannot replay: there is no run {options['run']}")
             raise SystemExit(2)
-        if options["manifest"]:
-            self._write(options["manifest"], json.dumps(run_manifest(run), ensure_ascii=False, indent=2))
+        manifest = run_manifest(run) if options["manifest"] else None
+        if manifest is not None:
+            self._write(options["manifest"], json.dumps(manifest, ensure_ascii=False, indent=2))
         if options["check"]:
-            missing = missing_answers(run)
+            missing = missing_answers(run, manifest["calls"] if manifest is not None else None)
             for line in missing:
                 self.stderr.write(f"  missing: {line}")
             self.stdout.write(f"run {run.pk}: " + (f"{len(missing)} answer(s) missing; not replayable" if missing
