@@ -171,7 +171,8 @@ def confirmation_key(estimate: RunEstimate) -> str:
 def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None, models: list[str] | None = None,
               judges: list[str] | None = None, keep_judges: list[str] | None = None, fresh: bool = False,
               trials: int | None = None, source: str = "web", collections=None, enqueue: bool = True,
-              budget_usd: float | None = None, judge_repeats: int | None = None) -> Run:
+              budget_usd: float | None = None, judge_repeats: int | None = None,
+              planned: StartPlan | None = None) -> Run:
     """Create a run and its items; with ``enqueue``, hand it to the workers once the transaction commits.
 
     ``budget_usd``: the run's spending cap (docs/runs.md, "Budget"); refused when a model it would call has
@@ -184,9 +185,11 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
     ``trials`` None runs each prompt as many times as the blueprint asks (its ``trials``, else once).
     ``judge_repeats`` K (1 to 5; None: 1) asks each judge K times about each point: the first asking scores,
     the others give the judges' flip rate (runs/engine/repeats.py); refused (RunRefused) outside 1 to 5.
+    ``planned``: ``plan_start``'s answer for these same choices, when the caller has it already (the start
+    view estimated the run first); else it is planned here.
     """
-    planned = plan_start(blueprint, revision=revision, models=models, judges=judges, keep_judges=keep_judges,
-                         collections=collections, judge_repeats=judge_repeats)
+    planned = planned or plan_start(blueprint, revision=revision, models=models, judges=judges,
+                                    keep_judges=keep_judges, collections=collections, judge_repeats=judge_repeats)
     revision, bp, resolved, plan = planned.revision, planned.blueprint, planned.models, planned.plan
     embedding_model, problems = planned.embedding_model, planned.problems
     if budget_usd is not None:

@@ -107,7 +107,7 @@ def start(request):
                                     f"${estimate.cost or 0:,.2f}; tick “I expect about ${estimate.cost or 0:,.2f} "
                                     f"for {estimate.total_calls:,} calls” on the run form and start it again.")
             return redirect(blueprint.get_absolute_url())
-        run = run_start.start_run(blueprint, revision=revision, source="web", **choices)
+        run = run_start.start_run(blueprint, revision=revision, source="web", planned=planned, **choices)
     except run_spec.RunRefused as refused:
         messages.error(request, f"Cannot run: {refused}")
         return redirect(blueprint.get_absolute_url())
