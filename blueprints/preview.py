@@ -360,9 +360,10 @@ def key_warnings(planned) -> tuple[list[KeyWarning], list[str]]:
     return list(groups.values()), others
 
 
-def form_estimate(blueprint, revision, data) -> FormEstimate:
+def form_estimate(blueprint, revision, data, parsed: SpecBlueprint | None = None) -> FormEstimate:
     """What the run form's choices would cost (``runs.start.estimate_start``), its key warnings, and whether
-    starting it needs the confirmation (EVALSITE_CONFIRM_USD, EVALSITE_CONFIRM_CALLS)."""
+    starting it needs the confirmation (EVALSITE_CONFIRM_USD, EVALSITE_CONFIRM_CALLS). ``parsed``: the
+    revision's blueprint, when the page has parsed it already."""
     from blueprints.forms import RunForm
     from runs import start as run_start
     from runs.spec import RunRefused
@@ -373,7 +374,8 @@ def form_estimate(blueprint, revision, data) -> FormEstimate:
             "models": None, "keep_judges": None, "trials": None, "judge_repeats": None, "fresh": False,
             "budget_usd": None}
         planned = run_start.plan_start(blueprint, revision=revision, models=choices["models"],
-                                       keep_judges=choices["keep_judges"], judge_repeats=choices["judge_repeats"])
+                                       keep_judges=choices["keep_judges"], judge_repeats=choices["judge_repeats"],
+                                       parsed=parsed)
         estimate = run_start.estimate_start(planned, trials=choices["trials"], fresh=choices["fresh"])
     except ValueError as exc:
         return FormEstimate(None, refused=str(exc), **thresholds)

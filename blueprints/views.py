@@ -247,9 +247,10 @@ def _run_context(revision, preview, data=None):
         blocked = "This blueprint lists no models to run."
     # The runs app owns starting a run; this app only names its address. The Start button goes through
     # run_estimate first (formaction), which asks for the confirmation past the thresholds.
+    estimate = None if blocked else previews.form_estimate(revision.blueprint, revision, data, preview.blueprint)
     return {"run_form": form, "run_blocked": blocked, "run_action": reverse("runs:start"),
             "run_check": reverse("blueprints:run-estimate", args=[revision.blueprint.slug]),
-            "run_estimate": None if blocked else previews.form_estimate(revision.blueprint, revision, data),
+            "run_estimate": estimate,
             "known_models": previews.known_models()}
 
 

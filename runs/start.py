@@ -101,10 +101,12 @@ def check_judge_repeats(value) -> int:
 
 def plan_start(blueprint: Blueprint, *, revision: BlueprintRevision | None = None, models: list[str] | None = None,
                judges: list[str] | None = None, keep_judges: list[str] | None = None, collections=None,
-               judge_repeats: int | None = None) -> StartPlan:
+               judge_repeats: int | None = None, parsed: SpecBlueprint | None = None) -> StartPlan:
     """The revision, models, judges and problems of a run, as ``start_run`` would make it; raises RunRefused.
 
-    ``judge_repeats`` (None: 1) goes into the judge plan, so the estimate counts what the run will ask."""
+    ``judge_repeats`` (None: 1) goes into the judge plan, so the estimate counts what the run will ask.
+    ``parsed``: the revision's blueprint when the caller parsed it already (the blueprint page), else it is
+    parsed here."""
     try:
         repeats = 1 if judge_repeats is None else check_judge_repeats(judge_repeats)
     except ValueError as exc:
@@ -113,11 +115,13 @@ def plan_start(blueprint: Blueprint, *, revision: BlueprintRevision | None = Non
     if revision is None:
         raise RunRefused("the blueprint has no saved text yet")
     lookup = collections or ModelCollection.lookup()
-    result = revision.parse(collections=lookup)
-    if result.blueprint is None:
-        raise RunRefused(f"'{blueprint.slug}' has errors; fix them before running",
-                         [e.format(blueprint.slug) for e in result.errors])
-    bp = result.blueprint
+    bp = parsed
+    if bp is None:
+        result = revision.parse(collections=lookup)
+        if result.blueprint is None:
+            raise RunRefused(f"'{blueprint.slug}' has errors; fix them before running",
+                             [e.format(blueprint.slug) for e in result.errors])
+        bp = result.blueprint
     remember(revision, bp)  # the workers read it from here (in this process) rather than parse it again
     resolved = resolve_run_models(bp, models, lookup)
     plan = replace(judge_plan_for(bp, judges, keep_judges), repeats=repeats)
