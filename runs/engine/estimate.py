@@ -132,10 +132,6 @@ class ModelEstimate:
     price: Price | None = None
 
     @property
-    def priced(self) -> bool:
-        return self.price is not None
-
-    @property
     def cost(self) -> float | None:
         """US dollars for the calls it sends; None when its price is unknown (never 0 for unknown)."""
         if self.canned or not self.calls:
@@ -229,10 +225,6 @@ class RunEstimate:
     @property
     def cost_complete(self) -> bool:
         return not any(m.calls and m.cost is None for m in self.lines)
-
-    @property
-    def unpriced(self) -> list[str]:
-        return list(dict.fromkeys(m.model_id for m in self.lines if m.calls and m.cost is None))
 
     def to_json(self) -> dict:
         return {

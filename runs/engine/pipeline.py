@@ -41,7 +41,7 @@ from .generate import ModelVariant, generate
 from .judge import JudgePlan
 from .points import evaluate_point as real_evaluate_point
 from .providers.cache import cache_key
-from .providers.prices import DEFAULT_MAX_TOKENS, price_of
+from .providers.prices import DEFAULT_MAX_TOKENS, estimate_usd
 from .types import NOT_SENT_CANCELLED, NOT_STARTED_CANCELLED, ChatRequest, ChatResult, CompleteFn, \
     GeneratedResponse
 
@@ -424,14 +424,8 @@ def _keyed(complete: CompleteFn, made: list[dict], options: PipelineOptions, ite
 def estimate_call_usd(model_id: str, messages, max_tokens: int | None) -> float | None:
     """What one call may cost at most, for the budget: the request's tokens (4 characters a token, rounded up)
     and a whole answer of ``max_tokens`` (1500 when none is sent) at the model's price; None: no price."""
-    price = price_of(model_id)
-    if price is None:
-        return None
-    chars = sum(len(m.get("content") or "") if isinstance(m.get("content"), str)
-                else len(str(m.get("content") or "")) for m in messages)
-    tokens_in = -(-chars // 4)
-    tokens_out = max_tokens if max_tokens is not None else DEFAULT_MAX_TOKENS
-    return (tokens_in * price.input_per_million + tokens_out * price.output_per_million) / 1_000_000
+    chars = sum(len(str(m.get("content") or "")) for m in messages)
+    return estimate_usd(model_id, -(-chars // 4), max_tokens if max_tokens is not None else DEFAULT_MAX_TOKENS)
 
 
 @dataclass
