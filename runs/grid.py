@@ -34,6 +34,7 @@ from blueprints.spec.jsregex import RegexError, compile_js
 from runs.engine.matrix import AGGREGATION_WORDS, STATE_LABELS, Cell, Matrix, VariantSummary, prompt_summary
 from runs.engine.stats import MeanInterval, mean_intervals
 
+from .heatmap import CELL_TEXT
 from .models import PointAssessment, Response, Run
 from .records import run_matrix
 
@@ -167,7 +168,6 @@ class GridCell:
 _THUMBS = {-1: '<span class="flag" title="a reviewer gave it a thumbs down">👎</span>',
            1: '<span class="flag" title="a reviewer gave it a thumbs up">👍</span>',
            0: '<span class="flag" title="a reviewer left a comment">💬</span>'}
-_GRID_TEXT = {"not-evaluated": "n/e", "failed": "failed", "not-run": "not run"}
 
 
 def cell_html(cell: GridCell, index: int, col: int, oob: bool = False) -> str:
@@ -182,7 +182,7 @@ def cell_html(cell: GridCell, index: int, col: int, oob: bool = False) -> str:
     if cell.below or state == "failed":
         classes.append("below")
     href = escape(cell.href)
-    text = f"{cell.score:.2f}" if state == "scored" else _GRID_TEXT.get(state, f"{escape(state)}…")
+    text = f"{cell.score:.2f}" if state == "scored" else CELL_TEXT.get(state, f"{escape(state)}…")
     parts = [f'<td id="cell-{index}-{col}" class="{" ".join(classes)}" tabindex="-1" data-response="{href}"{swap}>\n'
              f'  <div class="gcell-head"><a href="{href}" class="gcell-score">{text}</a>']
     if cell.violated_should_not:

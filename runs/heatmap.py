@@ -32,7 +32,8 @@ class Row:
     cells_html: SafeString = mark_safe("")  # the row's <td> cells, for the page (``cells_html``)
 
 
-_CELL_TEXT = {"failed": "failed", "not-evaluated": "n/e", "not-run": "not run"}
+# What a cell without a score says, in the heatmap and the grid alike.
+CELL_TEXT = {"failed": "failed", "not-evaluated": "n/e", "not-run": "not run"}
 _HIDDEN = {"not-evaluated": " (not evaluated)", "pending": "pending", "running": "running"}
 
 
@@ -40,7 +41,7 @@ def cell_text(cell: Cell) -> str:
     """A cell's figure as every heatmap prints it: its score by its rule, or its state in words."""
     if cell.state == "scored":
         return f"{cell.shown:.2f}"
-    text = _CELL_TEXT.get(cell.state, "…")
+    text = CELL_TEXT.get(cell.state, "…")
     hidden = _HIDDEN.get(cell.state)
     return text + (f'<span class="visually-hidden">{hidden}</span>' if hidden else "")
 
