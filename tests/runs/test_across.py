@@ -11,7 +11,7 @@ import pytest
 
 from blueprints.importing import import_files
 from blueprints.models import Blueprint
-from runs import across
+from runs.across import figures as across
 from runs import compare as run_compare
 from runs import start as run_start
 from runs.engine import across as engine
