@@ -103,6 +103,12 @@ def summaries(infos: list[RunInfo], only: Q | None = None) -> list[RunInfo]:
     return infos
 
 
+def summary_of(run: Run) -> RunInfo:
+    info = RunInfo(run.pk, run.blueprint_id, run.revision_id, run.revision.number, run.status, run.results_version,
+                   run.created_at, run.finished_at, run.name)
+    return summaries([info])[0]
+
+
 # --- the baseline ----------------------------------------------------------------------------------------------
 
 
