@@ -61,7 +61,7 @@ def blueprint_history(request, slug):
         compared = found.compared.get(info.pk)
         if compared is not None:
             entry["baseline"] = {"pairs": {v: across.comparison_json(c) for v, c in compared["pairs"].items()},
-                                 "changedPrompts": compared["changed"], "regressions": compared["regressions"]}
+                                 "changedPrompts": compared["changed"], "worse": compared["worse"]}
         runs.append(entry)
     revisions = [{"number": r["number"], "runs": r["runs"], "previous": r["previous"], "changedPrompts": r["changed"],
                   "addedPrompts": r["added"], "removedPrompts": r["removed"]} for r in found.revisions]

@@ -141,7 +141,7 @@ def against_baseline(infos: list[RunInfo], base: RunInfo, revisions: dict) -> di
     """Each finished run's comparison with ``base`` per variant (``engine.compare_summaries``: the compare page's
     verdicts), stored on the run's summary row and reused while both runs' versions are what they were.
     ``revisions``: revision id -> revision (to name the prompts whose content changed). Returns run id ->
-    ``{"pairs": {variant: Comparison}, "changed": [prompt id], "regressions": [variant]}``."""
+    ``{"pairs": {variant: Comparison}, "changed": [prompt id], "worse": [variant]}``."""
     out = {}
     if base.summary is None:
         return out
@@ -160,7 +160,7 @@ def against_baseline(infos: list[RunInfo], base: RunInfo, revisions: dict) -> di
             info.baseline = kept
         pairs = {v: engine.comparison_from_dict(c) for v, c in kept["pairs"].items()}
         out[info.pk] = {"pairs": pairs, "changed": kept["changed"],
-                        "regressions": [v for v, c in pairs.items() if c.verdict == "worse"]}
+                        "worse": [v for v, c in pairs.items() if c.verdict == "worse"]}
     return out
 
 
@@ -214,7 +214,7 @@ def run_against_baseline(run: Run) -> dict | None:
     if base_run is None:
         return None
     info, base = summary_of(run), summary_of(base_run)
-    out = {"base": base, "run": info, "is_base": base.pk == run.pk, "pairs": {}, "changed": [], "regressions": []}
+    out = {"base": base, "run": info, "is_base": base.pk == run.pk, "pairs": {}, "changed": [], "worse": []}
     if not out["is_base"] and info.summary is not None:
         revisions = {run.revision_id: run.revision, base_run.revision_id: base_run.revision}
         out.update(against_baseline([info], base, revisions).get(run.pk, {}))
@@ -362,7 +362,7 @@ def since(infos: list[RunInfo], last_visit: datetime | None) -> list[RunInfo]:
                   reverse=True)
 
 
-def regressions_of(infos: list[RunInfo]) -> dict[int, list[str]]:
+def worse_of(infos: list[RunInfo]) -> dict[int, list[str]]:
     """Run id -> the variants its blueprint's pinned baseline says got worse (runs of blueprints with a pin)."""
     pins = dict(BaselinePin.objects.filter(blueprint_id__in={i.blueprint_id for i in infos})
                 .values_list("blueprint_id", "run_id"))
@@ -384,7 +384,7 @@ def regressions_of(infos: list[RunInfo]) -> dict[int, list[str]]:
             continue
         mine = [i for i in infos if i.blueprint_id == blueprint_id]
         for run_id, result in against_baseline(mine, base, revisions).items():
-            out[run_id] = result["regressions"]
+            out[run_id] = result["worse"]
     return out
 
 

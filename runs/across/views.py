@@ -162,12 +162,12 @@ def overview(request):
     last_visit = _last_visit(request)
     infos = across.finished_infos()
     recent = across.since(infos, last_visit)
-    regressions = across.regressions_of(recent)
+    worse = across.worse_of(recent)
     blueprints = across.blueprints_of(i.blueprint_id for i in recent)
     tags = across.all_tags()
     every = list(Blueprint.objects.only("pk", "slug", "title", "tags"))
     boards = [(tag, across.tag_board(tag, infos, every)) for tag in list(tags)[:OVERVIEW_BOARDS]]
-    context = {"last_visit": last_visit, "recent": [(i, blueprints.get(i.blueprint_id), regressions.get(i.pk))
+    context = {"last_visit": last_visit, "recent": [(i, blueprints.get(i.blueprint_id), worse.get(i.pk))
                                                       for i in recent[:50]],
                "more": max(0, len(recent) - 50), "drift": across.drift_of(infos), "tags": tags,
                "boards": [(t, b) for t, b in boards if b is not None], "models": across.model_list(infos)}
