@@ -250,7 +250,7 @@ def _run_context(request, run: Run) -> dict:
     }
     if run.is_finished:
         context.update(_heatmap_context(request, run, spec))
-        context["verdict_tables"] = verdicts.run_verdict_rows(run)
+        context["verdict_tables"] = verdicts.run_verdict_rows(matrix)
         context["trust"] = trust.judge_trust(Response.objects.filter(run=run))
         context["tolerance"] = trust.TOLERANCE
         context["flips"] = repeats.run_flips(run)
@@ -381,6 +381,10 @@ def _response_context(request, run: Run, response: Response) -> dict:
                        .select_related("override", "confirmation").order_by("position"))
     siblings = Response.objects.filter(run=run)
     same_model = siblings.filter(variant_id=response.variant_id, trial=response.trial)
+    # The cell this response is a trial of, and the other models' cells of the prompt: the matrix's figures.
+    matrix = _matrix(run, spec)
+    cell = matrix.cell(response.prompt_index, response.variant_id) if matrix is not None else None
+    row = [c for c in matrix.row(response.prompt_index) if c is not None] if matrix is not None else []
     context = {
         "run": run,
         "response": response,
@@ -394,12 +398,21 @@ def _response_context(request, run: Run, response: Response) -> dict:
         "review": response_page.review_response(response, assessments),
         "assessments": assessments,
         "judge_errors": sum(1 for pa in assessments for v in pa.verdicts if v.get("error")),
-        "verdict": verdicts.response_verdict_context(run, response, assessments),
-        "trials": list(siblings.filter(prompt_index=response.prompt_index, variant_id=response.variant_id)
-                       .order_by("trial").values_list("pk", "trial", "score")),
-        "other_models": list(siblings.filter(prompt_index=response.prompt_index, trial=0)
-                             .exclude(variant_id=response.variant_id).order_by("variant_id")
-                             .values_list("pk", "variant_id", "score")),
+        "verdict": verdicts.response_verdict_context(run, response, assessments, cell),
+        "cell": verdicts.cell_view(cell),
+        "many_trials": cell is not None and cell.k > 1,  # the headline is the cell's score, then this trial's
+        "trial_number": response.trial + 1,
+        "trials": ([(t.response_id, t.trial, t.score) for t in cell.trials] if cell is not None else
+                   list(siblings.filter(prompt_index=response.prompt_index, variant_id=response.variant_id)
+                        .order_by("trial").values_list("pk", "trial", "score"))),
+        # Each other model's cell score, linked to its trial with this trial's number (else the trial it stands for).
+        "other_models": [{"pk": next((t.response_id for t in c.trials if t.trial == response.trial), c.response_id),
+                          "variant_id": c.variant_id, "cell": verdicts.cell_view(c)}
+                         for c in row if c.variant_id != response.variant_id and c.response_id]
+        if matrix is not None else [{"pk": pk, "variant_id": v, "cell": None, "score": score} for pk, v, score in
+                                    siblings.filter(prompt_index=response.prompt_index, trial=0)
+                                    .exclude(variant_id=response.variant_id).order_by("variant_id")
+                                    .values_list("pk", "variant_id", "score")],
         "previous": same_model.filter(prompt_index__lt=response.prompt_index).order_by("-prompt_index")
         .values_list("pk", "prompt_id").first(),
         "next": same_model.filter(prompt_index__gt=response.prompt_index).order_by("prompt_index")
@@ -485,6 +498,7 @@ def override(request, run_id, response_id, position):
             messages.success(request, _override_message(position, outcome))
         return redirect(reverse("runs:response", args=(run.pk, response.pk)) + f"#point-{position + 1}")
     response.refresh_from_db()
+    run.refresh_from_db()  # its results_version moved: the cell's score is read from the new matrix
     context = _response_context(request, run, response)
     context.update({"override_error": error, "override_position": position, "oob": True,
                     "override_typed": request.POST if error else None,
@@ -582,10 +596,13 @@ def prompt_detail(request, run_id, prompt_index):
         row = points[position]
         first = next(iter(row.values()))
         table.append({"position": position, "point": first, "cells": [row.get(r.pk) for r in responses]})
+    views = {r.pk: verdicts.cell_view(cells.get(r.pk)) for r in responses}  # each column's cell: score, rule
     cards = [{"response": r, "rendered": render_text(r.text, mode, limit=20_000) if r.text is not None else None,
-              "cell": cells[r.pk].outcome.to_dict() if r.pk in cells else None} for r in responses]
+              "cell": views[r.pk]} for r in responses]
     context = {"run": run, "prompt": prompt, "prompt_index": prompt_index, "prompt_id": responses[0].prompt_id,
                "cards": cards, "responses": responses, "table": table, "mode": mode,
+               "columns": [{"response": r, "cell": views[r.pk]} for r in responses],
+               "many_trials": any(c is not None and c["k"] > 1 for c in views.values()),
                "ideal": render_text(prompt.ideal_response, mode) if prompt and prompt.ideal_response is not None
                else None,
                "conversation": _with_previews(_authored_turns(prompt, run, spec, responses[0]))
