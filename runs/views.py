@@ -381,10 +381,7 @@ def _response_context(request, run: Run, response: Response) -> dict:
                        .select_related("override", "confirmation").order_by("position"))
     siblings = Response.objects.filter(run=run)
     same_model = siblings.filter(variant_id=response.variant_id, trial=response.trial)
-    # The cell this response is a trial of, and the other models' cells of the prompt: the matrix's figures.
     matrix = _matrix(run, spec)
-    cell = matrix.cell(response.prompt_index, response.variant_id) if matrix is not None else None
-    row = [c for c in matrix.row(response.prompt_index) if c is not None] if matrix is not None else []
     context = {
         "run": run,
         "response": response,
@@ -398,21 +395,10 @@ def _response_context(request, run: Run, response: Response) -> dict:
         "review": response_page.review_response(response, assessments),
         "assessments": assessments,
         "judge_errors": sum(1 for pa in assessments for v in pa.verdicts if v.get("error")),
-        "verdict": verdicts.response_verdict_context(run, response, assessments, cell),
-        "cell": verdicts.cell_view(cell),
-        "many_trials": cell is not None and cell.k > 1,  # the headline is the cell's score, then this trial's
-        "trial_number": response.trial + 1,
-        "trials": ([(t.response_id, t.trial, t.score) for t in cell.trials] if cell is not None else
-                   list(siblings.filter(prompt_index=response.prompt_index, variant_id=response.variant_id)
-                        .order_by("trial").values_list("pk", "trial", "score"))),
-        # Each other model's cell score, linked to its trial with this trial's number (else the trial it stands for).
-        "other_models": [{"pk": next((t.response_id for t in c.trials if t.trial == response.trial), c.response_id),
-                          "variant_id": c.variant_id, "cell": verdicts.cell_view(c)}
-                         for c in row if c.variant_id != response.variant_id and c.response_id]
-        if matrix is not None else [{"pk": pk, "variant_id": v, "cell": None, "score": score} for pk, v, score in
-                                    siblings.filter(prompt_index=response.prompt_index, trial=0)
-                                    .exclude(variant_id=response.variant_id).order_by("variant_id")
-                                    .values_list("pk", "variant_id", "score")],
+        "verdict": verdicts.response_verdict_context(
+            run, response, assessments, matrix.cell(response.prompt_index, response.variant_id) if matrix else None),
+        # The cell this response is a trial of (its score and rule first), its trials, the other models' cells.
+        **response_page.cell_context(matrix, response, siblings),
         "previous": same_model.filter(prompt_index__lt=response.prompt_index).order_by("-prompt_index")
         .values_list("pk", "prompt_id").first(),
         "next": same_model.filter(prompt_index__gt=response.prompt_index).order_by("prompt_index")
