@@ -44,7 +44,7 @@ _REFUSAL = re.compile(
     r"|(?:sorry|apologies),?\s+(?:but\s+)?(?:i|we)\s+(?:can(?:no|['’])t|cannot|won['’]?t|am\s+unable))",
     re.IGNORECASE)
 _CUT_REASONS = {"length", "max_tokens", "max_output_tokens", "model_length"}
-_NAMES = re.compile(
+NAME_PATTERN = re.compile(
     r"\b(ChatGPT|GPT-?[345](?:\.\d)?o?|GPT|OpenAI|Claude|Anthropic|Gemini|Bard|Google\s+DeepMind|DeepMind|"
     r"Mistral(?:\s+AI)?|Mixtral|Llama|LLaMA|Meta\s+AI|Grok|xAI|DeepSeek|Qwen|Alibaba\s+Cloud|Cohere|Command\s+R)\b",
     re.IGNORECASE)
@@ -184,8 +184,8 @@ def other_language(answer: Answer) -> bool:
 
 
 def names_itself(answer: Answer) -> bool:
-    asked = {m.group(0).lower() for m in _NAMES.finditer(answer.prompt_text[:SCAN_CHARS])}
-    return any(m.group(0).lower() not in asked for m in _NAMES.finditer(_bounded(answer.text or "")))
+    asked = {m.group(0).lower() for m in NAME_PATTERN.finditer(answer.prompt_text[:SCAN_CHARS])}
+    return any(m.group(0).lower() not in asked for m in NAME_PATTERN.finditer(_bounded(answer.text or "")))
 
 
 def _normal(text: str) -> str:
