@@ -429,7 +429,7 @@ class PairJudgement(models.Model):
 class RunSummary(models.Model):
     """A finished run's figures across runs read (``runs.engine.across.summarise`` of its results matrix: per
     variant mean, interval, n, per-prompt cell scores), built on first need and good while the run's
-    ``results_version`` and status are what they were (``runs.across.summaries``): never shown stale.
+    ``results_version`` and status are what they were (``runs.across.figures.summaries``): never shown stale.
 
     ``baseline`` keeps the run's comparison with its blueprint's pinned baseline, good while the baseline's
     own version and status are the ones written there."""

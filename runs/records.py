@@ -41,6 +41,7 @@ from .bulk import insert, update_each
 from .models import FINISHED, Annotation, PointAssessment, PointConfirmation, PointOverride, Response, ResponseStatus, Run, \
     RunStatus
 from .spec import parsed_blueprint
+from .summaries import store_finished
 
 log = logging.getLogger(__name__)
 
@@ -355,18 +356,11 @@ def _look_into_later(run_id: int) -> None:
 def _summarise(run_id: int, matrix: Matrix) -> None:
     """Store the finished run's summary for the pages across runs now, in the worker, so that no page has to
     build it (a stale or missing one is still rebuilt by the page that needs it; a failure here is logged).
-    ``matrix``: the one the aggregates were read off, lent to the summary so it is not built twice."""
-    from .across import summary_of
-
+    ``matrix``: the one the aggregates were read off, so it is not built twice."""
     try:
-        run = Run.objects.select_related("revision").get(pk=run_id)
-        with _MATRICES_LOCK:
-            _MATRICES[(run.pk, run.results_version, run.status)] = (time.monotonic(), matrix)
-        summary_of(run)
+        store_finished(Run.objects.select_related("revision").get(pk=run_id), matrix)
     except Exception:  # the run is finished and stored; its summary can wait for a page
         log.exception("run %s: its summary for the pages across runs was not stored", run_id)
-    finally:  # a worker serves no page: the matrix built for the summary is not kept
-        forget_matrix(run_id)
 
 
 def forget_matrix(run_id: int) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from datetime import datetime
 from datetime import timezone as dt_timezone
-from functools import wraps
 
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -39,6 +38,7 @@ from . import spec as run_spec
 from . import start as run_start
 from . import work as run_work
 from .exports import grid_to_csv, run_to_csv, run_to_json
+from .pages import blueprint_of as _spec, with_csp
 from .models import Annotation, PointAssessment, Response, Run, RunStatus
 from .records import reviewed_blueprints, run_matrix
 from .rendering import RENDER_MODES, render as render_text
@@ -51,21 +51,6 @@ QUEUED_TOO_LONG_S = 30
 POLL_OVERLAP_MS = 5000  # each poll asks again for the last 5 s: a row committed late is not missed
 CELL_TEXT_CHARS = 20_000  # a cell opened in place shows this much; the response page shows the rest
 
-PAGE_CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-            "frame-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-
-
-def with_csp(view):
-    """Pages that show model output: nothing may load from elsewhere, even if sanitising ever misses something."""
-
-    @wraps(view)
-    def wrapper(request, *args, **kwargs):
-        response = view(request, *args, **kwargs)
-        response.headers.setdefault("Content-Security-Policy", PAGE_CSP)
-        return response
-
-    return wrapper
-
 
 def _fragment(request, template, name):
     return f"{template}#{name}" if request.htmx else template
@@ -73,13 +58,6 @@ def _fragment(request, template, name):
 
 def _run_or_404(run_id):
     return get_object_or_404(Run.objects.select_related("blueprint", "revision"), pk=run_id)
-
-
-def _spec(run: Run):
-    try:
-        return run_spec.parsed_blueprint(run.revision)
-    except run_spec.RunRefused:  # a revision that no longer parses cannot have run; show what is stored
-        return None
 
 
 # --- starting and controlling ----------------------------------------------------------------
