@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import F
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.safestring import mark_safe
 
 from evalsite.engine import engine_config
 
@@ -39,6 +40,7 @@ from .spec import RunRefused, parsed_blueprint
 log = logging.getLogger(__name__)
 
 KEPT = 8  # runs whose findings a process keeps
+CELLS_SHOWN = 8  # cells a finding links on a page (its text gives the count)
 EMBED_BATCH = 64
 EMBED_CHARS = 8000  # of each answer: what an embedding reads
 WRITER_MAX_TOKENS = 2000
@@ -347,3 +349,46 @@ def make_part(run_id: int, what: str) -> None:
         log.exception("run %s: the %s failed", run_id, what)
         RunInsight.objects.filter(run=run).update(**{f"{what}_state": "failed",
                                                      f"{what}_error": f"{type(error).__name__}: see the log"})
+
+
+# --- what the pages show --------------------------------------------------------------------------------------
+
+
+def insight_context(run: Run, cell_link) -> dict:
+    """What the findings section shows (the run page's, the simple view's, the report's). ``cell_link(run id,
+    response id)``: where a cell's link goes (a page, or an anchor in the report)."""
+    try:
+        made = insight_of(run)
+    except NoInsight as why:
+        return {"run": run, "unavailable": str(why)}
+    index = {p.id: i for i, p in enumerate(made.matrix.prompts)}
+
+    def cells(finding):
+        out = []
+        for prompt_id, variant_id in finding.cells[:CELLS_SHOWN]:
+            cell = made.matrix.cell(index.get(prompt_id, -1), variant_id)
+            url = cell_link(run.pk, cell.response_id) if cell is not None and cell.response_id is not None else None
+            out.append(((prompt_id, variant_id), url))
+        return out
+
+    row = stored(run)
+    similarity = row.similarity if row is not None and row.similarity_state == "done" else None
+    summary = row.summary if row is not None and row.summary_state == "done" else None
+    return {
+        "run": run,
+        "findings": [{"finding": f, "cells": cells(f), "more": max(0, len(f.cells) - CELLS_SHOWN)}
+                     for f in made.findings],
+        "scanner_kinds": [(k, scanners.LABELS[k]) for k in scanners.KINDS],
+        "scanner_rows": [{"variant": v, "counts": [made.scan.counts.get(k, {}).get(v) for k in scanners.KINDS]}
+                         for v in made.matrix.variants],
+        "row": row,
+        "similarity": similarity,
+        # Built by engine/similarity.dendrogram_svg: every label escaped, no script, no outside reference.
+        "similarity_svg": mark_safe(similarity["svg"]) if similarity and similarity.get("svg") else None,
+        "similarity_stale": row is not None and row.similarity_version not in (None, run.results_version),
+        "summary": summary,
+        "summary_stale": row is not None and row.summary_version not in (None, run.results_version),
+        "refused": [c for c in (summary or {}).get("claims", []) if not c.get("ok")],
+        "summary_model": summary_model(),
+        "embeddings_model": embeddings_model(),
+    }

@@ -6,70 +6,20 @@ from __future__ import annotations
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST, require_safe
 
 from . import insight
 from .compare import decisions
-from .engine.scanners import KINDS, LABELS
 from .models import Run
 from .pages import with_csp
 
 
+def _page_link(run_id: int, response_id: int) -> str:
+    return reverse("runs:response", args=[run_id, response_id])
+
+
 def _run_or_404(run_id: int) -> Run:
     return get_object_or_404(Run.objects.select_related("blueprint", "revision"), pk=run_id)
-
-
-def _cell_links(run: Run, made: insight.Insight) -> dict[tuple[str, str], str]:
-    link = reverse("runs:response", args=[run.pk, 987654321])
-    index = {p.id: i for i, p in enumerate(made.matrix.prompts)}
-    out = {}
-    for f in made.findings:
-        for prompt_id, variant_id in f.cells:
-            cell = made.matrix.cell(index.get(prompt_id, -1), variant_id)
-            if cell is not None and cell.response_id is not None:
-                out[(prompt_id, variant_id)] = link.replace("987654321", str(cell.response_id))
-    return out
-
-
-def _scanner_rows(made: insight.Insight) -> list[dict]:
-    rows = []
-    for variant in made.matrix.variants:
-        counts = []
-        for kind in KINDS:
-            count = made.scan.counts.get(kind, {}).get(variant)
-            counts.append(count)
-        rows.append({"variant": variant, "counts": counts})
-    return rows
-
-
-def insight_context(run: Run) -> dict:
-    """What the findings section shows (the run page's, the simple view's and the report's)."""
-    try:
-        made = insight.insight_of(run)
-    except insight.NoInsight as why:
-        return {"run": run, "unavailable": str(why)}
-    links = _cell_links(run, made)
-    row = insight.stored(run)
-    similarity = row.similarity if row is not None and row.similarity_state == "done" else None
-    summary = row.summary if row is not None and row.summary_state == "done" else None
-    return {
-        "run": run,
-        "findings": [{"finding": f, "cells": [(c, links.get(c)) for c in f.cells[:8]], "more": max(0, len(f.cells) - 8)}
-                     for f in made.findings],
-        "scanner_kinds": [(k, LABELS[k]) for k in KINDS],
-        "scanner_rows": _scanner_rows(made),
-        "row": row,
-        "similarity": similarity,
-        "similarity_svg": mark_safe(similarity["svg"]) if similarity and similarity.get("svg") else None,
-        "similarity_stale": row is not None and row.similarity_version not in (None, run.results_version),
-        "summary": summary,
-        "summary_stale": row is not None and row.summary_version not in (None, run.results_version),
-        "accepted": [c for c in (summary or {}).get("claims", []) if c.get("ok")],
-        "refused": [c for c in (summary or {}).get("claims", []) if not c.get("ok")],
-        "summary_model": insight.summary_model(),
-        "embeddings_model": insight.embeddings_model(),
-    }
 
 
 @require_safe
@@ -77,7 +27,7 @@ def insight_context(run: Run) -> dict:
 def run_insight(request, run_id):
     """The findings section: in place on the run page (htmx), or as a page of its own."""
     run = _run_or_404(run_id)
-    context = insight_context(run)
+    context = insight.insight_context(run, _page_link)
     if request.htmx:
         return render(request, "runs/insight.html#insight", context)
     return render(request, "runs/insight.html", context)
@@ -88,7 +38,7 @@ def run_insight(request, run_id):
 def simple(request, run_id):
     """A run for people who do not write blueprints: the leaderboard with intervals, the findings, the summary."""
     run = _run_or_404(run_id)
-    context = insight_context(run)
+    context = insight.insight_context(run, _page_link)
     if "unavailable" not in context:
         found = decisions(run)
         context["leaderboard"] = [(v, found.models[v]) for v in found.models]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.test import override_settings
 
 from runs import insight
@@ -55,9 +55,17 @@ def test_findings_json_has_the_contracts_shape(fake_provider, tmp_path):
 
 def test_a_refused_output_path_creates_nothing(fake_provider, tmp_path):
     run = _run(fake_provider)
-    with pytest.raises(SystemExit) as exit_:
-        call_command("findings", str(run.pk), "--json", str(tmp_path / "missing" / "out.json"))
-    assert exit_.value.code == 2 or True
+    for bad, words in ((tmp_path / "missing" / "out.json", "does not exist"), (tmp_path, "is a folder")):
+        with pytest.raises(CommandError, match=words) as refused:
+            call_command("findings", str(run.pk), "--json", str(bad))
+        assert refused.value.returncode == 2
+    link = tmp_path / "link.json"
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("keep me")
+    link.symlink_to(target)
+    with pytest.raises(CommandError, match="symbolic link"):
+        call_command("summarize", str(run.pk), "--json", str(link))
+    assert target.read_text() == "keep me" and not RunInsight.objects.filter(run=run).exists()
 
 
 def test_summarize_check_reads_a_claims_file_by_the_rules(fake_provider, tmp_path):
@@ -114,7 +122,15 @@ def test_the_similarity_button_embeds_each_answer_and_the_twins_merge_first(clie
     row = RunInsight.objects.get(run=run)
     assert row.similarity_state == "done", row.similarity_error
     first = row.similarity["merges"][0]
-    assert {*first["a"], *first["b"]} == {"openai:cand-good", "openai:cand-twin"}
+    assert {*first["a"], *first["b"]} == {"openai:cand-good[temp:0]", "openai:cand-twin[temp:0]"}
     assert "<svg" in section and "Cophenetic correlation" in section
     data = insight.findings_json(run)
-    assert data["similarity"]["models"] == sorted(MODELS) and "svg" not in data["similarity"]
+    assert data["similarity"]["models"] == sorted(f"{m}[temp:0]" for m in MODELS) and "svg" not in data["similarity"]
+
+
+def test_the_offline_report_opens_with_the_findings_linked_to_its_own_responses(client, fake_provider):
+    run = _run(fake_provider)
+    report = b"".join(client.get(f"/runs/{run.pk}/report.html").streaming_content).decode()
+    assert '<h2 id="findings">Findings</h2>' in report
+    section = report[report.index('id="findings"'):report.index('id="heatmap"')]
+    assert 'href="#r-' in section and "/runs/" not in section
