@@ -30,7 +30,7 @@ from .compare import variant_pairs
 from .engine import claims as claim_rules
 from .engine import findings as engine_findings
 from .engine import scanners, similarity as engine_similarity, summary as writer
-from .engine.matrix import DEFAULT_THRESHOLD, Matrix
+from .engine.matrix import Matrix
 from .engine.providers import Router, check_models
 from .engine.types import ChatRequest
 from .models import Run, RunInsight
@@ -115,17 +115,14 @@ def findings_json(run: Run) -> dict:
 # --- the figures a claim may state --------------------------------------------------------------------------------
 
 
-def figures_of(made: Insight, threshold: float) -> claim_rules.Figures:
+def figures_of(made: Insight) -> claim_rules.Figures:
     matrix = made.matrix
     variants = frozenset(matrix.variants)
     costs: dict[str, float] = {}
     for cell in matrix.cells.values():
         if cell.cost_usd is not None:
             costs[cell.variant_id] = costs.get(cell.variant_id, 0.0) + cell.cost_usd
-    pass_rates = {}
-    for v in matrix.variants:
-        passed, of = matrix.pass_rate(v, threshold)
-        pass_rates[v] = passed / of if of else None
+    pass_rates = {v: matrix.passes(v).rate for v in matrix.variants}
     return claim_rules.Figures(
         variants=variants, prompts=frozenset(p.id for p in matrix.prompts), findings=made.finding_ids(),
         means={v: s.mean for v, s in matrix.summaries.items()},
@@ -134,7 +131,7 @@ def figures_of(made: Insight, threshold: float) -> claim_rules.Figures:
 
 
 def checker_of(run: Run) -> claim_rules.Checker:
-    return claim_rules.Checker(figures_of(insight_of(run), DEFAULT_THRESHOLD))
+    return claim_rules.Checker(figures_of(insight_of(run)))
 
 
 def _link(run: Run, made: Insight):
