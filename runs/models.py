@@ -451,3 +451,31 @@ class BaselinePin(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
     who = models.CharField(max_length=150, blank=True)
     pinned_at = models.DateTimeField(default=timezone.now)
+
+
+class RunInsight(models.Model):
+    """What is said of a run beyond its figures and costs calls: the similarity of its models' answers (from an
+    embeddings model) and its checked executive summary (from a writer model). Each is kept with the
+    ``results_version`` and status it was made at; a page shows one made at another as out of date.
+
+    ``*_state``: "" (never asked), "working", "done" or "failed" (``*_error`` says why). Their calls' tokens and
+    cost are kept here and shown beside the run's own (``runs.insight``)."""
+
+    STATES = ("", "working", "done", "failed")
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="insight")
+    similarity_state = models.CharField(max_length=10, blank=True)
+    similarity_version = models.PositiveIntegerField(null=True, blank=True)
+    similarity_model = models.CharField(max_length=300, blank=True)
+    similarity = models.JSONField(null=True, blank=True)
+    similarity_error = models.TextField(blank=True)
+    summary_state = models.CharField(max_length=10, blank=True)
+    summary_version = models.PositiveIntegerField(null=True, blank=True)
+    summary_model = models.CharField(max_length=300, blank=True)
+    summary = models.JSONField(null=True, blank=True)  # {"claims": [...checked...], "summary": markdown, ...}
+    summary_error = models.TextField(blank=True)
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    cost_usd = models.FloatField(default=0.0)
+    cost_unknown = models.PositiveIntegerField(default=0)  # calls whose price we do not know
+    updated_at = models.DateTimeField(default=timezone.now)
