@@ -1,6 +1,7 @@
-"""Replay: a finished run rebuilt as a new run from the stored answers, with no provider call, gives the same
-JSON and CSV exports (run ids and timestamps aside); a missing answer is named and nothing is sent; trials are
-distinct cache entries, each replayed to its own answer."""
+"""Replay: a finished run rebuilt as a new run from its own stored answers (its call log), with no provider call,
+gives the same JSON and CSV exports (run ids and timestamps aside), whatever the shared response cache holds since
+(a Fresh re-run stores other answers under the same keys); a missing answer is named and nothing is sent or made;
+trials are distinct calls, each replayed to its own answer."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from django.core.management import call_command
 from blueprints.importing import import_files
 from runs import start as run_start
 from runs.cache import response_cache
+from runs.engine import calls as call_log
 from runs.exports import run_to_csv, run_to_json
 from runs.models import Response, Run
 from runs.replay import ReplayRefused, missing_answers, replay_run, run_manifest
@@ -105,39 +107,126 @@ def test_a_replay_rebuilds_the_run_from_the_cache_with_no_call_and_the_same_expo
     assert [c["key"] for c in run_manifest(replay)["calls"]] == keys
 
 
+def _forget_answer(run: Run, purpose: str) -> dict:
+    """Take the answer text out of one of ``run``'s logged calls (as a run made before replays kept answers has
+    it): the manifest's entry for that call comes back."""
+    call = next(c for c in run_manifest(run)["calls"] if c["purpose"] == purpose)
+    row = Response.objects.get(run=run, prompt_id=call["prompt"], variant_id=call["variant"], trial=call["trial"])
+    field = "candidate_calls" if purpose == "candidate" else "judge_calls"
+    entries = call_log.unpack(Response.objects.filter(pk=row.pk).values_list(field, flat=True).get())
+    entry = next(e for e in entries if e.get("cacheKey") == call["key"] and e.get("label") == call["label"])
+    assert isinstance(entry.pop("text"), str)
+    Response.objects.filter(pk=row.pk).update(**{field: call_log.pack(entries)})
+    return call
+
+
+def _command(*args) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command("replay", *[str(a) for a in args], stdout=out, stderr=err)
+        code = 0
+    except SystemExit as stop:
+        code = stop.code
+    return code, out.getvalue(), err.getvalue()
+
+
 def test_a_missing_answer_is_named_and_nothing_is_sent_or_made(judged_run, fake_provider):
     original = judged_run
     calls_before, runs_before = len(fake_provider.requests()), Run.objects.count()
-    judge_call = next(c for c in run_manifest(original)["calls"] if c["purpose"] == "judge")
-    cache = response_cache()
-    cache.flush()
-    with cache._connection() as conn:
-        conn.execute("DELETE FROM responses WHERE key = ?", (judge_call["key"],))
+    judge_call = _forget_answer(original, "judge")
     with pytest.raises(ReplayRefused) as refused:
         replay_run(original)
     assert len(refused.value.missing) == 1
-    assert judge_call["key"] in refused.value.missing[0] and judge_call["prompt"] in refused.value.missing[0]
-    assert "not in the response cache" in refused.value.missing[0]
+    named = refused.value.missing[0]
+    assert judge_call["key"] in named and judge_call["label"] in named
+    assert f"{judge_call['prompt']} × {judge_call['variant']}, trial 1" in named
+    assert "was not kept in the call log" in named
+    code, out, err = _command(original.pk, "--check")
+    assert code == 2 and "1 answer(s) missing; not replayable" in out and named in err
+    code, out, err = _command(original.pk)
+    assert code == 2 and "no run was made" in err and named in err and out == ""
     assert len(fake_provider.requests()) == calls_before and Run.objects.count() == runs_before
-    with pytest.raises(SystemExit) as exit_code:
-        call_command("replay", original.pk, "--check")
-    assert exit_code.value.code == 2
 
 
-def test_a_replay_that_finds_an_answer_gone_while_it_runs_stops_without_calling(judged_run, fake_provider,
-                                                                               monkeypatch):
+def test_a_replay_that_asks_for_an_answer_the_original_did_not_keep_stops_without_calling(
+        judged_run, fake_provider, monkeypatch):
     original = judged_run
     calls_before = len(fake_provider.requests())
-    doomed = next(c for c in run_manifest(original)["calls"] if c["purpose"] == "candidate")
-    monkeypatch.setattr("runs.replay.missing_answers", lambda run, calls=None: [])  # gone after the check
-    cache = response_cache()
-    cache.flush()
-    with cache._connection() as conn:
-        conn.execute("DELETE FROM responses WHERE key = ?", (doomed["key"],))
+    doomed = _forget_answer(original, "candidate")
+    monkeypatch.setattr("runs.replay.missing_answers", lambda run, calls=None: [])  # past the check
     replay = replay_run(original)
     assert len(fake_provider.requests()) == calls_before
     assert (replay.status, replay.stopped_reason) == ("cancelled", "replay")
-    assert "missing from the response cache" in replay.stopped_detail and doomed["prompt"] in replay.stopped_detail
+    assert "an answer of the original run is missing" in replay.stopped_detail
+    assert f"prompt '{doomed['prompt']}'" in replay.stopped_detail and "was not kept" in replay.stopped_detail
+
+
+FRESH_ANSWERS = [{"model": "cand-a", "match": ".", "reply": "No idea."},
+                 {"model": "cand-b", "match": "capital", "reply": "Paris, naturally."},
+                 {"model": "cand-b", "match": "2 \\+ 2", "reply": "4, I think"},
+                 {"model": "judge-a", "match": "(?s)<CRITERION>\nGives the sum",
+                  "reply": "<reflection>Partly.</reflection><classification>CLASS_PARTIALLY_MET</classification>"},
+                 *judge_rules(unmet_text="No idea")]
+
+
+def test_a_replay_rebuilds_the_run_it_names_after_a_fresh_rerun_stored_other_answers(judged_run, fake_provider):
+    """Issue: run A, a Fresh re-run B with other answers, then `replay A` gave B's answers (cells reversed)."""
+    original = judged_run
+    fake_provider.script(FRESH_ANSWERS)
+    fresh = run_start.start_run(original.blueprint, revision=original.revision,
+                                judges=["openai:judge-a", "openai:judge-b"], fresh=True)
+    fresh.refresh_from_db()
+    assert fresh.status == "done"
+    texts = {(r.prompt_id, r.variant_id): r.text for r in Response.objects.filter(run=original)}
+    assert {(r.prompt_id, r.variant_id): r.text for r in Response.objects.filter(run=fresh)} != texts
+    assert normalised_json(fresh) != normalised_json(original)  # the shared cache now holds B's answers
+    calls_before = len(fake_provider.requests())
+
+    code, out, err = _command(original.pk, "--check")
+    assert code == 0 and out.strip().endswith("; replayable") and err == ""
+    replay = replay_run(original)
+    assert len(fake_provider.requests()) == calls_before and replay.status == "done"
+    assert {(r.prompt_id, r.variant_id): r.text for r in Response.objects.filter(run=replay)} == texts
+    assert normalised_json(replay) == normalised_json(original)
+    assert normalised_csv(replay) == normalised_csv(original)
+    # B is a run of its own: its replay gives B, and a replay of a replay gives A again.
+    assert normalised_json(replay_run(fresh)) == normalised_json(fresh)
+    assert normalised_json(replay_run(replay)) == normalised_json(original)
+    assert len(fake_provider.requests()) == calls_before
+
+
+def test_with_trials_a_replay_gives_each_trial_its_own_answer_after_a_fresh_rerun(fake_provider, tmp_path):
+    """Issue: with trials, each trial of the replay got another trial's answer (the Fresh re-run's)."""
+    def script(good: str, bad: str) -> None:
+        rules = []
+        for rule in RULES:
+            rules.append({"model": "cand-once", "match": f"for {rule}", "reply": good, "times": 1})
+            rules.append({"model": "cand-once", "match": f"for {rule}", "reply": bad})
+        rules.append({"model": "cand-always", "match": ".", "reply": f"{good} always"})
+        fake_provider.script(rules)
+
+    script("GOOD answer", "BAD answer")
+    original = _run(TRIALS, "trials")
+    script("BAD again", "GOOD again, twice")
+    fresh = run_start.start_run(original.blueprint, revision=original.revision, fresh=True)
+    fresh.refresh_from_db()
+    texts = {(r.prompt_id, r.variant_id, r.trial): r.text for r in Response.objects.filter(run=original)}
+    assert len(texts) == 3 * 2 * 3
+    again = {(r.prompt_id, r.variant_id, r.trial): r.text for r in Response.objects.filter(run=fresh)}
+    assert all(again[k] != texts[k] for k in texts)  # every trial's answer in the cache is now B's
+    calls_before = len(fake_provider.requests())
+
+    out = tmp_path / "replay.json"
+    code, printed, err = _command(original.pk, "--json", out, "--csv", tmp_path / "replay.csv")
+    assert code == 0, err
+    replay = Run.objects.get(pk=int(printed))
+    assert len(fake_provider.requests()) == calls_before
+    assert {(r.prompt_id, r.variant_id, r.trial): r.text for r in Response.objects.filter(run=replay)} == texts
+    assert normalised_json(replay) == normalised_json(original)
+    assert normalised_csv(replay) == normalised_csv(original)
+    written = json.loads(out.read_text())
+    written["timestamp"], written["evalsite"]["runId"] = "T", 0
+    assert json.dumps(written, ensure_ascii=False, indent=2) == normalised_json(original)
 
 
 def test_trials_are_distinct_cache_entries_and_a_replay_gives_each_trial_its_answer(fake_provider, tmp_path):

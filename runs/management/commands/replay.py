@@ -11,9 +11,9 @@ from runs.replay import ReplayRefused, missing_answers, replay_run, run_manifest
 
 
 class Command(BaseCommand):
-    help = ("Rebuild a finished run as a new run from its stored answers (the response cache), with no provider "
-            "call, and print the new run's id. Exit 0 when the replay completed, 1 when it stopped (an answer "
-            "vanished from the cache while it ran), 2 when it cannot start: every missing answer is named.")
+    help = ("Rebuild a finished run as a new run from its own stored answers (its call log), with no provider "
+            "call, and print the new run's id. Exit 0 when the replay completed, 1 when it stopped (it asked "
+            "something the original did not), 2 when it cannot start: every missing answer is named.")
     # The site's system checks (URLs, templates, every view imported) are `manage.py check`'s and the
     # server's business; here they cost about 0.3 s of every invocation (tests/bench/bench_cli_run.py).
     requires_system_checks = []
@@ -40,12 +40,12 @@ class Command(BaseCommand):
             for line in missing:
                 self.stderr.write(f"  missing: {line}")
             self.stdout.write(f"run {run.pk}: " + (f"{len(missing)} answer(s) missing; not replayable" if missing
-                                                  else "every answer is in the cache; replayable"))
+                                                  else "every answer is in its call log; replayable"))
             raise SystemExit(2 if missing else 0)
         try:
             new = replay_run(run)
         except ReplayRefused as refused:
-            self.stderr.write(f"cannot replay: {refused.message}; nothing was sent to a provider")
+            self.stderr.write(f"cannot replay: {refused.message}; nothing was sent to a provider and no run was made")
             for line in refused.missing:
                 self.stderr.write(f"  missing: {line}")
             raise SystemExit(2)
