@@ -1,13 +1,15 @@
 """Replay: a finished run rebuilt as a new run from its own stored answers (its call log), with no provider call,
 gives the same JSON and CSV exports (run ids and timestamps aside), whatever the shared response cache holds since
 (a Fresh re-run stores other answers under the same keys); a missing answer is named and nothing is sent or made;
-trials are distinct calls, each replayed to its own answer."""
+trials are distinct calls, each replayed to its own answer; the command's output paths are checked first."""
 
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
+import os
 
 import pytest
 from django.core.management import call_command
@@ -17,6 +19,7 @@ from runs import start as run_start
 from runs.cache import response_cache
 from runs.engine import calls as call_log
 from runs.exports import run_to_csv, run_to_json
+from runs.management.commands import replay as replay_command
 from runs.models import Response, Run
 from runs.replay import ReplayRefused, missing_answers, replay_run, run_manifest
 
@@ -271,3 +274,67 @@ def test_the_run_pages_replay_button_starts_a_replay(client, judged_run, fake_pr
     response = client.post(f"/runs/{judged_run.pk}/replay")
     assert response.status_code == 302 and response["Location"] != f"/runs/{judged_run.pk}/"
     assert len(fake_provider.requests()) == before  # every answer from the cache
+
+
+@pytest.mark.parametrize("case", ["missing folder", "a folder", "a link", "a link to nowhere", "same file twice"])
+def test_an_output_path_is_refused_before_any_run_is_made(judged_run, fake_provider, tmp_path, case):
+    """Hostile round, case 10: `--json OUT` to a missing folder or a folder ended in a traceback after the replay
+    run was made, and a link at OUT was followed and overwritten."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me", encoding="utf-8")
+    args: list = ["--json", tmp_path / "out.json"]
+    if case == "missing folder":
+        args = ["--json", tmp_path / "no-such-folder" / "out.json"]
+        expected = "does not exist"
+    elif case == "a folder":
+        (tmp_path / "out.json").mkdir()
+        expected = "is a folder"
+    elif case == "a link":
+        os.symlink(victim, tmp_path / "out.json")
+        expected = "is a symbolic link"
+    elif case == "a link to nowhere":
+        os.symlink(tmp_path / "made-through-the-link.json", tmp_path / "out.json")
+        expected = "is a symbolic link"
+    else:
+        args += ["--csv", tmp_path / "out.json"]
+        expected = "the same file"
+    runs_before, calls_before = Run.objects.count(), len(fake_provider.requests())
+    code, out, err = _command(judged_run.pk, *args)
+    assert code == 2 and out == "" and expected in err and "Traceback" not in err
+    assert Run.objects.count() == runs_before and len(fake_provider.requests()) == calls_before
+    assert victim.read_text(encoding="utf-8") == "keep me"
+    assert not (tmp_path / "made-through-the-link.json").exists()
+
+
+def test_a_failed_write_after_the_replay_says_what_was_made_without_a_traceback(judged_run, fake_provider, tmp_path,
+                                                                                monkeypatch):
+    (tmp_path / "out").mkdir()  # tmp_path is the data folder too
+    out = tmp_path / "out" / "out.json"
+    out.write_text("the previous file", encoding="utf-8")
+
+    def full_disk(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full_disk)  # where a full disk shows itself: the data reaching it
+    runs_before = Run.objects.count()
+    code, printed, err = _command(judged_run.pk, "--json", out)
+    assert code == 1 and "Traceback" not in err
+    made = Run.objects.exclude(pk=judged_run.pk).get()
+    assert Run.objects.count() == runs_before + 1 and printed.strip() == str(made.pk) and made.status == "done"
+    assert f"cannot write --json {out}: No space left on device" in err
+    assert f"the replay was made all the same: run {made.pk} (done)" in err
+    assert f"export_run {made.pk} --format json" in err
+    assert out.read_text(encoding="utf-8") == "the previous file"  # the old file stays whole
+    assert sorted(p.name for p in out.parent.iterdir()) == ["out.json"]  # no temporary file left behind
+
+
+def test_a_link_put_at_the_output_after_the_check_is_replaced_not_followed(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me", encoding="utf-8")
+    out = tmp_path / "out.json"
+    assert replay_command.check_output("json", str(out)) is None
+    os.symlink(victim, out)  # between the check and the write
+    replay_command.write_output(str(out), "{}")
+    assert not out.is_symlink() and out.read_text(encoding="utf-8") == "{}"
+    assert victim.read_text(encoding="utf-8") == "keep me"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json", "victim.txt"]

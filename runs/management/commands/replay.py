@@ -1,6 +1,9 @@
 """python manage.py replay RUN [--json OUT] [--csv OUT] [--manifest OUT] [--check]"""
 
 import json
+import os
+import stat
+import tempfile
 from pathlib import Path
 
 from django.core.management.base import BaseCommand
@@ -9,11 +12,72 @@ from runs.exports import run_to_csv, run_to_json
 from runs.models import Run
 from runs.replay import ReplayRefused, missing_answers, replay_run, run_manifest
 
+OUTPUTS = ("json", "csv", "manifest")
+
+
+class OutputRefused(Exception):
+    """An output path the command will not write (said before any work is done)."""
+
+
+def check_output(option: str, path: str) -> str | None:
+    """Why ``--option path`` cannot be written (None: it can): its folder must exist and be writable, and the
+    path itself must be a regular file or nothing (never a folder, never a link, which is not followed)."""
+    target = Path(path)
+    if not path or path.endswith(("/", os.sep)):
+        return f"--{option} {path!r}: name a file to write, not a folder"
+    try:
+        info = os.lstat(target)
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        return f"--{option} {path}: cannot be read ({exc.strerror}); choose another path"
+    if info is not None:
+        if stat.S_ISLNK(info.st_mode):
+            return (f"--{option} {path}: is a symbolic link, which is never followed or overwritten; "
+                    f"remove it or name another file")
+        if stat.S_ISDIR(info.st_mode):
+            return f"--{option} {path}: is a folder; name a file inside it, e.g. {target / ('replay.' + option)}"
+        if not stat.S_ISREG(info.st_mode):
+            return f"--{option} {path}: is not a regular file (a device or a pipe); name a file"
+    folder = target.parent
+    if not folder.is_dir():
+        return f"--{option} {path}: its folder {folder} does not exist; create it first or name another file"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"--{option} {path}: its folder {folder} is not writable; name a file in a folder you can write"
+    return None
+
+
+def write_output(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file beside it, moved into place (``os.replace``): a
+    reader never sees half a file, a failed write leaves the old one, and a link at ``path`` (made after the
+    check) is replaced, never followed. Raises ``OSError`` when it cannot."""
+    target = Path(path)
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(descriptor, 0o666 & ~umask)  # as an ordinary new file, not mkstemp's 0600
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            descriptor = None
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        if descriptor is not None:
+            os.close(descriptor)
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
 
 class Command(BaseCommand):
     help = ("Rebuild a finished run as a new run from its own stored answers (its call log), with no provider "
             "call, and print the new run's id. Exit 0 when the replay completed, 1 when it stopped (it asked "
-            "something the original did not), 2 when it cannot start: every missing answer is named.")
+            "something the original did not) or a file could not be written, 2 when it cannot start (every "
+            "missing answer is named, or an output path is refused; nothing is made).")
     # The site's system checks (URLs, templates, every view imported) are `manage.py check`'s and the
     # server's business; here they cost about 0.3 s of every invocation (tests/bench/bench_cli_run.py).
     requires_system_checks = []
@@ -28,13 +92,24 @@ class Command(BaseCommand):
                             help="only say whether the run can be replayed (what is missing); make nothing")
 
     def handle(self, *args, **options):
+        # Every output path is checked before anything is read or made: a refused path costs no run.
+        refused = [why for name in OUTPUTS if options[name] is not None
+                   for why in [check_output(name, options[name])] if why]
+        paths = [os.path.abspath(options[name]) for name in OUTPUTS if options[name]]
+        if len(set(paths)) != len(paths):
+            refused.append("two outputs name the same file; give each its own")
+        if refused:
+            for line in refused:
+                self.stderr.write(f"cannot replay: {line}")
+            raise SystemExit(2)
         run = Run.objects.filter(pk=options["run"]).first()
         if run is None:
             self.stderr.write(f"cannot replay: there is no run {options['run']}")
             raise SystemExit(2)
         manifest = run_manifest(run) if options["manifest"] else None
-        if manifest is not None:
-            self._write(options["manifest"], json.dumps(manifest, ensure_ascii=False, indent=2))
+        if manifest is not None and not self._write("manifest", options["manifest"],
+                                                    json.dumps(manifest, ensure_ascii=False, indent=2)):
+            raise SystemExit(1)
         if options["check"]:
             missing = missing_answers(run, manifest["calls"] if manifest is not None else None)
             for line in missing:
@@ -49,16 +124,33 @@ class Command(BaseCommand):
             for line in refused.missing:
                 self.stderr.write(f"  missing: {line}")
             raise SystemExit(2)
-        if options["json"]:
-            self._write(options["json"], json.dumps(run_to_json(new), ensure_ascii=False, indent=2))
-        if options["csv"]:
-            self._write(options["csv"], run_to_csv(new))
         self.stdout.write(str(new.pk))
+        written = True
+        if options["json"]:
+            written &= self._write("json", options["json"], json.dumps(run_to_json(new), ensure_ascii=False, indent=2),
+                                   made=new)
+        if options["csv"]:
+            written &= self._write("csv", options["csv"], run_to_csv(new), made=new)
         if new.status != "done":
             self.stderr.write(f"replay {new.pk} {new.status}: {new.stopped_detail or new.error}")
             raise SystemExit(1)
+        if not written:
+            raise SystemExit(1)
         self.stderr.write(f"replay of run {run.pk}: run {new.pk}, {new.items_done} items, no provider called")
 
-    def _write(self, path: str, text: str) -> None:
-        Path(path).write_text(text, encoding="utf-8")
+    def _write(self, option: str, path: str, text: str, *, made: Run | None = None) -> bool:
+        """Write one output; a failure (a full disk, the path changed since the check) is said, with what was
+        made and how to get the file again, instead of a traceback."""
+        try:
+            write_output(path, text)
+        except OSError as exc:
+            self.stderr.write(f"cannot write --{option} {path}: {exc.strerror or exc}")
+            if made is not None:
+                fmt = "json" if option == "json" else "csv"
+                self.stderr.write(f"  the replay was made all the same: run {made.pk} ({made.status}); write its "
+                                  f"file again with `manage.py export_run {made.pk} --format {fmt} --out FILE`")
+            else:
+                self.stderr.write("  nothing was replayed")
+            return False
         self.stderr.write(f"wrote {path}")
+        return True
