@@ -47,9 +47,17 @@ def manifest_calls(run: Run) -> list[dict]:
     judge calls (``_judge_order``)."""
     out = []
     rows = Response.objects.filter(run=run).order_by("prompt_index", "variant_id", "trial").values_list(
-        "prompt_index", "prompt_id", "variant_id", "trial", "status", "candidate_calls", "judge_calls")
-    for index, prompt_id, variant_id, trial, status, made, judged in rows:
-        for entry in (*call_log.unpack(made), *sorted(call_log.unpack(judged), key=_judge_order)):
+        "prompt_index", "prompt_id", "variant_id", "trial", "status", "error", "candidate_calls", "judge_calls")
+    for index, prompt_id, variant_id, trial, status, error, made, judged in rows:
+        entries = (*call_log.unpack(made), *sorted(call_log.unpack(judged), key=_judge_order))
+        if status == ResponseStatus.FAILED and not any(e.get("error") or "dropped" in e or "unreadable" in e
+                                                       for e in entries):
+            # Failed with no failed call logged (a model it could not reach, its time budget, a bug): the
+            # replay could not rebuild that failure from answers.
+            out.append({"promptIndex": index, "prompt": prompt_id, "variant": variant_id, "trial": trial,
+                        "itemStatus": status, "problem": f"the item failed with no failed call in its log "
+                                                         f"({(error or 'no reason kept')[:300]})"})
+        for entry in entries:
             call = {"promptIndex": index, "prompt": prompt_id, "variant": variant_id, "trial": trial,
                     "itemStatus": status}
             if "dropped" in entry or "unreadable" in entry:

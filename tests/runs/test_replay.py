@@ -338,3 +338,20 @@ def test_a_link_put_at_the_output_after_the_check_is_replaced_not_followed(tmp_p
     assert not out.is_symlink() and out.read_text(encoding="utf-8") == "{}"
     assert victim.read_text(encoding="utf-8") == "keep me"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json", "victim.txt"]
+
+
+def test_an_item_that_failed_before_any_call_was_logged_is_named(fake_provider):
+    """A model it could not reach (no key) fails its items with no call in their logs: nothing there to replay."""
+    fake_provider.script([{"model": "cand-a", "match": ".", "reply": "Paris"}])
+    original = _run("title: Unreachable\nmodels: [openai:cand-a, anthropic:claude-x]\n---\n"
+                    "- id: capital\n  prompt: What is the capital of France?\n  should:\n    - $contains: Paris\n",
+                    "unreachable")
+    failed = Response.objects.get(run=original, variant_id__startswith="anthropic")
+    assert failed.status == "failed" and failed.error
+    runs_before, calls_before = Run.objects.count(), len(fake_provider.requests())
+    code, out, err = _command(original.pk, "--check")
+    assert code == 2 and "1 answer(s) missing" in out
+    assert f"capital × {failed.variant_id}, trial 1: the item failed with no failed call in its log" in err
+    code, out, err = _command(original.pk)
+    assert code == 2 and "no run was made" in err
+    assert Run.objects.count() == runs_before and len(fake_provider.requests()) == calls_before
