@@ -355,3 +355,18 @@ def test_an_item_that_failed_before_any_call_was_logged_is_named(fake_provider):
     code, out, err = _command(original.pk)
     assert code == 2 and "no run was made" in err
     assert Run.objects.count() == runs_before and len(fake_provider.requests()) == calls_before
+
+
+def test_a_run_of_fixture_answers_with_trials_and_turns_replays_to_the_same_exports(fake_provider):
+    text = ("title: Canned\nmodels: [fixtures:x]\nfixtures:\n  strategy: seeded\n  seed: 7\n  responses:\n"
+            "    chat:\n      turns: [\"First answer\", [\"Second, one\", \"Second, two\", \"Second, three\"]]\n---\n"
+            "- id: chat\n  trials: 3\n  messages:\n    - user: Hello\n    - assistant: null\n    - user: And then?\n"
+            "  should:\n    - $contains: Second\n")
+    original = _run(text, "canned")
+    rows = Response.objects.filter(run=original)
+    assert len(rows) == 3 and all(sum(t.get("generated", False) for t in r.conversation) == 2 for r in rows)
+    assert missing_answers(original) == []
+    replay = replay_run(original)
+    assert replay.status == "done" and len(fake_provider.requests()) == 0
+    assert normalised_json(replay) == normalised_json(original)
+    assert normalised_csv(replay) == normalised_csv(original)
