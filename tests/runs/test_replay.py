@@ -276,7 +276,8 @@ def test_the_run_pages_replay_button_starts_a_replay(client, judged_run, fake_pr
     assert len(fake_provider.requests()) == before  # every answer from the cache
 
 
-@pytest.mark.parametrize("case", ["missing folder", "a folder", "a link", "a link to nowhere", "same file twice"])
+@pytest.mark.parametrize("case", ["missing folder", "a folder", "a link", "a link to nowhere", "same file twice",
+                                  "a NUL byte", "a fifo"])
 def test_an_output_path_is_refused_before_any_run_is_made(judged_run, fake_provider, tmp_path, case):
     """Hostile round, case 10: `--json OUT` to a missing folder or a folder ended in a traceback after the replay
     run was made, and a link at OUT was followed and overwritten."""
@@ -295,6 +296,12 @@ def test_an_output_path_is_refused_before_any_run_is_made(judged_run, fake_provi
     elif case == "a link to nowhere":
         os.symlink(tmp_path / "made-through-the-link.json", tmp_path / "out.json")
         expected = "is a symbolic link"
+    elif case == "a NUL byte":
+        args = ["--json", f"{tmp_path}/out\x00.json"]
+        expected = "NUL character"
+    elif case == "a fifo":
+        os.mkfifo(tmp_path / "out.json")  # a write would block until someone read it
+        expected = "not a regular file"
     else:
         args += ["--csv", tmp_path / "out.json"]
         expected = "the same file"

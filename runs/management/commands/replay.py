@@ -22,9 +22,11 @@ class OutputRefused(Exception):
 def check_output(option: str, path: str) -> str | None:
     """Why ``--option path`` cannot be written (None: it can): its folder must exist and be writable, and the
     path itself must be a regular file or nothing (never a folder, never a link, which is not followed)."""
-    target = Path(path)
     if not path or path.endswith(("/", os.sep)):
         return f"--{option} {path!r}: name a file to write, not a folder"
+    if "\x00" in path:
+        return f"--{option} {path!r}: a path cannot hold a NUL character; name another file"
+    target = Path(path)
     try:
         info = os.lstat(target)
     except FileNotFoundError:
