@@ -377,3 +377,19 @@ def test_a_run_of_fixture_answers_with_trials_and_turns_replays_to_the_same_expo
     assert replay.status == "done" and len(fake_provider.requests()) == 0
     assert normalised_json(replay) == normalised_json(original)
     assert normalised_csv(replay) == normalised_csv(original)
+
+
+def test_an_answer_longer_than_a_call_log_keeps_is_named_and_refused(fake_provider, monkeypatch):
+    monkeypatch.setattr(call_log, "MAX_ANSWER_CHARS", 12)
+    fake_provider.script([{"model": "cand-a", "match": ".", "reply": "Paris is the capital, and that is that."},
+                          {"model": "cand-b", "match": ".", "reply": "Paris."}])
+    original = _run("title: Long\nmodels: [openai:cand-a, openai:cand-b]\n---\n"
+                    "- id: capital\n  prompt: What is the capital of France?\n  should:\n    - $contains: Paris\n",
+                    "long")
+    missing = missing_answers(original)
+    assert len(missing) == 1 and "capital × openai:cand-a[temp:0], trial 1: candidate (turn 1)" in missing[0]
+    assert "its answer (39 characters) was longer than a call log keeps (12)" in missing[0]
+    runs_before = Run.objects.count()
+    with pytest.raises(ReplayRefused):
+        replay_run(original)
+    assert Run.objects.count() == runs_before
