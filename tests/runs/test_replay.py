@@ -6,7 +6,6 @@ trials are distinct calls, each replayed to its own answer; the command's output
 from __future__ import annotations
 
 import csv
-import errno
 import io
 import json
 import os
@@ -15,11 +14,11 @@ import pytest
 from django.core.management import call_command
 
 from blueprints.importing import import_files
+from runs import outfiles
 from runs import start as run_start
 from runs.cache import response_cache
 from runs.engine import calls as call_log
 from runs.exports import run_to_csv, run_to_json
-from runs.management.commands import replay as replay_command
 from runs.models import Response, Run
 from runs.replay import ReplayRefused, missing_answers, replay_run, run_manifest
 
@@ -318,32 +317,37 @@ def test_a_failed_write_after_the_replay_says_what_was_made_without_a_traceback(
     (tmp_path / "out").mkdir()  # tmp_path is the data folder too
     out = tmp_path / "out" / "out.json"
     out.write_text("the previous file", encoding="utf-8")
+    real_mkstemp = outfiles.tempfile.mkstemp
 
-    def full_disk(fd):
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    def full_disk(**kwargs):  # the temporary file is made, and every write to it finds the disk full
+        fd, name = real_mkstemp(**kwargs)
+        full = os.open("/dev/full", os.O_WRONLY)
+        os.dup2(full, fd)
+        os.close(full)
+        return fd, name
 
-    monkeypatch.setattr(os, "fsync", full_disk)  # where a full disk shows itself: the data reaching it
+    monkeypatch.setattr(outfiles.tempfile, "mkstemp", full_disk)
     runs_before = Run.objects.count()
     code, printed, err = _command(judged_run.pk, "--json", out)
     assert code == 1 and "Traceback" not in err
     made = Run.objects.exclude(pk=judged_run.pk).get()
     assert Run.objects.count() == runs_before + 1 and printed.strip() == str(made.pk) and made.status == "done"
-    assert f"cannot write --json {out}: No space left on device" in err
+    assert f"cannot write --json {out}: could not be written (No space left on device)" in err
     assert f"the replay was made all the same: run {made.pk} (done)" in err
     assert f"export_run {made.pk} --format json" in err
     assert out.read_text(encoding="utf-8") == "the previous file"  # the old file stays whole
     assert sorted(p.name for p in out.parent.iterdir()) == ["out.json"]  # no temporary file left behind
 
 
-def test_a_link_put_at_the_output_after_the_check_is_replaced_not_followed(tmp_path):
+def test_a_link_put_at_the_output_after_the_check_is_not_followed(tmp_path):
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me", encoding="utf-8")
     out = tmp_path / "out.json"
-    assert replay_command.check_output("json", str(out)) is None
+    assert outfiles.checked_output(str(out)) == out
     os.symlink(victim, out)  # between the check and the write
-    replay_command.write_output(str(out), "{}")
-    assert not out.is_symlink() and out.read_text(encoding="utf-8") == "{}"
-    assert victim.read_text(encoding="utf-8") == "keep me"
+    with pytest.raises(outfiles.OutputRefused, match="symbolic link"):
+        outfiles.write_text(out, "{}")
+    assert out.is_symlink() and victim.read_text(encoding="utf-8") == "keep me"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json", "victim.txt"]
 
 

@@ -2,77 +2,15 @@
 
 import json
 import os
-import stat
-import tempfile
-from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
 from runs.exports import run_to_csv, run_to_json
 from runs.models import Run
+from runs.outfiles import OutputRefused, checked_output, write_text
 from runs.replay import ReplayRefused, missing_answers, replay_run, run_manifest
 
 OUTPUTS = ("json", "csv", "manifest")
-
-
-class OutputRefused(Exception):
-    """An output path the command will not write (said before any work is done)."""
-
-
-def check_output(option: str, path: str) -> str | None:
-    """Why ``--option path`` cannot be written (None: it can): its folder must exist and be writable, and the
-    path itself must be a regular file or nothing (never a folder, never a link, which is not followed)."""
-    if not path or path.endswith(("/", os.sep)):
-        return f"--{option} {path!r}: name a file to write, not a folder"
-    if "\x00" in path:
-        return f"--{option} {path!r}: a path cannot hold a NUL character; name another file"
-    target = Path(path)
-    try:
-        info = os.lstat(target)
-    except FileNotFoundError:
-        info = None
-    except OSError as exc:
-        return f"--{option} {path}: cannot be read ({exc.strerror}); choose another path"
-    if info is not None:
-        if stat.S_ISLNK(info.st_mode):
-            return (f"--{option} {path}: is a symbolic link, which is never followed or overwritten; "
-                    f"remove it or name another file")
-        if stat.S_ISDIR(info.st_mode):
-            return f"--{option} {path}: is a folder; name a file inside it, e.g. {target / ('replay.' + option)}"
-        if not stat.S_ISREG(info.st_mode):
-            return f"--{option} {path}: is not a regular file (a device or a pipe); name a file"
-    folder = target.parent
-    if not folder.is_dir():
-        return f"--{option} {path}: its folder {folder} does not exist; create it first or name another file"
-    if not os.access(folder, os.W_OK | os.X_OK):
-        return f"--{option} {path}: its folder {folder} is not writable; name a file in a folder you can write"
-    return None
-
-
-def write_output(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file beside it, moved into place (``os.replace``): a
-    reader never sees half a file, a failed write leaves the old one, and a link at ``path`` (made after the
-    check) is replaced, never followed. Raises ``OSError`` when it cannot."""
-    target = Path(path)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(descriptor, 0o666 & ~umask)  # as an ordinary new file, not mkstemp's 0600
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            descriptor = None
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        if descriptor is not None:
-            os.close(descriptor)
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
 
 
 class Command(BaseCommand):
@@ -95,8 +33,13 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         # Every output path is checked before anything is read or made: a refused path costs no run.
-        refused = [why for name in OUTPUTS if options[name] is not None
-                   for why in [check_output(name, options[name])] if why]
+        refused = []
+        for name in OUTPUTS:
+            if options[name] is not None:
+                try:
+                    checked_output(options[name])
+                except OutputRefused as why:
+                    refused.append(f"--{name} {why}")
         paths = [os.path.abspath(options[name]) for name in OUTPUTS if options[name]]
         if len(set(paths)) != len(paths):
             refused.append("two outputs name the same file; give each its own")
@@ -141,12 +84,13 @@ class Command(BaseCommand):
         self.stderr.write(f"replay of run {run.pk}: run {new.pk}, {new.items_done} items, no provider called")
 
     def _write(self, option: str, path: str, text: str, *, made: Run | None = None) -> bool:
-        """Write one output; a failure (a full disk, the path changed since the check) is said, with what was
-        made and how to get the file again, instead of a traceback."""
+        """Write one output (``runs.outfiles``: never through a link, never half a file); a failure (a full disk,
+        the path changed since the check) is said, with what was made and how to get the file again, instead of
+        a traceback."""
         try:
-            write_output(path, text)
-        except OSError as exc:
-            self.stderr.write(f"cannot write --{option} {path}: {exc.strerror or exc}")
+            write_text(path, text)
+        except OutputRefused as why:
+            self.stderr.write(f"cannot write --{option} {why}")
             if made is not None:
                 fmt = "json" if option == "json" else "csv"
                 self.stderr.write(f"  the replay was made all the same: run {made.pk} ({made.status}); write its "
