@@ -162,7 +162,7 @@ class ModelEstimate:
         if self.observed_answers:
             return (f"{self.answer_tokens:,} tokens an answer, the mean of {self.observed_answers:,} earlier "
                     f"answer{'s' if self.observed_answers != 1 else ''}")
-        return f"{self.answer_tokens:,} tokens an answer (assumed: no earlier answers)"
+        return f"{self.answer_tokens:,} tokens an answer (an assumption: no earlier answers known)"
 
     def to_json(self) -> dict:
         return {"id": self.model_id, "role": self.role, **({"judge": self.label} if self.label else {}),
