@@ -27,3 +27,22 @@ def test_importing_the_pure_packages_loads_no_django():
         "print(sorted(m for m in sys.modules if m == 'django' or m.startswith('django.')))"
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_blueprints_app_imports_nothing_of_runs_but_its_engine():
+    """Imports point one way (docs/architecture.md): the blueprints app may use ``runs.engine``, never the runs app,
+    not even inside a function; the run form lives in the runs app and the blueprint page embeds it by address."""
+    import ast
+
+    offenders = []
+    for path in (REPO / "blueprints").rglob("*.py"):
+        if "spec" in path.relative_to(REPO / "blueprints").parts[:1]:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            if isinstance(node, ast.ImportFrom) and node.module == "runs":
+                names = [f"runs.{a.name}" for a in node.names]
+            offenders += [f"{path.relative_to(REPO)}:{node.lineno} {name}" for name in names
+                          if (name == "runs" or name.startswith("runs.")) and not name.startswith("runs.engine")]
+    assert offenders == []
