@@ -77,17 +77,26 @@ def form_state(blueprint: Blueprint, revision: BlueprintRevision | None, data=No
         except RunRefused as refused:
             state.refused = refused.message + "".join(f" {p}" for p in refused.problems[:3])
     if data is None:  # as first offered: the boxes are the plan's
-        if state.prepared is None:
-            state.blocked = state.refused
-            return state
-        planned = state.prepared.planned
-        origins = collection_origins(planned.blueprint, ModelCollection.lookup())
-        ids = [m if isinstance(m, str) else m.id for m in planned.models]
+        lookup = ModelCollection.lookup()
+        if state.prepared is not None:
+            bp, models, plan = (state.prepared.planned.blueprint, state.prepared.planned.models,
+                                state.prepared.planned.plan)
+        else:  # refused as it stands (no judge for judged points, too many variants): still offer the boxes
+            result = revision.parse(collections=lookup)
+            try:
+                if result.blueprint is None:
+                    raise RunRefused(state.refused or "the blueprint has errors")
+                bp = result.blueprint
+                models, plan = run_start.resolve_run_models(bp, None, lookup), run_start.judge_plan_for(bp)
+            except RunRefused:
+                state.blocked = state.refused
+                return state
+        origins = collection_origins(bp, lookup)
+        ids = [m if isinstance(m, str) else m.id for m in models]
         state.models = [Box(m, m, True, origins.get(m, "")) for m in ids]
-        state.judges = [Box(j.judge_id, f"{j.judge_id} · {j.approach}", True) for j in planned.plan.judges]
-        state.judges_are_default = not planned.plan.configured
-        state.values = {"backup_judge": planned.plan.backup.model if planned.plan.backup else "",
-                        "backup_offered": planned.plan.backup is not None}
+        state.judges = [Box(j.judge_id, f"{j.judge_id} · {j.approach}", True) for j in plan.judges]
+        state.judges_are_default = not plan.configured
+        state.values = {"backup_judge": plan.backup.model if plan.backup else ""}
         if not ids:
             state.blocked = "This blueprint lists no models to run."
         return state
@@ -102,5 +111,4 @@ def form_state(blueprint: Blueprint, revision: BlueprintRevision | None, data=No
     state.values = {key: str(data.get(key) or "")[:2000] for key in
                     ("add_models", "add_judges", "backup_judge", "trials", "judge_repeats", "budget_usd")}
     state.values["fresh"] = bool(data.get("fresh"))
-    state.values["backup_offered"] = "backup_judge" in data
     return state

@@ -166,3 +166,17 @@ def test_a_change_and_a_start_are_each_one_parse_one_plan_one_estimate(client, m
     counts.clear()
     client.get("/runs/form/capitals/", **htmx())
     assert counts == {"plan": 1, "estimate": 1}  # the form as first offered: nothing posted to read
+
+
+def test_with_no_judge_to_offer_the_form_is_still_offered_and_a_judge_can_be_added(client, settings):
+    settings.EVALSITE_DEFAULT_JUDGES = []
+    _blueprint(VALID)
+
+    page = _text(client.get("/runs/form/capitals/"))
+    assert 'name="models" value="openai:gpt-4.1-mini"' in page and 'name="add_judges"' in page
+    assert "Cannot run as the form stands: no judge would score the judged points" in page
+
+    added = _text(client.post("/runs/form/capitals/", {
+        "blueprint": "capitals", "revision": "1", "models_offered": ["openai:gpt-4.1-mini"],
+        "models": ["openai:gpt-4.1-mini"], "add_judges": "openai:gpt-4o-mini", "backup_judge": ""}, **htmx()))
+    assert re.search(r'class="estimate-judge-calls">1<', added) and "backup judge: none" in added
