@@ -230,7 +230,8 @@ def _run_context(blueprint, revision, preview) -> dict:
     """Where the run form is: the runs app owns it (runs.views.run_form) and this page embeds it by its
     address; a draft has none."""
     if revision is None or preview is None:
-        return {"run_url": None, "run_blocked": "Fix the errors in this blueprint before running it: drafts cannot run."}
+        return {"run_url": None,
+                "run_blocked": "Fix the errors in this blueprint before running it: drafts cannot run."}
     return {"run_url": reverse("runs:form", args=[blueprint.slug]), "run_blocked": None}
 
 

@@ -1,7 +1,7 @@
 """The run form: its boxes, its live estimate, its confirmation, as ``runs.views.run_form`` shows them.
 
 The blueprint page embeds the form by its address (``runs:form``); every change posts the form back for a
-new estimate (``runs/_run_form.html#estimate``) and Start posts to the same address. Each post is read
+new estimate (``runs/run_form.html#estimate``) and Start posts to the same address. Each post is read
 once (``RunRequest.from_form``), planned once and estimated once (``start.prepare``).
 """
 

@@ -90,7 +90,7 @@ def run_form(request, slug):
     """The run form of a blueprint, embedded in its page by this address (htmx) or a page of its own.
 
     GET: the form as first offered. POST from htmx without ``start``: the estimate for what the form says
-    now (``runs/_run_form.html#estimate``), as its boxes change. POST with ``start`` (the Start button, with
+    now (``runs/run_form.html#estimate``), as its boxes change. POST with ``start`` (the Start button, with
     or without JavaScript): the run starts when it can and, past EVALSITE_CONFIRM_USD or
     EVALSITE_CONFIRM_CALLS, only with the confirmation of this very estimate ticked; else the form comes back
     as posted with why, and nothing is created."""
@@ -124,9 +124,9 @@ def _run_form(request, blueprint, *, starting: bool):
                                   else prepared.not_confirmed_message)
         context["known_models"] = known_models()
     elif request.htmx and data is not None:
-        return render(request, "runs/_run_form.html#estimate", context)
+        return render(request, "runs/run_form.html#estimate", context)
     if request.htmx:
-        return render(request, "runs/_run_form.html#run-form", context)
+        return render(request, "runs/run_form.html#run-form", context)
     return render(request, "runs/run_form.html", context)
 
 

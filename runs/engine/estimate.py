@@ -10,7 +10,8 @@ Token counts are estimates from characters (4 per token). Each figure is given t
 answer using its whole ``max_tokens`` (reference 5.8: candidates get 1500 unless a custom model sets
 ``max_tokens``; judges 500 at temperature 0), the cap a budget reserves against; and **expected**, each
 answer at the mean length of the model's earlier answers when the caller passes them (``observed``), else
-at a stated assumption (``EXPECTED_ANSWER_TOKENS``, ``EXPECTED_JUDGE_TOKENS``), never at max tokens. What it cannot know is said, never guessed: a model without a
+at a stated assumption (``EXPECTED_ANSWER_TOKENS``, ``EXPECTED_JUDGE_TOKENS``), never at max tokens.
+What it cannot know is said, never guessed: a model without a
 price, the backup judge (asked only when every judge failed on a point), a judge's unreadable answer
 (asked once more). With judge repeats K (``JudgePlan.repeats``) every judge is asked K times about every
 point, so its calls and tokens are K times those of asking once; the backup is not repeated.

@@ -148,5 +148,6 @@ def test_a_backup_judge_and_the_two_cost_figures(client, settings):
     cost = dry["cost"]
     assert dry["calls"]["total"] == 1 and dry["calls"]["possibleExtra"]["backupJudge"] == 1
     assert cost["mostUsd"] == dry["costUsd"] and 0 < cost["expectedUsd"] < cost["mostUsd"]
-    assert cost["unpricedCalls"] == 0 and "judge 'openai:gpt-4.1-mini': 150 tokens an answer" in cost["expectedBasis"][0]
+    assert cost["unpricedCalls"] == 0
+    assert "judge 'openai:gpt-4.1-mini': 150 tokens an answer" in cost["expectedBasis"][0]
     assert bad.status_code == 400 and bad.json()["field"] == "backupJudge" and "has no provider" in bad.json()["error"]
