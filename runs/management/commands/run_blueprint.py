@@ -1,7 +1,6 @@
 """python manage.py run_blueprint PATH_OR_ID [--models a,b] [--judges x,y] [--backup-judge z] [--judge-repeats K]
 [--fresh] [--enqueue] [--dry-run] [--json OUT]"""
 
-import argparse
 import json
 import sys
 import time
@@ -187,7 +186,9 @@ def estimate_lines(estimate) -> list[str]:
              f"not sent: {calls['cached']:,} answered from the response cache, {calls['canned']:,} from fixtures",
              f"tokens: ~{estimate.input_tokens:,} in, up to {estimate.output_tokens:,} out",
              f"cost: {unpriced}expected about {dollars(estimate.expected_cost)}, at most "
-             f"{dollars(estimate.most_cost)} (every answer at its max tokens: what a budget reserves)"]
+             f"{dollars(estimate.most_cost)} (every answer at its max tokens: what a budget reserves)"
+             if estimate.unpriced_calls < estimate.total_calls or not estimate.total_calls else
+             f"cost: unknown: all {estimate.total_calls:,} calls are to models with no price"]
     lines += [f"expected: {line}" for line in estimate.expected_basis]
     lines += [f"unknown: {part.message}" for part in estimate.unknown]
     return lines
