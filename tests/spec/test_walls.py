@@ -113,3 +113,25 @@ def test_no_module_imports_another_modules_private_names():
                 offenders.append(f"{path.relative_to(REPO)}:{node.lineno} uses "
                                  f"{imported_modules[node.value.id]}.{node.attr}")
     assert offenders == [], "\n".join(offenders)
+
+
+def _runs_modules() -> set[str]:
+    """The runs app's top-level modules and packages, but its engine."""
+    return {f"runs.{p.stem}" for p in (REPO / "runs").glob("*.py") if p.name != "__init__.py"} | \
+        {f"runs.{p.name}" for p in (REPO / "runs").iterdir() if p.is_dir() and (p / "__init__.py").exists()
+         and p.name != "engine"}
+
+
+def test_the_contracts_name_every_module_of_the_runs_app():
+    """A new module of the runs app is placed in a phase and kept from the blueprints app, not left out of both."""
+    import configparser
+
+    config = configparser.ConfigParser()
+    config.read(REPO / ".importlinter")
+    forbidden = set(config["importlinter:contract:blueprints-below-runs"]["forbidden_modules"].split())
+    layered = set(config["importlinter:contract:runs-phases"]["layers"].replace(":", " ").replace("|", " ").split())
+    layered = {m for m in layered if m != "runs.engine"}
+    expected = _runs_modules()
+    assert forbidden == expected
+    # A package may be layered by its parts (runs.across.views, runs.across.figures).
+    assert {m for m in expected if not any(x == m or x.startswith(m + ".") for x in layered)} == set()
