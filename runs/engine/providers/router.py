@@ -238,6 +238,11 @@ class Router:
             return self._redactor
         return redactor_for((*self._secrets, *extra))
 
+    async def _own_refusal(self, url: str, what: str) -> str | None:
+        """Why a request to ``url`` may not leave (it would reach evalsite itself: own.py), or None."""
+        own = self.settings.own_addresses
+        return None if own is None else await own.refusal_async(url, what)
+
     def endpoint(self, model_id: str) -> Endpoint | Problem:
         if model_id not in self._endpoints:
             self._endpoints[model_id] = resolve_endpoint(model_id, self.settings, self.custom_models)
@@ -268,6 +273,9 @@ class Router:
                     self._log_call(request, endpoint, result, None)
                     return result
 
+        refusal = await self._own_refusal(endpoint.url, endpoint.label)
+        if refusal is not None:  # evalsite's own address: never sent (own.py)
+            return ChatResult(error=refusal, retryable=False, attempts=0, latency_ms=_ms(started))
         outcome, attempts = await self._send_with_retries(endpoint, request)
         redactor = self.redactor(endpoint)
         if not outcome.ok:
@@ -365,6 +373,9 @@ class Router:
         missing = [i for i in range(len(texts)) if i not in found]
         if missing:
             url, body = embeddings_request(endpoint, [texts[i] for i in missing])
+            refusal = await self._own_refusal(url, f"{endpoint.label}'s embeddings request")
+            if refusal is not None:
+                return refusal
             vectors = await self._post_json_with_retries(endpoint, url, body)
             if isinstance(vectors, str):
                 return self.redactor(endpoint).message(vectors)
