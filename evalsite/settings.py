@@ -51,6 +51,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "evalsite.serving.StreamFromThread",  # outermost: under ASGI, streamed responses are read chunk by chunk
     "evalsite.security.EngineRequestMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "evalsite.security.SecurityHeadersMiddleware",
