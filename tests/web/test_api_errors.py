@@ -77,3 +77,44 @@ def test_a_server_failure_under_the_api_is_json_and_pages_keep_their_html(monkey
     assert "internal detail" not in started.json()["error"]
     page = client.get("/no/such/page/")
     assert page.status_code == 404 and page["Content-Type"].startswith("text/html")
+
+
+def _asgi_post(app, path: str, chunks: list[bytes], headers: list[tuple[bytes, bytes]]):
+    """One POST through an ASGI app, its body in ``chunks``; the messages it sent back and the chunks it read."""
+    import asyncio
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+             "headers": [(b"host", b"127.0.0.1"), *headers], "client": ("127.0.0.1", 5000),
+             "server": ("127.0.0.1", 8000)}
+    pending = [{"type": "http.request", "body": chunk, "more_body": i < len(chunks) - 1}
+               for i, chunk in enumerate(chunks)]
+    read, sent = [], []
+
+    async def receive():
+        if pending:
+            read.append(pending[0]["body"])
+            return pending.pop(0)
+        await asyncio.sleep(3600)
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(asyncio.wait_for(app(scope, receive, send), 10))
+    return sent, read
+
+
+def test_the_served_app_refuses_a_body_past_the_limit_before_reading_it():
+    from evalsite.asgi import application
+
+    application.limit = 1_000  # the limit follows the settings; small here
+    try:
+        sent, read = _asgi_post(application, "/api/runs", [b"{" * 10, b"x" * 600, b"x" * 600, b"x" * 600],
+                                [(b"content-type", b"application/json"), (b"transfer-encoding", b"chunked")])
+        assert sent[0]["status"] == 413 and len(read) == 3  # stopped at the chunk that passed the limit
+        assert json.loads(sent[1]["body"])["error"].startswith("the body is larger than this server reads (1,000")
+        sent, read = _asgi_post(application, "/runs/start", [b"x" * 5_000],
+                                [(b"content-length", b"5000"), (b"content-type", b"text/plain")])
+        assert sent[0]["status"] == 413 and read == []  # by its Content-Length: nothing read
+    finally:
+        application.limit = None
