@@ -226,6 +226,21 @@ class Trickler:
                 except OSError:
                     pass
 
+    def closed_by_server(self) -> int:
+        """How many of the connections the server has closed."""
+        closed = 0
+        for sock in self.sockets:
+            sock.setblocking(False)
+            try:
+                closed += sock.recv(1) == b""
+            except BlockingIOError:
+                pass
+            except OSError:
+                closed += 1
+            finally:
+                sock.setblocking(True)
+        return closed
+
     def close(self) -> None:
         self.stopped.set()
         self.thread.join(timeout=5)
@@ -259,16 +274,21 @@ TOKEN = "serve-test-token-0123456789"
 
 
 def test_slow_clients_hold_no_worker_and_the_site_keeps_answering(serve):
-    """Twenty-four connections trickling headers or a body, on one web process: pages still answer at once."""
-    served = serve()
+    """Twenty-four connections trickling headers or a body, on one web process: pages still answer at once,
+    and each slow connection is closed once its request has not arrived whole within the deadline."""
+    served = serve(EVALSITE_REQUEST_ARRIVAL_S="6")
     served.wait_healthy()
     assert timed_get(served.port, "/runs/", 30)[0] == 200  # warm: the first page loads the templates
     slow = Trickler(served.port, 24)
+    opened = time.monotonic()
     try:
         time.sleep(2)  # every slow connection has been taken in and is trickling
         for path in ("/healthz", "/runs/", "/api/runs/1"):
             status, took = timed_get(served.port, path, 10)
             assert status in (200, 404) and took < 3, (path, status, took, served.output()[-2000:])
+        assert slow.closed_by_server() == 0 and time.monotonic() - opened < 6
+        time.sleep(max(0.0, opened + 9 - time.monotonic()))
+        assert slow.closed_by_server() == 24  # the deadline, though every one kept sending
     finally:
         slow.close()
     # Loopback alone may not change anything through the API; the API's refusals are JSON with the reason.
