@@ -276,7 +276,7 @@ TOKEN = "serve-test-token-0123456789"
 def test_slow_clients_hold_no_worker_and_the_site_keeps_answering(serve):
     """Twenty-four connections trickling headers or a body, on one web process: pages still answer at once,
     and each slow connection is closed once its request has not arrived whole within the deadline."""
-    served = serve(EVALSITE_REQUEST_ARRIVAL_S="6")
+    served = serve(EVALSITE_REQUEST_ARRIVAL_S="8")
     served.wait_healthy()
     assert timed_get(served.port, "/runs/", 30)[0] == 200  # warm: the first page loads the templates
     slow = Trickler(served.port, 24)
@@ -286,8 +286,9 @@ def test_slow_clients_hold_no_worker_and_the_site_keeps_answering(serve):
         for path in ("/healthz", "/runs/", "/api/runs/1"):
             status, took = timed_get(served.port, path, 10)
             assert status in (200, 404) and took < 3, (path, status, took, served.output()[-2000:])
-        assert slow.closed_by_server() == 0 and time.monotonic() - opened < 6
-        time.sleep(max(0.0, opened + 9 - time.monotonic()))
+        if time.monotonic() - opened < 7:  # (on a machine slow enough, the deadline may have come already)
+            assert slow.closed_by_server() == 0  # they were all still open while the pages answered
+        time.sleep(max(0.0, opened + 11 - time.monotonic()))
         assert slow.closed_by_server() == 24  # the deadline, though every one kept sending
     finally:
         slow.close()
