@@ -431,6 +431,8 @@ def check_budget(value) -> float:
         number = float(value)
     except (TypeError, ValueError):
         raise ValueError("the budget is a number of US dollars above 0") from None
+    except OverflowError:  # a whole number of hundreds of digits
+        raise ValueError("the budget is too large: give a number of US dollars, such as 25") from None
     if not number > 0 or number != number or number == float("inf"):
         raise ValueError("the budget is a number of US dollars above 0")
     return number

@@ -26,6 +26,7 @@ from blueprints.spec.model_ids import provider_of
 from blueprints.spec.schema import CustomModel
 
 from .cache import cache_key
+from .own import with_engine_header
 from .prices import DEFAULT_MAX_TOKENS
 from .formats import (
     anthropic_body,
@@ -137,7 +138,8 @@ def resolve_endpoint(model_id: str, settings: ProviderSettings,
         headers = {"authorization": f"Bearer {key}"}
     return Endpoint(
         model_id=model_id, provider=provider, api_format=info.api_format, url=url, model_name=model_name,
-        limit_key=provider, headers=headers, default_max_tokens=info.default_max_tokens, secrets=(key,),
+        limit_key=provider, headers=with_engine_header(headers), default_max_tokens=info.default_max_tokens,
+        secrets=(key,),
     )
 
 
@@ -190,7 +192,9 @@ def _custom_endpoint(model: CustomModel, settings: ProviderSettings) -> Endpoint
         api_format = {"anthropic": "anthropic", "google": "gemini"}.get(model.inherit, "openai_chat")
     return Endpoint(
         model_id=model.id, provider="custom", api_format=api_format, url=model.url, model_name=model.model_name,
-        limit_key=f"custom:{model.id}", headers=headers, default_max_tokens=DEFAULT_MAX_TOKENS, custom=model,
+        # The engine's mark goes last: a blueprint's header of the same name cannot remove it (own.py).
+        limit_key=f"custom:{model.id}", headers=with_engine_header(headers), default_max_tokens=DEFAULT_MAX_TOKENS,
+        custom=model,
         secrets=tuple(v for v in used_values if v),
     )
 

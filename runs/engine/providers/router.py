@@ -238,6 +238,11 @@ class Router:
             return self._redactor
         return redactor_for((*self._secrets, *extra))
 
+    async def _own_refusal(self, url: str, what: str) -> str | None:
+        """Why a request to ``url`` may not leave (it would reach evalsite itself: own.py), or None."""
+        own = self.settings.own_addresses
+        return None if own is None else await own.refusal_async(url, what)
+
     def endpoint(self, model_id: str) -> Endpoint | Problem:
         if model_id not in self._endpoints:
             self._endpoints[model_id] = resolve_endpoint(model_id, self.settings, self.custom_models)
@@ -268,6 +273,9 @@ class Router:
                     self._log_call(request, endpoint, result, None)
                     return result
 
+        refusal = await self._own_refusal(endpoint.url, endpoint.label)
+        if refusal is not None:  # evalsite's own address: never sent (own.py)
+            return ChatResult(error=refusal, retryable=False, attempts=0, latency_ms=_ms(started))
         outcome, attempts = await self._send_with_retries(endpoint, request)
         redactor = self.redactor(endpoint)
         if not outcome.ok:
@@ -365,6 +373,9 @@ class Router:
         missing = [i for i in range(len(texts)) if i not in found]
         if missing:
             url, body = embeddings_request(endpoint, [texts[i] for i in missing])
+            refusal = await self._own_refusal(url, f"{endpoint.label}'s embeddings request")
+            if refusal is not None:
+                return refusal
             vectors = await self._post_json_with_retries(endpoint, url, body)
             if isinstance(vectors, str):
                 return self.redactor(endpoint).message(vectors)
@@ -605,7 +616,7 @@ class Router:
                     latency: float) -> _Outcome:
         label = endpoint.label
         status = response.status_code
-        message = error_message(data) or _excerpt(response.text)
+        message = error_message(data) or _excerpt(self.redactor(endpoint).message(response.text))
         reason = f"{status} from {label}" + (f": {message}" if message else "")
         short = f"{status} from {label}"
         if status == 429:
@@ -662,8 +673,8 @@ def _attempt(outcome: _Outcome, waited_s: float | None, secrets: Redactor | Iter
         entry["wait_s"] = round(waited_s, 2)
     if note:
         entry["note"] = note
-    if keep_body and outcome.body is not None:
-        entry["body"] = redactor.message(call_log.clip(outcome.body, 4_000))
+    if keep_body and outcome.body is not None:  # redacted, then cut: a cut could halve a secret past finding
+        entry["body"] = call_log.clip(redactor.message(outcome.body), 4_000)
     return entry
 
 
@@ -671,9 +682,10 @@ def _kept_body(body: str, secrets: Redactor | Iterable[str], status: int | None)
     """An answer's raw body as kept: shortened past the limit, any secret's value (or encoding) replaced; an
     error's body (a 401 may echo part of the key) also loses every word that shares 8 characters with one."""
     redactor = secrets if isinstance(secrets, Redactor) else redactor_for(secrets)
+    # Redacted before it is cut: a secret cut in two at the limit (24 of its 25 characters) is no longer found.
     if status is None or not 200 <= status < 300:
-        return redactor.message(call_log.clip(body, 4_000))
-    return redactor.text(call_log.clip(body))
+        return call_log.clip(redactor.message(body), 4_000)
+    return call_log.clip(redactor.text(body))
 
 
 def _adaptation(quirks: Quirks, param: str | None, message: str, api_format: str = "openai_chat"
