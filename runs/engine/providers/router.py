@@ -123,6 +123,18 @@ def _cacheable(request: ChatRequest, text: str | None) -> bool:
         return False
 
 
+def _failed_cost(endpoint: Endpoint, outcome: "_Outcome") -> float | None:
+    """What a failed call cost, as the budget counts it: an error answer (4xx, 5xx) is not billed; an answer that
+    came with its usage (an empty one) costs that usage; no answer (a timeout, a dropped connection) or a model
+    without a price: unknown (None)."""
+    if endpoint.custom is not None or outcome.status is None:
+        return None
+    if not 200 <= outcome.status < 300:
+        return 0.0
+    usage = outcome.usage
+    return cost_usd(endpoint.model_id, usage) if usage is not None and usage.input_tokens is not None else None
+
+
 class Router:
     """Answers ``ChatRequest``s for one run. Use one per run (or per process) and ``aclose`` it.
 
@@ -273,7 +285,7 @@ class Router:
         if not outcome.ok:
             result = ChatResult(error=redactor.message(outcome.reason),
                                 retryable=outcome.retryable, attempts=attempts, latency_ms=_ms(started),
-                                usage=outcome.usage)
+                                usage=outcome.usage, cost_usd=_failed_cost(endpoint, outcome))
             self._log_call(request, endpoint, result, outcome)
             return result
         cost = None if endpoint.custom is not None else cost_usd(endpoint.model_id, outcome.usage)
