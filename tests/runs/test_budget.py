@@ -160,3 +160,36 @@ def test_the_run_form_takes_a_budget(client, fake_provider, priced):
     assert Run.objects.count() == 1, started[started.find('class="messages"'):][:600]
     run = Run.objects.get()
     assert (run.budget_usd, run.stopped_reason) == (BUDGET, "budget")
+
+
+def _model_row(page: str, variant: str) -> list[str]:
+    """The run page's per-model table row of ``variant``: its cells' text, in column order."""
+    import re
+
+    table = re.search(r'<table class="variants-table">.*?</table>', page, re.S).group(0)
+    head = [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<th scope=\"col\"[^>]*>(.*?)</th>", table, re.S)]
+    row = re.search(rf"<tr>\s*<th scope=\"row\"><code>{re.escape(variant)}</code></th>(.*?)</tr>", table, re.S).group(1)
+    cells = [re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+    return dict(zip(head[1:], cells))
+
+
+def test_a_budget_stopped_run_counts_what_did_not_run_apart_and_no_unknown_price(client, fake_provider, priced):
+    """Not run is its own count (page, API, stored figures); unknown price counts only calls that were made."""
+    run = run_start.start_run(_blueprint(), budget_usd=BUDGET)
+    run.refresh_from_db()
+    assert (run.status, run.stopped_reason) == ("cancelled", "budget")
+    stats = run.aggregates["variants"]["openai:cand-priced[temp:0]"]
+    assert (stats["n"], stats["notRun"], stats["notEvaluated"], stats["failed"]) == (6, 2, 0, 0)
+    # Every call made had a price: nothing is of unknown price, on the header or in the model table.
+    assert (stats["costUnknown"], run.candidate_cost_unknown) == (0, 0)
+    assert stats["costUsd"] == pytest.approx(6 * COST) == pytest.approx(run.candidate_cost_usd)
+    assert stats["calls"] == run.candidate_calls_sent == 6 == len(fake_provider.requests())
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    row = _model_row(page, "openai:cand-priced[temp:0]")
+    assert (row["Scored"], row["Not run"], row["Not evaluated"]) == ("6", "2", "0"), row
+    assert "unknown" not in row["Cost"] and "unknown price" not in page
+    status = client.get(f"/api/runs/{run.pk}").json()
+    assert status["models"]["openai:cand-priced[temp:0]"]["notRun"] == 2
+    assert status["models"]["openai:cand-priced[temp:0]"]["notEvaluated"] == 0
+    assert status["usage"]["candidates"]["callsWithUnknownCost"] == 0
+    assert status["usage"]["candidates"]["calls"] == 6
