@@ -193,3 +193,45 @@ def test_a_budget_stopped_run_counts_what_did_not_run_apart_and_no_unknown_price
     assert status["models"]["openai:cand-priced[temp:0]"]["notEvaluated"] == 0
     assert status["usage"]["candidates"]["callsWithUnknownCost"] == 0
     assert status["usage"]["candidates"]["calls"] == 6
+
+
+TWO_TURNS = """title: Two turns
+models: [openai:cand-priced]
+---
+- id: q0
+  messages:
+    - user: Question number 0?
+    - assistant: null
+    - user: And then?
+  should:
+    - $contains: Echo
+"""
+# Turn 1 is counted as 5 tokens in + 1500 out ($1.505) and costs 3 + 4 words ($0.007); turn 2 is counted as
+# (51 characters -> 13 tokens) + 1500 ($1.513): with $0.007 spent it would pass $1.51, so it is never sent.
+TWO_TURNS_BUDGET = 1.51
+
+
+def test_what_a_budget_stop_between_turns_spent_stays_in_the_totals(client, fake_provider, priced):
+    """The item stopped between turns goes back to pending from scratch; its first turn was paid for, and the
+    run's totals (the sum of what is stored) keep it: they equal the budget's own ledger, before and after."""
+    run = run_start.start_run(_blueprint(TWO_TURNS), budget_usd=TWO_TURNS_BUDGET)
+    run.refresh_from_db()
+    assert (run.status, run.stopped_reason) == ("cancelled", "budget"), run.stopped_detail
+    assert len(fake_provider.requests()) == 1
+    assert Response.objects.get(run=run).status == "pending"
+    assert run.spent_usd == pytest.approx(COST)
+    assert (run.candidate_cost_usd, run.candidate_calls_sent) == (pytest.approx(run.spent_usd), 1)
+    assert run.candidate_input_tokens + run.candidate_output_tokens == 7
+    stats = run.aggregates["variants"]["openai:cand-priced[temp:0]"]
+    assert (stats["notRun"], stats["notEvaluated"], stats["costUsd"], stats["calls"]) == (1, 0, pytest.approx(COST), 1)
+
+    actions.resume(run, budget_usd=5)
+    run.refresh_from_db()
+    # Turn 1 again (its answer from the cache: nothing sent, nothing spent), then turn 2.
+    assert run.status == "done" and len(fake_provider.requests()) == 2
+    assert run.candidate_cost_usd == pytest.approx(run.spent_usd) and run.candidate_calls_sent == 2
+    assert run.candidate_cost_usd > COST
+    calls_page = client.get(f"/runs/{run.pk}/responses/{Response.objects.get(run=run).pk}/calls").content.decode()
+    # attempt 1: turn 1, and turn 2 that the budget held back; attempt 2: both turns
+    assert calls_page.count("attempt 1") == 2 and calls_page.count("attempt 2") == 2
+    assert "stopped by a cancel or the budget" in calls_page
