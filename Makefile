@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv run dev test bench check clean
+.PHONY: venv run dev test test-fast bench check clean
 
 venv: $(STAMP)
 
@@ -31,6 +31,13 @@ test: venv
 	@scripts/ensure-services.sh
 	@data=$$(mktemp -d) && trap 'rm -rf "$$data"' EXIT && \
 	EVALSITE_TASKS_SYNC=1 EVALSITE_DATA_DIR="$$data" $(PY) -m pytest $(PYTEST_ARGS)
+
+# The pure tests (the format, the engine, the upstream's conformance records, the import contracts): no
+# database, browser or services; under a minute.
+test-fast: venv
+	@data=$$(mktemp -d) && trap 'rm -rf "$$data"' EXIT && \
+	EVALSITE_TASKS_SYNC=1 EVALSITE_DATA_DIR="$$data" $(PY) -m pytest -q -m "not django_db and not services" \
+	  tests/spec tests/engine tests/conformance $(PYTEST_ARGS)
 
 bench: venv
 	@set -e; for script in tests/bench/bench_*.py; do \

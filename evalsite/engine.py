@@ -12,7 +12,7 @@ import os
 
 from django.conf import settings
 
-from runs.engine.codejudge import child_env_from
+from runs.engine.points.codejudge import child_env_from
 from runs.engine.config import EngineConfig
 from runs.engine.providers import settings_from_env
 from runs.engine.providers.settings import model_hosts_from

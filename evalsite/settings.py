@@ -143,6 +143,9 @@ EVALSITE_CLAIM_LEASE_S = env_float("EVALSITE_CLAIM_LEASE_S", 120.0, minimum=1)
 # Re-runs of single responses one run accepts in any 60 s, counted in the database (every web process).
 EVALSITE_RERUNS_PER_MINUTE = env_int("EVALSITE_RERUNS_PER_MINUTE", 30, minimum=1)
 EVALSITE_EMBEDDINGS_MODEL = env_str("EVALSITE_EMBEDDINGS_MODEL")
+# The writer of a run's executive summary (provider:model); unset: no summary. Its claims are checked before
+# anyone sees them (docs/results.md "The summary").
+EVALSITE_SUMMARY_MODEL = env_str("EVALSITE_SUMMARY_MODEL")
 # The run form asks "I expect about $X for N calls" before starting a run whose estimate reaches either.
 EVALSITE_CONFIRM_USD = env_float("EVALSITE_CONFIRM_USD", 5.0, minimum=0)
 EVALSITE_CONFIRM_CALLS = env_int("EVALSITE_CONFIRM_CALLS", 2000, minimum=1)

@@ -1,6 +1,6 @@
 """The JSON across runs: ``GET /api/models/<model id>``, ``GET /api/runs-history/<blueprint id>`` (the
 blueprints app owns ``/api/blueprints/``), ``GET /api/leaderboards/<tag>``. The same figures as the pages
-(``runs.across``): means with their 95% intervals, ranks, comparisons with the pinned baseline, drift."""
+(``runs.across.figures``): means with their 95% intervals, ranks, comparisons with the pinned baseline, drift."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET
 from blueprints.models import Blueprint
 from evalsite.api import api_view, error
 
-from . import across
+from .across import figures as across
 from .engine import stats
 
 
@@ -61,7 +61,7 @@ def blueprint_history(request, slug):
         compared = found.compared.get(info.pk)
         if compared is not None:
             entry["baseline"] = {"pairs": {v: across.comparison_json(c) for v, c in compared["pairs"].items()},
-                                 "changedPrompts": compared["changed"], "regressions": compared["regressions"]}
+                                 "changedPrompts": compared["changed"], "worse": compared["worse"]}
         runs.append(entry)
     revisions = [{"number": r["number"], "runs": r["runs"], "previous": r["previous"], "changedPrompts": r["changed"],
                   "addedPrompts": r["added"], "removedPrompts": r["removed"]} for r in found.revisions]

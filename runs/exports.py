@@ -16,7 +16,7 @@ import json
 
 from runs.engine.export_shape import evalsite_details, export_cell, export_response
 from runs.engine.judge import verdict_name
-from runs.engine.matrix import STATE_LABELS
+from runs.engine.matrix import PASS_LABELS, STATE_LABELS
 
 from .models import Annotation, PointAssessment, Response, Run
 from .records import assessment_of, run_matrix
@@ -78,7 +78,7 @@ def run_to_json(run: Run) -> dict:
         extra = extras.get(cell.prompt_id, {}).get(cell.variant_id)
         if extra is not None:
             extra.update({"cellScore": cell.shown, "state": cell.state, "aggregation": cell.outcome.aggregation,
-                          "shownTrial": cell.shown_trial})
+                          "shownTrial": cell.shown_trial, "passed": cell.passed, "passState": cell.pass_state})
 
     for prompt in bp.prompts:
         if prompt.ideal_response is not None:
@@ -137,7 +137,8 @@ def run_to_json(run: Run) -> dict:
 
 CSV_COLUMNS = ["run_id", "prompt_id", "model_id", "trial", "response_score", "point_index", "kind", "key_point",
                "path_id", "inverted", "multiplier", "score", "judges_score", "overridden", "reflection", "error",
-               "judges", "disagreement", "thumbs", "comment", "cell_score", "cell_state", "prompt_text",
+               "judges", "disagreement", "thumbs", "comment", "cell_score", "cell_state", "cell_passed",
+               "prompt_text",
                "response_text"]
 
 
@@ -187,7 +188,8 @@ def run_to_csv(run: Run) -> str:
         if r.prompt_index not in texts:
             texts[r.prompt_index] = prompt_text(prompt)
         tail = [note["thumbs"] or "", note["comment"], _num(cell.shown if cell else None),
-                STATE_LABELS.get(cell.state, "") if cell else "", texts[r.prompt_index], r.text or ""]
+                STATE_LABELS.get(cell.state, "") if cell else "", PASS_LABELS[cell.pass_state] if cell else "",
+                texts[r.prompt_index], r.text or ""]
         points = assessments.get(r.pk, [])
         assessed = assessment_of(r, points, prompt)
         score = assessed.score
@@ -205,7 +207,7 @@ def run_to_csv(run: Run) -> str:
     return buffer.getvalue()
 
 
-GRID_CSV_COLUMNS = ["run_id", "prompt_id", "model_id", "cell_score", "cell_state", "aggregation", "trials",
+GRID_CSV_COLUMNS = ["run_id", "prompt_id", "model_id", "cell_score", "cell_state", "aggregation", "trials", "passed",
                     "should_not_met", "judges_disagree", "overridden", "thumbs", "reason", "prompt_text",
                     "response_text"]
 
@@ -220,7 +222,7 @@ def grid_to_csv(run: Run, bp, grid) -> str:
     words = {1: "up", -1: "down", 0: "comment"}
     for row, c in cells:
         write([run.pk, row.prompt_id, c.variant_id, _num(c.score), STATE_LABELS.get(c.state, c.state), c.rule,
-               c.trials, int(c.violated_should_not), int(c.disagreement), int(c.overridden),
+               c.trials, PASS_LABELS.get(c.pass_state, ""), int(c.violated_should_not), int(c.disagreement), int(c.overridden),
                words.get(c.thumbs, ""), c.reason, prompt_text(bp.prompts[row.index]),
                texts.get(c.response_id) or ""])
     return buffer.getvalue()

@@ -5,8 +5,9 @@ bookmarked and shared): which cells count (a filter: below a threshold, errors, 
 judges disagree, a should-not point met, overridden), a text or regular-expression search over
 prompts, responses and judges' reflections, and the order of the prompts (by score, spread,
 latency or cost). A prompt is listed when one of its cells matches; the other cells of its row
-stay, dimmed. Per model: the pass rate at the threshold, the mean, and how many cells are in each
-state, over the whole run (not the filter).
+stay, dimmed. Per model: the pass rate (the matrix's rule, ``Matrix.passes``: the blueprint's pass marks,
+not the view's score cut), the mean, and how many cells are in each state, over the whole run (not the
+filter). The view's ``threshold`` is a score cut for the "scored below" filter and the ``n`` key only.
 
 Costs are bounded for a run of 10,000 responses: one pass over the responses' small columns, one
 query for overrides, one for reflections when searching, and one for the text of the page's
@@ -31,7 +32,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 
 from blueprints.spec.jsregex import RegexError, compile_js
-from runs.engine.matrix import AGGREGATION_WORDS, STATE_LABELS, Cell, Matrix, VariantSummary, prompt_summary
+from runs.engine.matrix import STATE_LABELS, Cell, Matrix, PassCount, VariantSummary, prompt_summary
 from runs.engine.stats import MeanInterval, mean_intervals
 
 from .heatmap import CELL_TEXT
@@ -40,7 +41,8 @@ from .records import run_matrix
 
 FILTERS = {
     "all": "Every response",
-    "failures": "Below the threshold",
+    "failures": "Scored below the score cut",
+    "not-passed": "Did not pass (the blueprint's pass mark)",
     "errors": "Errors",
     "not-evaluated": "Not evaluated",
     "not-run": "Not run (the run stopped first)",
@@ -153,7 +155,12 @@ class GridCell:
 
     @property
     def rule(self) -> str:
-        return AGGREGATION_WORDS.get(self.cell.outcome.aggregation, "mean") if self.cell is not None else ""
+        """The rule's word (mean, best, pass@k): the CSV's ``aggregation`` column."""
+        return self.cell.rule_word if self.cell is not None else ""
+
+    @property
+    def pass_state(self) -> str:
+        return self.cell.pass_state if self.cell is not None else ""
 
     # Flags and figures: the matrix cell's own.
     violated_should_not = property(lambda self: bool(self.cell and self.cell.violated_should_not))
@@ -193,7 +200,7 @@ def cell_html(cell: GridCell, index: int, col: int, oob: bool = False) -> str:
         parts.append('<span class="flag" title="a reviewer overrode a point">✎</span>')
     parts.append(_THUMBS.get(cell.thumbs, ""))
     if cell.trials > 1:
-        parts.append(f'<span class="trials" title="{cell.rule} of {cell.trials} trials">×{cell.trials}</span>')
+        parts.append(f'<span class="trials" title="{cell.cell.rule_text}">×{cell.trials}</span>')
     parts.append("</div>\n")
     if cell.preview or cell.reason:
         summary = (escape(cell.preview) if cell.preview else
@@ -222,12 +229,11 @@ class GridRow:
 
 @dataclass
 class ModelStats:
-    """One model's line over the whole run: the matrix's summary and its pass rate at the view's threshold."""
+    """One model's line over the whole run: the matrix's summary and its cells by whether they passed."""
 
     variant_id: str
     summary: VariantSummary | None
-    passed: int = 0
-    scored: int = 0
+    passes: PassCount = field(default_factory=PassCount)  # the matrix's rule (Matrix.passes)
     interval: MeanInterval | None = None  # the mean's 95% interval (runs.engine.stats.mean_interval)
 
     @property
@@ -247,8 +253,12 @@ class ModelStats:
         return self.summary.counts if self.summary else {}
 
     @property
+    def scored(self) -> int:
+        return self.summary.n if self.summary else 0
+
+    @property
     def pass_rate(self) -> float | None:
-        return self.passed / self.scored if self.scored else None
+        return self.passes.rate
 
     @property
     def not_evaluated(self) -> int:
@@ -303,13 +313,9 @@ def model_intervals(matrix: Matrix) -> dict[str, MeanInterval]:
     return kept
 
 
-def model_stats(matrix: Matrix, threshold: float) -> list[ModelStats]:
+def model_stats(matrix: Matrix) -> list[ModelStats]:
     intervals = model_intervals(matrix)
-    out = []
-    for v in matrix.variants:
-        passed, scored = matrix.pass_rate(v, threshold)
-        out.append(ModelStats(v, matrix.summaries.get(v), passed, scored, intervals.get(v)))
-    return out
+    return [ModelStats(v, matrix.summaries.get(v), matrix.passes(v), intervals.get(v)) for v in matrix.variants]
 
 
 def build_grid(run: Run, bp, query: GridQuery, problems: list[str] | None = None, *, matrix: Matrix | None = None
@@ -317,7 +323,7 @@ def build_grid(run: Run, bp, query: GridQuery, problems: list[str] | None = None
     problems = list(problems or [])
     matrix = matrix if matrix is not None else run_matrix(run, bp.prompts)
     rows = grid_rows(matrix)
-    models = model_stats(matrix, query.threshold)
+    models = model_stats(matrix)
     keep = _filter(query)
     searched, partial = _search(run, bp, query, problems) if query.q else (None, False)
     matching_rows = []
@@ -352,7 +358,7 @@ def changed_cells(run: Run, bp, query: GridQuery, since) -> tuple[list[tuple[int
                   .values_list("prompt_index", flat=True))
     indices |= set(Response.objects.filter(run=run, claimed_at__gte=since).values_list("prompt_index", flat=True))
     matrix = run_matrix(run, bp.prompts)
-    models = model_stats(matrix, query.threshold)
+    models = model_stats(matrix)
     if not indices:
         return [], models
     rows = grid_rows(matrix, sorted(indices))
@@ -376,6 +382,7 @@ def _filter(query: GridQuery):
     return {
         "all": lambda c: True,
         "failures": lambda c: c.score is not None and c.score < t,
+        "not-passed": lambda c: c.pass_state == "fail",
         "errors": lambda c: c.state == "failed",
         "not-run": lambda c: c.state == "not-run",
         "not-evaluated": lambda c: c.state == "not-evaluated",

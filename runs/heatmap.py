@@ -7,7 +7,7 @@ from html import escape
 
 from django.utils.safestring import SafeString, mark_safe
 
-from runs.engine.matrix import AGGREGATION_WORDS, Cell, Matrix, prompt_summary
+from runs.engine.matrix import Cell, Matrix, PassCount, prompt_summary
 
 HEATMAP_PAGE_SIZE = 100
 HEATMAP_SORTS = {"order": "Blueprint order", "lowest": "Lowest mean first", "spread": "Most spread first"}
@@ -19,6 +19,7 @@ class Column:
     rank: int | None
     mean: float | None
     std: float | None
+    passes: PassCount | None = None  # its cells by whether they passed (Matrix.passes, the one rule)
 
 
 @dataclass
@@ -62,8 +63,7 @@ def cell_html(cell: Cell | None, href: str) -> str:
         parts.append('<span class="flag flag-disagree" title="judges disagree on a point">≠<span '
                      'class="visually-hidden"> judges disagree</span></span>')
     if cell.k > 1:
-        rule = AGGREGATION_WORDS.get(cell.outcome.aggregation, "mean")
-        parts.append(f'<span class="trials" title="{rule} of {cell.k} trials">×{cell.k}</span>')
+        parts.append(f'<span class="trials" title="{cell.rule_text}">×{cell.k}</span>')
     parts.append("</a></td>")
     return "".join(parts)
 
@@ -86,7 +86,7 @@ def columns(matrix: Matrix) -> list[Column]:
     out = []
     for i, v in enumerate(matrix.variants):
         s = matrix.summaries[v]
-        out.append(Column(v, i + 1 if s.mean is not None else None, s.mean, s.std))
+        out.append(Column(v, i + 1 if s.mean is not None else None, s.mean, s.std, matrix.passes(v)))
     return out
 
 

@@ -477,7 +477,7 @@ class PairJudgement(models.Model):
 class RunSummary(models.Model):
     """A finished run's figures across runs read (``runs.engine.across.summarise`` of its results matrix: per
     variant mean, interval, n, per-prompt cell scores), built on first need and good while the run's
-    ``results_version`` and status are what they were (``runs.across.summaries``): never shown stale.
+    ``results_version`` and status are what they were (``runs.across.figures.summaries``): never shown stale.
 
     ``baseline`` keeps the run's comparison with its blueprint's pinned baseline, good while the baseline's
     own version and status are the ones written there."""
@@ -499,3 +499,31 @@ class BaselinePin(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
     who = models.CharField(max_length=150, blank=True)
     pinned_at = models.DateTimeField(default=timezone.now)
+
+
+class RunInsight(models.Model):
+    """What is said of a run beyond its figures and costs calls: the similarity of its models' answers (from an
+    embeddings model) and its checked executive summary (from a writer model). Each is kept with the
+    ``results_version`` and status it was made at; a page shows one made at another as out of date.
+
+    ``*_state``: "" (never asked), "working", "done" or "failed" (``*_error`` says why). Their calls' tokens and
+    cost are kept here and shown beside the run's own (``runs.insight``)."""
+
+    STATES = ("", "working", "done", "failed")
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="insight")
+    similarity_state = models.CharField(max_length=10, blank=True)
+    similarity_version = models.PositiveIntegerField(null=True, blank=True)
+    similarity_model = models.CharField(max_length=300, blank=True)
+    similarity = models.JSONField(null=True, blank=True)
+    similarity_error = models.TextField(blank=True)
+    summary_state = models.CharField(max_length=10, blank=True)
+    summary_version = models.PositiveIntegerField(null=True, blank=True)
+    summary_model = models.CharField(max_length=300, blank=True)
+    summary = models.JSONField(null=True, blank=True)  # {"claims": [...checked...], "summary": markdown, ...}
+    summary_error = models.TextField(blank=True)
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    cost_usd = models.FloatField(default=0.0)
+    cost_unknown = models.PositiveIntegerField(default=0)  # calls whose price we do not know
+    updated_at = models.DateTimeField(default=timezone.now)

@@ -40,7 +40,7 @@ from .engine import ratings as bt
 from .models import PairJudgement, PairJudging, Response, ResponseStatus, Run
 from .records import run_matrix
 from .rendering import render as render_text
-from .views import _spec, with_csp
+from .pages import blueprint_of as _spec, with_csp
 
 SESSION_WHO = "pairs_who"  # the reviewer's name, remembered for the next pair
 PAIR_TEXT_CHARS = 20_000  # each side renders this much; the rest is a link away

@@ -34,7 +34,7 @@ from .models import JudgingStatus, PairJudgement, PairJudging, Response, Run
 from .pairs import (BLUEPRINT_RUNS, JUDGE_WHO, MAX_JUDGE_ID_CHARS, OUTCOME_OF_WINNER, Candidate, Judged, Refused,
                     Scope, _clean_text, _context, _judged_by, _next_pair, _turns, _who, blueprint_scope, choose_pair,
                     run_scope)
-from .views import _spec, with_csp
+from .pages import blueprint_of as _spec, with_csp
 
 log = logging.getLogger(__name__)
 

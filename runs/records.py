@@ -18,6 +18,7 @@ import time
 from collections import OrderedDict
 from typing import Iterator, NamedTuple
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -26,18 +27,21 @@ from blueprints.spec.schema import Blueprint as SpecBlueprint
 from blueprints.spec.schema import Point, Prompt
 from runs.engine import calls
 from runs.engine.aggregates import Spend, aggregates_of, spend_of, stored_totals
+from runs.engine.findings import JudgeSaid, PointRecord as FindingPoint
 from runs.engine.matrix import Matrix, ResponseRecord, build_matrix
 from runs.engine.trust import ReviewedPoint
 from runs.engine.assess import JudgeUsage, Override, PointAssessment as EnginePoint, ResponseAssessment, \
     apply_overrides, key_point_text, unknown_cost_calls
 from runs.engine.judge import JudgePlan, JudgeSpec, JudgeVerdict, scale_for
 from runs.engine.pipeline import ItemResult
+from runs.engine.scanners import Answer as ScanAnswer
 from runs.engine.scoring import CheckResult, JudgeAgreement, Rating, calculate
 
 from .bulk import insert, update_each
-from .models import FINISHED, Annotation, EarlierAttempt, PointAssessment, PointConfirmation, PointOverride, Response, ResponseStatus, Run, \
-    RunStatus
+from .models import FINISHED, Annotation, EarlierAttempt, PointAssessment, PointConfirmation, PointOverride, Response, \
+    ResponseStatus, Run, RunStatus
 from .spec import parsed_blueprint
+from .summaries import store_finished
 
 log = logging.getLogger(__name__)
 
@@ -415,24 +419,27 @@ def finish_run(run_id: int, status: str = RunStatus.DONE) -> bool:
             status=status, aggregates=aggregates, finished_at=timezone.now(), waiting={}, **totals)
     if won:
         _summarise(run_id, matrix)
+        _look_into_later(run_id)
     return bool(won)
+
+
+def _look_into_later(run_id: int) -> None:
+    """With a summary writer configured, queue the finished run's summary (``runs.tasks.look_into``)."""
+    if not settings.EVALSITE_SUMMARY_MODEL:
+        return
+    from django_q.tasks import async_task  # the broker's client: only when there is something to queue
+
+    async_task("runs.tasks.look_into", run_id, task_name=f"run {run_id}: similarity and summary")
 
 
 def _summarise(run_id: int, matrix: Matrix) -> None:
     """Store the finished run's summary for the pages across runs now, in the worker, so that no page has to
     build it (a stale or missing one is still rebuilt by the page that needs it; a failure here is logged).
-    ``matrix``: the one the aggregates were read off, lent to the summary so it is not built twice."""
-    from .across import summary_of
-
+    ``matrix``: the one the aggregates were read off, so it is not built twice."""
     try:
-        run = Run.objects.select_related("revision").get(pk=run_id)
-        with _MATRICES_LOCK:
-            _MATRICES[(run.pk, run.results_version, run.status)] = (time.monotonic(), matrix)
-        summary_of(run)
+        store_finished(Run.objects.select_related("revision").get(pk=run_id), matrix)
     except Exception:  # the run is finished and stored; its summary can wait for a page
         log.exception("run %s: its summary for the pages across runs was not stored", run_id)
-    finally:  # a worker serves no page: the matrix built for the summary is not kept
-        forget_matrix(run_id)
 
 
 def forget_matrix(run_id: int) -> None:
@@ -634,3 +641,50 @@ def run_matrix(run: Run, prompts, *, indices=None) -> Matrix:
 def bump_results(run_id: int) -> None:
     """Say that something a run's matrix is built from changed (an override, an annotation)."""
     Run.objects.filter(pk=run_id).update(results_version=F("results_version") + 1)
+
+
+# --- what the findings and scanners read -------------------------------------------------------------------------
+
+UNREADABLE = "unreadable answer"  # how a judge's verdict that could not be read begins (engine/judge.py)
+
+
+def point_records(run_id: int) -> tuple[list[FindingPoint], dict[int, tuple[int, int]]]:
+    """Every point assessment of a run as the findings read it, and per response ``(judge answers, unreadable
+    ones)`` for the scanners. Reads the columns it needs, no model objects."""
+    points, judged = [], {}
+    rows = PointAssessment.objects.filter(response__run_id=run_id).values_list(
+        "response_id", "response__prompt_id", "response__variant_id", "response__trial", "kind", "text", "fn",
+        "inverted", "score", "raw_score", "verdicts", "error")
+    for response_id, prompt_id, variant_id, trial, kind, text, fn, inverted, score, raw, verdicts, error in \
+            rows.iterator(chunk_size=2000):
+        verdicts = verdicts or []
+        said = tuple(JudgeSaid(str(v.get("judgeId") or v.get("model") or ""), v.get("score"),
+                               str(v.get("reflection") or "")) for v in verdicts if v.get("score") is not None)
+        unreadable = sum(1 for v in verdicts if str(v.get("error") or "").startswith(UNREADABLE))
+        answers, bad = judged.get(response_id, (0, 0))
+        judged[response_id] = (answers + len(verdicts), bad + unreadable)
+        met = raw if inverted else score
+        points.append(FindingPoint(prompt_id, variant_id, trial, text or fn, bool(inverted), met, said,
+                                   error or None))
+    return points, judged
+
+
+def scan_answers(run: Run, prompts, judged: dict[int, tuple[int, int]]) -> list[ScanAnswer]:
+    """Every response of a run as the scanners read it: its prompt's last user message, its final answer (None
+    when generation failed), the finish reasons its calls gave, and its judges' answers counted."""
+    asked = {}
+    for prompt in prompts:
+        users = [m.content for m in prompt.messages if m.role == "user" and m.content]
+        asked[prompt.id] = users[-1] if users else ""
+    max_tokens = (run.options or {}).get("max_tokens")
+    out = []
+    rows = Response.objects.filter(run_id=run.pk, status__in=(ResponseStatus.DONE, ResponseStatus.FAILED)).values_list(
+        "pk", "prompt_id", "variant_id", "trial", "final_text", "error", "output_tokens", "candidate_calls")
+    for pk, prompt_id, variant_id, trial, final_text, error, output_tokens, blob in rows.iterator(chunk_size=500):
+        reasons = tuple(c.get("finish_reason") for c in calls.unpack(blob) if c.get("purpose", "candidate")
+                        == "candidate")
+        answers, unreadable = judged.get(pk, (0, 0))
+        out.append(ScanAnswer(prompt_id, variant_id, trial, asked.get(prompt_id, ""),
+                              None if error else (final_text or ""), reasons, output_tokens,
+                              max_tokens if isinstance(max_tokens, int) else None, answers, unreadable))
+    return out

@@ -26,7 +26,7 @@ from django.utils import timezone
 from runs.engine.judge import verdict_name
 from runs.engine.matrix import AGGREGATION_WORDS, heat_class
 
-from . import heatmap
+from . import heatmap, insight
 from .models import Annotation, PointAssessment, Response, Run
 from .records import run_matrix
 from .rendering import markdown_to_html, render as render_text
@@ -61,6 +61,7 @@ def report_chunks(run: Run) -> Iterator[str]:
         "generated_at": timezone.now(), "spec": spec,
         "description_html": markdown_to_html(spec.description, links=False) if spec and spec.description else "",
     })
+    yield _findings_html(run)
     yield ('<table class="heatmap">\n  <thead><tr><th scope="col">Prompt</th>'
            + "".join(f'<th scope="col"><code>{escape(c.variant_id)}</code></th>' for c in columns)
            + "</tr></thead>\n  <tbody>\n")
@@ -71,6 +72,14 @@ def report_chunks(run: Run) -> Iterator[str]:
     for start in range(0, len(indices), REPORT_CHUNK):
         yield _prompts_html(run, spec, indices[start:start + REPORT_CHUNK], matrix)
     yield render_to_string("runs/report.html#tail", {})
+
+
+def _findings_html(run: Run) -> str:
+    """The run's findings and checked summary (``runs.insight``), cells linked to the responses below."""
+    context = insight.insight_context(run, lambda run_id, response_id: f"#r-{response_id}")
+    summary = context.get("summary")
+    context["summary_html"] = markdown_to_html(summary["summary"], links=False) if summary else ""
+    return render_to_string("runs/report.html#findings", context)
 
 
 def _cell_text(cell) -> str:

@@ -1,4 +1,5 @@
-"""What the response page shows: the points grouped as the score groups them, and each group's part."""
+"""What the response page shows: the cell it is a trial of, the points grouped as the score groups them, and each
+group's part."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from functools import cached_property
 from runs.engine.repeats import PointFlips, point_flips
 from runs.engine.scoring import ScoredPoint, calculate, group_kind, round2
 
+from runs.engine.matrix import Matrix
+
 from .models import PointAssessment, PointOverride, Response
+from .verdicts import cell_view
 
 
 @dataclass
@@ -159,3 +163,29 @@ def review_response(response: Response, assessments: list[PointAssessment]) -> C
 
 def _ordinal(paths, path_id) -> int:
     return next((i + 1 for i, g in enumerate(paths) if g.path_id == path_id), 0)
+
+
+def cell_context(matrix: Matrix | None, response: Response, siblings) -> dict:
+    """The response's cell as the page leads with it (the matrix's score, rule and whether it passed; then this
+    trial, "trial 2 of 3"), its trials' links, and each other model's cell score for the prompt, linked to that
+    model's trial with this trial's number (else the trial its cell stands for). ``siblings``: the run's
+    responses, read only when the run has no matrix (a blueprint that no longer parses)."""
+    if matrix is None:
+        here = siblings.filter(prompt_index=response.prompt_index)
+        return {"cell": None, "many_trials": False, "trial_number": response.trial + 1,
+                "trials": list(here.filter(variant_id=response.variant_id).order_by("trial")
+                               .values_list("pk", "trial", "score")),
+                "other_models": [{"pk": pk, "variant_id": v, "cell": None, "score": score} for pk, v, score in
+                                 here.filter(trial=0).exclude(variant_id=response.variant_id).order_by("variant_id")
+                                 .values_list("pk", "variant_id", "score")]}
+    cell = matrix.cell(response.prompt_index, response.variant_id)
+    others = [c for c in matrix.row(response.prompt_index)
+              if c is not None and c.variant_id != response.variant_id and c.response_id]
+    return {
+        "cell": cell_view(cell),
+        "many_trials": cell is not None and cell.k > 1,
+        "trial_number": response.trial + 1,
+        "trials": [(t.response_id, t.trial, t.score) for t in cell.trials] if cell is not None else [],
+        "other_models": [{"pk": next((t.response_id for t in c.trials if t.trial == response.trial), c.response_id),
+                          "variant_id": c.variant_id, "cell": cell_view(c)} for c in others],
+    }

@@ -16,3 +16,17 @@ def judge_pairs(judging_id: int) -> None:
     from runs import pairs_judging  # the Pairs page's views: not for every run's worker to import
 
     pairs_judging.run_judging(judging_id)
+
+
+def look_into(run_id: int) -> None:
+    """After a run finishes: the similarity of its answers and its summary, each when its model is configured."""
+    from runs import insight  # the insight's modules: only for the workers that do it
+
+    insight.after_finish(run_id)
+
+
+def insight_part(run_id: int, what: str) -> None:
+    """A similarity or a summary asked for from the run page."""
+    from runs import insight
+
+    insight.make_part(run_id, what)

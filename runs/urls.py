@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import api, api_across, api_compare, pairs, pairs_judging, replay, views
+from . import api, api_across, api_compare, insight_views, pairs, pairs_judging, replay, views
 from .across import views as across_views
 
 app_name = "runs"
@@ -46,6 +46,9 @@ urlpatterns = [
     path("runs/<int:run_id>/rename", views.rename, name="rename"),
     path("runs/<int:run_id>/replay", replay.replay_view, name="replay"),
     path("runs/<int:run_id>/baseline", across_views.run_baseline, name="run-baseline"),
+    path("runs/<int:run_id>/insight", insight_views.run_insight, name="insight"),
+    path("runs/<int:run_id>/insight/<str:what>", insight_views.ask, name="insight-ask"),
+    path("runs/<int:run_id>/simple", insight_views.simple, name="simple"),
     # Last among runs/<id>/...: its <str:action> would match the names above.
     path("runs/<int:run_id>/<str:action>", views.control, name="control"),
     path("api/runs", api.start, name="api-start"),

@@ -1,29 +1,36 @@
 """The pass/fail layer on the result pages: what a response's verdict rests on, a cell's trials, a run's verdicts.
 
 Verdicts, gates and per-check minimums are worked out by the engine when a response
-is scored (runs/engine/scoring.py) and stored on the Response row; trials are
-combined per cell when the run ends (``aggregates["cellDetails"]``). This module
-turns those into what the templates show (``templates/runs/_verdicts.html``); an
-override works the verdict out again through ``runs.records``.
+is scored (runs/engine/scoring.py) and stored on the Response row; a cell's trials,
+its score and whether it passed come from the run's matrix (runs/engine/matrix.py,
+the one owner of those rules). This module turns those into what the templates show
+(``templates/runs/_verdicts.html``); an override works the verdict out again through
+``runs.records``.
 """
 
 from __future__ import annotations
 
 from blueprints.spec import functions
+from runs.engine.matrix import Cell, Matrix
 
 from .models import PointAssessment, Response, Run
 
 VERDICT_LABELS = {"pass": "pass", "borderline": "borderline", "fail": "fail"}
 
 
-def cell_details(run: Run, prompt_id: str, variant_id: str) -> dict | None:
-    return ((run.aggregates or {}).get("cellDetails") or {}).get(prompt_id, {}).get(variant_id)
+def cell_view(cell: Cell | None) -> dict | None:
+    """A matrix cell as ``_verdicts.html`` shows it: its score, its rule in words, whether it passed (the
+    matrix's one rule, ``Cell.pass_state``) and its trials' figures (``CellOutcome.to_dict``)."""
+    if cell is None:
+        return None
+    return {**cell.outcome.to_dict(), "k": cell.k, "score": cell.shown, "rule": cell.rule_text,
+            "pass_state": cell.pass_state, "pass_label": cell.pass_label, "shown_trial": cell.shown_trial}
 
 
-def response_verdict_context(run: Run, response: Response, assessments: list[PointAssessment]) -> dict:
-    """What ``_verdicts.html#response-verdict`` shows."""
+def response_verdict_context(run: Run, response: Response, assessments: list[PointAssessment],
+                             cell: Cell | None = None) -> dict:
+    """What ``_verdicts.html#response-verdict`` shows; ``cell``: the response's cell in the run's matrix."""
     metric = [pa for pa in assessments if pa.fn in functions.METRIC_FUNCTIONS]
-    cell = cell_details(run, response.prompt_id, response.variant_id)
     return {
         "has_layer": bool(response.verdict or response.checks or response.verdict_reason),
         "verdict": response.verdict,
@@ -32,15 +39,18 @@ def response_verdict_context(run: Run, response: Response, assessments: list[Poi
         "score_before_gates": response.score_before_gates,
         "checks": response.checks or [],
         "metric_points": metric,
-        "cell": cell if cell and cell.get("k", 1) > 1 else None,
+        "cell": cell_view(cell) if cell is not None and cell.k > 1 else None,
     }
 
 
-def run_verdict_rows(run: Run) -> list[dict]:
-    """One row per prompt with a cell per variant: its verdict and, with trials, pass@k and agreement."""
-    details = (run.aggregates or {}).get("cellDetails") or {}
-    variants = sorted({v for cells in details.values() for v in cells})
+def run_verdict_rows(matrix: Matrix | None) -> list[dict]:
+    """One row per prompt with trials or a pass mark, a cell per variant (the matrix's columns): its score, rule,
+    whether it passed and, with trials, how many of them passed."""
+    if matrix is None:
+        return []
     rows = []
-    for prompt_id, cells in details.items():
-        rows.append({"prompt_id": prompt_id, "cells": [cells.get(v) for v in variants]})
-    return [{"variants": variants, "rows": rows}] if rows else []
+    for index, prompt in enumerate(matrix.prompts):
+        cells = matrix.row(index)
+        if any(c is not None and (c.k > 1 or c.pass_mark) for c in cells):
+            rows.append({"prompt_id": prompt.id, "index": index, "cells": [cell_view(c) for c in cells]})
+    return [{"variants": list(matrix.variants), "rows": rows}] if rows else []

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from datetime import datetime
 from datetime import timezone as dt_timezone
-from functools import wraps
 
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -39,6 +38,7 @@ from . import spec as run_spec
 from . import start as run_start
 from . import work as run_work
 from .exports import grid_to_csv, run_to_csv, run_to_json
+from .pages import blueprint_of as _spec, with_csp
 from .models import Annotation, PointAssessment, Response, Run, RunStatus
 from .records import reviewed_blueprints, run_matrix
 from .rendering import RENDER_MODES, render as render_text
@@ -51,21 +51,6 @@ QUEUED_TOO_LONG_S = 30
 POLL_OVERLAP_MS = 5000  # each poll asks again for the last 5 s: a row committed late is not missed
 CELL_TEXT_CHARS = 20_000  # a cell opened in place shows this much; the response page shows the rest
 
-PAGE_CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-            "frame-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-
-
-def with_csp(view):
-    """Pages that show model output: nothing may load from elsewhere, even if sanitising ever misses something."""
-
-    @wraps(view)
-    def wrapper(request, *args, **kwargs):
-        response = view(request, *args, **kwargs)
-        response.headers.setdefault("Content-Security-Policy", PAGE_CSP)
-        return response
-
-    return wrapper
-
 
 def _fragment(request, template, name):
     return f"{template}#{name}" if request.htmx else template
@@ -73,13 +58,6 @@ def _fragment(request, template, name):
 
 def _run_or_404(run_id):
     return get_object_or_404(Run.objects.select_related("blueprint", "revision"), pk=run_id)
-
-
-def _spec(run: Run):
-    try:
-        return run_spec.parsed_blueprint(run.revision)
-    except run_spec.RunRefused:  # a revision that no longer parses cannot have run; show what is stored
-        return None
 
 
 # --- starting and controlling ----------------------------------------------------------------
@@ -250,7 +228,7 @@ def _run_context(request, run: Run) -> dict:
     }
     if run.is_finished:
         context.update(_heatmap_context(request, run, spec))
-        context["verdict_tables"] = verdicts.run_verdict_rows(run)
+        context["verdict_tables"] = verdicts.run_verdict_rows(matrix)
         context["trust"] = trust.judge_trust(Response.objects.filter(run=run))
         context["tolerance"] = trust.TOLERANCE
         context["flips"] = repeats.run_flips(run)
@@ -381,6 +359,7 @@ def _response_context(request, run: Run, response: Response) -> dict:
                        .select_related("override", "confirmation").order_by("position"))
     siblings = Response.objects.filter(run=run)
     same_model = siblings.filter(variant_id=response.variant_id, trial=response.trial)
+    matrix = _matrix(run, spec)
     context = {
         "run": run,
         "response": response,
@@ -394,12 +373,10 @@ def _response_context(request, run: Run, response: Response) -> dict:
         "review": response_page.review_response(response, assessments),
         "assessments": assessments,
         "judge_errors": sum(1 for pa in assessments for v in pa.verdicts if v.get("error")),
-        "verdict": verdicts.response_verdict_context(run, response, assessments),
-        "trials": list(siblings.filter(prompt_index=response.prompt_index, variant_id=response.variant_id)
-                       .order_by("trial").values_list("pk", "trial", "score")),
-        "other_models": list(siblings.filter(prompt_index=response.prompt_index, trial=0)
-                             .exclude(variant_id=response.variant_id).order_by("variant_id")
-                             .values_list("pk", "variant_id", "score")),
+        "verdict": verdicts.response_verdict_context(
+            run, response, assessments, matrix.cell(response.prompt_index, response.variant_id) if matrix else None),
+        # The cell this response is a trial of (its score and rule first), its trials, the other models' cells.
+        **response_page.cell_context(matrix, response, siblings),
         "previous": same_model.filter(prompt_index__lt=response.prompt_index).order_by("-prompt_index")
         .values_list("pk", "prompt_id").first(),
         "next": same_model.filter(prompt_index__gt=response.prompt_index).order_by("prompt_index")
@@ -485,6 +462,7 @@ def override(request, run_id, response_id, position):
             messages.success(request, _override_message(position, outcome))
         return redirect(reverse("runs:response", args=(run.pk, response.pk)) + f"#point-{position + 1}")
     response.refresh_from_db()
+    run.refresh_from_db()  # its results_version moved: the cell's score is read from the new matrix
     context = _response_context(request, run, response)
     context.update({"override_error": error, "override_position": position, "oob": True,
                     "override_typed": request.POST if error else None,
@@ -582,10 +560,13 @@ def prompt_detail(request, run_id, prompt_index):
         row = points[position]
         first = next(iter(row.values()))
         table.append({"position": position, "point": first, "cells": [row.get(r.pk) for r in responses]})
+    views = {r.pk: verdicts.cell_view(cells.get(r.pk)) for r in responses}  # each column's cell: score, rule
     cards = [{"response": r, "rendered": render_text(r.text, mode, limit=20_000) if r.text is not None else None,
-              "cell": cells[r.pk].outcome.to_dict() if r.pk in cells else None} for r in responses]
+              "cell": views[r.pk]} for r in responses]
     context = {"run": run, "prompt": prompt, "prompt_index": prompt_index, "prompt_id": responses[0].prompt_id,
                "cards": cards, "responses": responses, "table": table, "mode": mode,
+               "columns": [{"response": r, "cell": views[r.pk]} for r in responses],
+               "many_trials": any(c is not None and c["k"] > 1 for c in views.values()),
                "ideal": render_text(prompt.ideal_response, mode) if prompt and prompt.ideal_response is not None
                else None,
                "conversation": _with_previews(_authored_turns(prompt, run, spec, responses[0]))

@@ -5,7 +5,8 @@ docs/blueprints.md ("Extension keys") documents them:
 
 * header or prompt: ``threshold: 0.8`` (pass or fail), or ``verdicts: {pass: 0.8,
   borderline: 0.6}``; ``trials: 3``, ``trial_aggregation: mean | best | pass_at_k``,
-  ``trial_threshold: 0.8`` (pass_at_k only). A prompt's value wins over the header's.
+  ``trial_threshold: 0.8`` (pass_at_k only). A prompt's value wins over the header's. ``pass_at_k`` with no
+  pass mark (no ``threshold``, ``verdicts``, gate or minimum) is a warning: its trials have no verdict to count.
 * point objects: ``required: true`` (a gate at the pass mark, 0.8 unless the verdicts
   say otherwise) or ``required: 0.7``, which makes the point a check of its own;
   ``min_score: 0.5`` (the point below it fails the verdict); on judged points
@@ -43,6 +44,7 @@ class Extensions:
         self.error, self.warn = notes.error, notes.warn
         self.checks: list[Check] = []  # the prompt being read: its gates and minimums
         self.verdicts: Verdicts | None = None  # the prompt being read: its pass mark
+        self.warned_header_pass_at_k = False
 
     def start_prompt(self, verdicts: Verdicts | None) -> None:
         self.verdicts, self.checks = verdicts, []
@@ -89,6 +91,25 @@ class Extensions:
                 self.error(f"`trial_threshold` must be a number from 0 to 1, not {value!r}", raw, "trial_threshold",
                            (*path, "trial_threshold"), code="trials")
         return out
+
+    def check_pass_at_k(self, prompt, label: str, raw: dict, path: tuple, header: dict | None) -> None:
+        """Warn when a prompt's trials are combined by ``pass_at_k`` but nothing gives its trials a verdict:
+        pass@k counts the trials that passed, so without a pass mark its cells never pass nor fail (and every
+        page says "no threshold set"). Located at the prompt's ``trial_aggregation``, or once at the header's."""
+        if prompt.trial_aggregation != "pass_at_k" or prompt.has_verdicts:
+            return
+        fix = ("add `threshold: 0.8` (a trial passes at or above it) to the prompt or the header, or use "
+               "`trial_aggregation: mean` to average the trials without a verdict")
+        if raw.get("trial_aggregation") is not None:
+            self.warn(f"prompt '{label}' combines its trials by `pass_at_k` but sets no threshold to pass, so no "
+                      "trial and no cell can pass", raw, "trial_aggregation", (*path, "trial_aggregation"), fix,
+                      "trials", at_key=True)
+        elif isinstance(header, dict) and header.get("trial_aggregation") is not None \
+                and not self.warned_header_pass_at_k:
+            self.warned_header_pass_at_k = True
+            self.warn(f"the header combines trials by `pass_at_k` but sets no threshold to pass (prompt '{label}' "
+                      "has none either), so no trial and no cell can pass", header, "trial_aggregation",
+                      ("trial_aggregation",), fix, "trials", at_key=True)
 
     def _read_verdicts(self, value, holder, path) -> Verdicts | None:
         if not isinstance(value, dict):

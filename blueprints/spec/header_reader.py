@@ -64,6 +64,7 @@ class HeaderReader:
         self.render_as: str | None = None
         self.no_cache: bool | None = None
         self.pass_fail: dict | None = None
+        self.mapping: dict | None = None  # the header as written (a prompt's warning about a header key points here)
 
     def read_header(self, h: dict) -> Blueprint:
         bp = Blueprint(derived_id=self.derived_id)
@@ -135,6 +136,7 @@ class HeaderReader:
             else:
                 self.error("`fixtures` must be a mapping of canned responses or the name of a fixtures file",
                            h, "fixtures", ("fixtures",), code="type")
+        self.mapping = h
         self.pass_fail = self.ext.read_pass_fail(h, ())
         for key, value in self.pass_fail.items():
             setattr(bp, key, value)

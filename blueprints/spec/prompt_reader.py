@@ -147,6 +147,7 @@ class PromptReader:
         for key, value in pass_fail.items():
             setattr(prompt, key, value)
         prompt.checks = self.ext.checks
+        self.ext.check_pass_at_k(prompt, label, raw, path, self.header.mapping)
         if not given and raw.get("should_not") is None and prompt.ideal_response is None:
             self.warn(f"prompt '{label}' has no points and no ideal response, so nothing will be scored", raw,
                       None, path, "add a `should:` list", "no-points")

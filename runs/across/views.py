@@ -18,11 +18,11 @@ from django.views.decorators.http import require_http_methods, require_safe
 
 from blueprints.models import Blueprint
 
-from .. import across
+from . import figures as across
 from ..engine import across as engine
 from ..models import Run
 from ..templatetags.results import heat, score2
-from ..views import with_csp
+from ..pages import with_csp
 
 LAST_VISIT_COOKIE = "evalsite_overview_seen"
 LAST_VISIT_MAX_AGE = 365 * 24 * 3600
@@ -162,16 +162,16 @@ def overview(request):
     last_visit = _last_visit(request)
     infos = across.finished_infos()
     recent = across.since(infos, last_visit)
-    regressions = across.regressions_of(recent)
-    blueprints = across._blueprints(i.blueprint_id for i in recent)
+    worse = across.worse_of(recent)
+    blueprints = across.blueprints_of(i.blueprint_id for i in recent)
     tags = across.all_tags()
     every = list(Blueprint.objects.only("pk", "slug", "title", "tags"))
     boards = [(tag, across.tag_board(tag, infos, every)) for tag in list(tags)[:OVERVIEW_BOARDS]]
-    context = {"last_visit": last_visit, "recent": [(i, blueprints.get(i.blueprint_id), regressions.get(i.pk))
+    context = {"last_visit": last_visit, "recent": [(i, blueprints.get(i.blueprint_id), worse.get(i.pk))
                                                       for i in recent[:50]],
                "more": max(0, len(recent) - 50), "drift": across.drift_of(infos), "tags": tags,
                "boards": [(t, b) for t, b in boards if b is not None], "models": across.model_list(infos)}
-    context["drift_blueprints"] = across._blueprints(
+    context["drift_blueprints"] = across.blueprints_of(
         i.blueprint_id for i in infos if i.pk in {d.run_id for d in context["drift"]})
     context["drift_runs"] = {i.pk: i.blueprint_id for i in infos}
     if request.GET.get("part") == "home":  # the library's home page shows the same, and leaves the visit unseen

@@ -9,7 +9,10 @@ This is the one owner of the rules a result page, an export or the API shows abo
   through ``scoring.aggregate_trials``; the rounded figure every surface prints is ``Cell.shown``;
 * ``representative_trial``: which trial a cell links to and whose points an upstream-shape export shows;
 * ``heat_bucket``: the colour of a score;
-* per variant: mean (prompt weights), std, pass rate at a threshold, counts of each state.
+* ``Cell.passed`` / ``Cell.pass_state``: whether a cell passed (the one rule: see ``PASS_RULE``), and per
+  variant ``Matrix.passes``: cells that passed, did not, are undecided, or have no pass mark;
+* ``Cell.rule_text``: how a cell's trials were combined, in words ("pass@k of 3 trials");
+* per variant: mean (prompt weights), std, counts of each state.
 
 ``run_aggregates`` (stored when a run ends) is built from the same matrix, so the stored figures and
 a matrix built later from the same rows never disagree. Pure Python: no Django here.
@@ -27,7 +30,18 @@ CELL_STATE_ORDER = ("failed", "running", "pending", "not-run", "not-evaluated")
 STATES = ("scored", *CELL_STATE_ORDER)
 STATE_LABELS = {"scored": "scored", "failed": "failed", "running": "running", "pending": "pending",
                 "not-run": "not run", "not-evaluated": "not evaluated"}
-DEFAULT_THRESHOLD = 0.8
+
+#: What "this cell passed" means, on every page, export and API (docs/results.md, "What passing means").
+PASS_RULE = """A cell passed when its verdict, by its prompt's own rule, is pass: the band of the cell score under
+`mean` (or the one response's verdict), the best trial's verdict under `best`, and under `pass_at_k` pass@k
+reaching `trial_threshold`. A verdict needs a pass mark: the prompt (or the header) sets `threshold`,
+`verdicts`, a gate (`required`) or a minimum (`min_score`). Without one the cell has no verdict, neither pass nor
+fail: pages say "no threshold set", never a pass rate. With one, a cell with no verdict (not scored yet, not
+evaluated, a failure, a check that could not be scored) is undecided: counted apart, never as a pass or a fail.
+A variant's pass rate is its passed cells over its decided (passed + did not pass) cells."""
+AGGREGATION_WORDS = {"mean": "mean", "best": "best", "pass_at_k": "pass@k"}
+PASS_STATES = ("pass", "fail", "undecided", "no-threshold")
+PASS_LABELS = {"pass": "passed", "fail": "did not pass", "undecided": "undecided", "no-threshold": "no threshold set"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +124,7 @@ class Cell:
     state: str
     shown_trial: int | None
     shown: float | None = None  # the score every surface prints: rounded as the upstream rounds (2 places)
+    pass_mark: bool = False  # its prompt sets a pass mark (threshold, verdicts, a gate or a minimum)
 
     def __post_init__(self):
         if self.outcome.score is not None:
@@ -182,8 +197,71 @@ class Cell:
         """Every trial finished (done or failed)."""
         return all(t.status in ("done", "failed") for t in self.trials)
 
-    def passes(self, threshold: float) -> bool | None:
-        return None if self.shown is None else self.shown >= threshold
+    @property
+    def pass_state(self) -> str:
+        """``pass``, ``fail`` (fail or borderline: it did not pass), ``undecided`` (a pass mark but no verdict)
+        or ``no-threshold`` (its prompt sets no pass mark). The one rule: ``PASS_RULE``."""
+        if not self.pass_mark:
+            return "no-threshold"
+        verdict = self.outcome.verdict
+        if verdict is None:
+            return "undecided"
+        return "pass" if verdict == "pass" else "fail"
+
+    @property
+    def passed(self) -> bool | None:
+        """True when the cell passed, False when it did not, None without a verdict (``pass_state`` says why)."""
+        state = self.pass_state
+        return True if state == "pass" else False if state == "fail" else None
+
+    @property
+    def pass_label(self) -> str:
+        return PASS_LABELS[self.pass_state]
+
+    @property
+    def rule_word(self) -> str:
+        """The prompt's rule in one word: mean, best, pass@k."""
+        return AGGREGATION_WORDS.get(self.outcome.aggregation or "mean", "mean")
+
+    @property
+    def rule_text(self) -> str:
+        """How the cell's score was made, in words: "pass@k of 3 trials", "mean of 3 trials", "best of 3
+        trials"; "one response" without trials."""
+        return rule_text(self.outcome.aggregation, self.k)
+
+
+def rule_text(aggregation: str | None, k: int) -> str:
+    if k <= 1:
+        return "one response"
+    return f"{AGGREGATION_WORDS.get(aggregation or 'mean', 'mean')} of {k} trials"
+
+
+@dataclass(frozen=True, slots=True)
+class PassCount:
+    """A variant's cells by ``Cell.pass_state``."""
+
+    passed: int = 0
+    failed: int = 0  # did not pass
+    undecided: int = 0  # a pass mark, but no verdict (yet)
+    no_threshold: int = 0  # their prompt sets no pass mark
+
+    @property
+    def decided(self) -> int:
+        return self.passed + self.failed
+
+    @property
+    def rate(self) -> float | None:
+        """Passed over decided cells; None when no cell has a verdict."""
+        return self.passed / self.decided if self.decided else None
+
+    @property
+    def has_threshold(self) -> bool:
+        """Some cell of the variant has a pass mark (else pages say "no threshold set")."""
+        return self.passed + self.failed + self.undecided > 0
+
+    def to_dict(self) -> dict:
+        return {"passed": self.passed, "didNotPass": self.failed, "undecided": self.undecided,
+                "noThreshold": self.no_threshold, "passRate": self.rate}
 
 
 @dataclass(slots=True)
@@ -195,9 +273,6 @@ class VariantSummary:
     not_evaluated: int  # cells without one
     counts: dict[str, int]  # cells per state
     cells: int
-
-    def passed(self, cells: Iterable[Cell], threshold: float) -> int:
-        return sum(1 for c in cells if c.variant_id == self.variant_id and c.passes(threshold))
 
 
 @dataclass
@@ -242,16 +317,17 @@ class Matrix:
             spreads[prompt_index] = max(scores) - min(scores) if len(scores) > 1 else None
         return spreads[prompt_index]
 
-    def pass_rate(self, variant_id: str, threshold: float) -> tuple[int, int]:
-        """(cells at or above ``threshold``, cells with a score) for one variant."""
-        shown = self.__dict__.get("_shown")
-        if shown is None:  # each variant's printed scores, gathered once
-            shown = self.__dict__["_shown"] = {}
+    def passes(self, variant_id: str) -> PassCount:
+        """One variant's cells by whether they passed (``Cell.pass_state``, the one rule); counted once per matrix."""
+        kept = self.__dict__.get("_passes")
+        if kept is None:
+            tally: dict[str, dict[str, int]] = {}
             for (_, v), c in self.cells.items():
-                if c.shown is not None:
-                    shown.setdefault(v, []).append(c.shown)
-        scores = shown.get(variant_id, ())
-        return sum(1 for s in scores if s >= threshold), len(scores)
+                counts = tally.setdefault(v, dict.fromkeys(PASS_STATES, 0))
+                counts[c.pass_state] += 1
+            kept = self.__dict__["_passes"] = {
+                v: PassCount(t["pass"], t["fail"], t["undecided"], t["no-threshold"]) for v, t in tally.items()}
+        return kept.get(variant_id) or PassCount()
 
     def prompt_order(self, sort: str) -> list[int]:
         """Prompt positions in blueprint order, lowest row mean first (``lowest``/``score``) or widest
@@ -276,8 +352,6 @@ def prompt_summary(prompt, limit: int = 120) -> str:
     text = " ".join(text[:limit * 4].split())
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
-
-AGGREGATION_WORDS = {"mean": "mean", "best": "best", "pass_at_k": "pass@k"}
 
 
 def _prompt_rule(prompt) -> dict:
@@ -319,7 +393,8 @@ def build_matrix(records: Iterable[ResponseRecord], prompts: Sequence, *, stoppe
         state = "scored" if outcome.score is not None else cell_state(
             [trial_state("failed" if t.failed else t.status, t.score, stopped=stopped) for t in trials], None)
         cells[(index, variant_id)] = Cell(index, prompt.id if prompt is not None else str(index), variant_id,
-                                          trials, outcome, state, representative_trial(outcome))
+                                          trials, outcome, state, representative_trial(outcome),
+                                          pass_mark=rule["use_verdicts"])
     summaries = summarise(cells.values(), prompts)
     return Matrix(prompts=prompts, cells=cells, variants=column_order(summaries), summaries=summaries,
                   stopped=stopped)

@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from runs import across
+from runs.across import figures as across
 from tests.e2e.test_results_review import made_off_the_loop, watch_console
 from tests.runs.test_across import B, imported, make_run, text, variant
 from tests.web.test_run_support import fake_llm, fake_llm_server, fake_provider  # noqa: F401

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from runs.engine.codejudge import OFF_REASON, child_env_from, run_code_judge
+from runs.engine.points.codejudge import OFF_REASON, child_env_from, run_code_judge
 from runs.engine.config import EngineConfig
 from runs.engine.points import ResponseMetrics, evaluate_point
 

@@ -57,7 +57,7 @@ def test_each_rule_and_the_trial_a_cell_stands_for():
     # The prompt weight counts in the model's mean (4 cells of m: 0.5, 1, 0.5, 0.5 x3) / 6.
     assert m.summaries["m"].mean == pytest.approx((0.5 + 1.0 + 0.5 + 0.5 * 3) / 6)
     assert m.summaries["n"].counts["failed"] == 1 and m.summaries["n"].mean is None
-    assert m.variants == ["m", "n"] and m.pass_rate("m", 0.8) == (1, 4)
+    assert m.variants == ["m", "n"]
     assert m.prompt_order("lowest")[-1] == 1 and m.row_mean(3) == 0.5
 
 
@@ -88,3 +88,44 @@ def test_one_trial_is_read_as_the_general_rule_reads_it(score, verdict, aggregat
     general = scoring._aggregate_trials([only], aggregation or "mean", verdicts=None, use_verdicts=False,
                                         threshold=None)
     assert fast == general
+
+
+SIGNED = parse_blueprint(
+    "models: [a]\n---\n"
+    "- id: mean\n  prompt: one\n  trials: 3\n  threshold: 0.5\n  should: [$contains: x]\n"
+    "- id: best\n  prompt: two\n  trials: 3\n  threshold: 0.8\n  trial_aggregation: best\n  should: [$contains: x]\n"
+    "- id: passk\n  prompt: three\n  trials: 3\n  threshold: 0.8\n  trial_aggregation: pass_at_k\n"
+    "  should: [$contains: x]\n"
+    "- id: unsigned\n  prompt: four\n  trials: 3\n  should: [$contains: x]\n"
+    "- id: failed\n  prompt: five\n  threshold: 0.8\n  should: [$contains: x]\n").blueprint
+
+
+def test_one_rule_for_a_cell_that_passed_and_a_variants_pass_rate():
+    """The cell's verdict by its prompt's rule decides; no pass mark is no verdict, never a fail; a pass mark with
+    no verdict (a failed response) is undecided, left out of the rate."""
+    verdict = {1.0: "pass", 0.0: "fail"}
+    records = [rec(i, "m", t, s, verdict=verdict[s] if SIGNED.prompts[i].has_verdicts else None)
+               for i, scores in enumerate([(1.0, 0.0, 1.0), (0.0, 0.0, 1.0), (1.0, 0.0, 0.0), (1.0, 1.0, 1.0)])
+               for t, s in enumerate(scores)]
+    records.append(rec(4, "m", 0, None, "failed", reason="HTTP 500"))
+    m = build_matrix(records, SIGNED.prompts)
+    mean, best, passk, unsigned, failed = (m.cell(i, "m") for i in range(5))
+    assert [c.pass_state for c in (mean, best, passk, unsigned, failed)] == [
+        "pass", "pass", "fail", "no-threshold", "undecided"]
+    assert [c.passed for c in (mean, best, passk, unsigned, failed)] == [True, True, False, None, None]
+    # pass@k held to the published formula, 1 - (1 - p)^k: one good trial of three is 0.704, under 0.8.
+    assert passk.outcome.pass_at_k == pytest.approx(1 - (1 - 1 / 3) ** 3) and passk.shown == 0.33
+    # The mean's band at 0.5: 0.67 passes, though it is under the 0.8 a grid's score cut defaults to.
+    assert mean.shown == 0.67 and mean.rule_text == "mean of 3 trials" and best.rule_text == "best of 3 trials"
+    assert passk.rule_text == "pass@k of 3 trials" and failed.rule_text == "one response"
+    count = m.passes("m")
+    assert (count.passed, count.failed, count.undecided, count.no_threshold) == (2, 1, 1, 1)
+    assert count.rate == pytest.approx(2 / 3) and count.has_threshold
+    assert count.to_dict()["passRate"] == pytest.approx(2 / 3)
+    assert m.passes("nobody").rate is None and not m.passes("nobody").has_threshold
+
+
+def test_without_a_pass_mark_a_variant_has_no_pass_rate():
+    m = build_matrix([rec(3, "m", t, 1.0) for t in range(3)], SIGNED.prompts)
+    count = m.passes("m")
+    assert (count.no_threshold, count.rate, count.has_threshold) == (1, None, False)

@@ -11,7 +11,7 @@ import pytest
 
 from blueprints.importing import import_files
 from blueprints.models import Blueprint
-from runs import across
+from runs.across import figures as across
 from runs import compare as run_compare
 from runs import start as run_start
 from runs.engine import across as engine
@@ -120,7 +120,7 @@ def test_the_history_shows_every_run_and_the_baselines_verdicts_are_the_compare_
         mine = ours[pair.a]
         assert (mine.verdict, mine.delta, mine.low, mine.high, mine.n) == (
             pair.verdict, pair.delta, pair.low, pair.high, pair.n)
-    assert found.compared[second.pk]["regressions"] == [variant(B)]
+    assert found.compared[second.pk]["worse"] == [variant(B)]
 
     # Each run's mean and interval are the run page's (decisions without a base: stats.mean_intervals).
     for run in (first, second):
@@ -131,7 +131,7 @@ def test_the_history_shows_every_run_and_the_baselines_verdicts_are_the_compare_
             assert (got["mean"], got["low"], got["high"], got["n"]) == (
                 interval.mean, interval.low, interval.high, interval.n)
 
-    # The run page loads "compared with the baseline" in place; it names the regression.
+    # The run page loads "compared with the baseline" in place; it names the variant that is worse.
     detail = client.get(f"/runs/{second.pk}/").content.decode()
     assert f'hx-get="/runs/{second.pk}/baseline"' in detail and f"/runs/history/{blueprint.slug}" in detail
     part = client.get(f"/runs/{second.pk}/baseline", **htmx()).content.decode()
@@ -255,7 +255,7 @@ def test_runs_less_than_a_day_apart_are_not_drift(fake_provider):
 
 
 @pytestmark_db
-def test_the_overview_lists_what_finished_since_the_last_visit_with_regressions(client, fake_provider):
+def test_the_overview_lists_what_finished_since_the_last_visit_with_what_got_worse(client, fake_provider):
     blueprint = imported(text())
     first = make_run(fake_provider, blueprint, b_good=PROMPTS)
     across.pin_baseline(blueprint, first)
@@ -276,7 +276,7 @@ def test_the_history_api_gives_each_run_its_figures_and_its_comparison_with_the_
     across.pin_baseline(blueprint, first)
     data = json.loads(client.get(f"/api/runs-history/{blueprint.slug}").content)
     assert data["baseline"] == first.pk and [r["run"] for r in data["runs"]] == [first.pk, second.pk]
-    assert data["runs"][1]["baseline"]["regressions"] == [variant(B)]
+    assert data["runs"][1]["baseline"]["worse"] == [variant(B)]
     assert data["runs"][1]["variants"][variant(B)]["mean"] == pytest.approx(2 / PROMPTS)
     assert client.get("/api/runs-history/nope").status_code == 404
 

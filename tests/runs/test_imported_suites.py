@@ -208,12 +208,12 @@ def test_result_pages_show_verdicts_gates_trials_and_metric_checks(fake_provider
     page = client.get(f"/runs/{run.pk}/responses/{gated.pk}/").content.decode()
     assert "verdict-fail" in page and "Failed gate" in page and "<strong>tool_trajectory</strong>" in page
     assert "gate failed" in page and "Metric checks" in page and "latency_under" in page
-    assert "Trials</strong> (3, best)" in page and "1 of 3 passed" in page
+    assert "best of 3 trials" in page and "1 of 3 trials passed" in page
 
     run_page = client.get(f"/runs/{run.pk}/").content.decode()
-    assert "Verdicts and trials" in run_page and "1/3 passed" in run_page
+    assert "Verdicts and trials" in run_page and "1/3 trials passed" in run_page
     prompt_page = client.get(f"/runs/{run.pk}/prompts/0/").content.decode()
-    assert "verdict-" in prompt_page and "Trials</strong> (3, best)" in prompt_page
+    assert "verdict-" in prompt_page and "best of 3 trials" in prompt_page
 
     # A reviewer who lifts the failed gate lifts the zero too; the verdict follows.
     from runs.overrides import apply_override

@@ -60,10 +60,11 @@ def test_the_grid_shows_each_responses_start_escaped_with_per_model_figures(clie
 
     assert "Paris is the capital of France." in page and "The Nile is the longest river." in page
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    # openai:good scored 1.0 on both prompts, openai:bad 0 on both: pass rates at 0.8.
+    # openai:good scored 1.0 on both prompts, openai:bad 0 on both; the blueprint sets no threshold, so no cell
+    # passes or fails (the matrix's one rule): no pass rate, whatever the view's score cut.
     stats = {m.variant_id: m for m in grid.build_grid(run, _spec(run), grid.GridQuery()).models}
-    assert (stats["openai:good[temp:0]"].pass_rate, stats["openai:bad[temp:0]"].pass_rate) == (1.0, 0.0)
-    assert "100%" in page and "0%" in page
+    assert (stats["openai:good[temp:0]"].pass_rate, stats["openai:bad[temp:0]"].pass_rate) == (None, None)
+    assert page.count("no threshold set") == 2 and "100%" not in page
 
 
 def test_filters_and_search_live_in_the_url_and_narrow_the_cells(client, run):

@@ -13,6 +13,7 @@ from ..config import DEFAULT_CONFIG, EngineConfig
 
 from . import call as call_module
 from . import structured, tool_functions
+from .codejudge import run_code_judge
 from .js_sandbox import JsSandbox, shared_sandbox
 from .metrics import METRIC_IMPLEMENTATIONS, ResponseMetrics
 from .result import PointResult, not_evaluated, scored
@@ -88,8 +89,6 @@ def _call(c: _Call) -> Outcome:
 
 
 def _code_judge(c: _Call) -> Outcome:
-    from runs.engine.codejudge import run_code_judge  # late: the grader module imports this package
-
     return run_code_judge(c.args, c.response, files=c.files, messages=c.messages, metrics=c.metrics,
                           allowed=c.config.code_judges, child_env=c.config.child_env)
 

@@ -99,7 +99,7 @@ class Command(BaseCommand):
             return
         self.stderr.write(f"run {run.pk}: {run.items_total} items ({blueprint.slug})")
         bar = _Bar(run.items_total, self.stderr)
-        _import_in_background("runs.across", "scipy.special")  # what finishing needs, while the calls wait
+        _import_in_background("runs.summaries", "scipy.special")  # what finishing needs, while the calls wait
         run = run_inline(run, progress=Progress(on_item=bar.step, on_wait=bar.wait))
         bar.close()
         self._table(run)

@@ -1,4 +1,4 @@
-"""Small things the review found: run time never reads "0 s" for a run that took longer, alpha over a handful
+"""Figures in words: run time never reads "0 s" for a run that took longer, alpha over a handful
 of points says "too few points", a weight prints as x0.67, and the cost line with no model says so."""
 
 from __future__ import annotations

@@ -35,8 +35,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from .points.metrics import ResponseMetrics
-from .points.result import PointResult, not_evaluated, scored
+from .metrics import ResponseMetrics
+from .result import PointResult, not_evaluated, scored
 
 ENV_SWITCH = "EVALSITE_ALLOW_CODE_JUDGES"
 DEFAULT_TIMEOUT_S = 30.0

@@ -62,7 +62,7 @@ def backfill(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0013_pair_judging'),
+        ('runs', '0014_run_insight'),
     ]
 
     operations = [
