@@ -101,6 +101,10 @@ def _generation_spend(result: ItemResult, made: list[dict]) -> dict:
         return dict(candidate_calls_sent=0, candidate_input_tokens=0, candidate_output_tokens=0,
                     candidate_cost_usd=None, candidate_cost_unknown=0)
     response, spent = result.response, calls.spent(made)
+    if result.internal_error is not None:  # stopped by its budget (or a bug): its calls say what it spent
+        return dict(candidate_calls_sent=spent["sent"], candidate_input_tokens=spent["inputTokens"],
+                    candidate_output_tokens=spent["outputTokens"], candidate_cost_usd=spent["costUsd"],
+                    candidate_cost_unknown=spent["unknownCostCalls"])
     return dict(candidate_calls_sent=spent["sent"], candidate_input_tokens=response.usage.input_tokens or 0,
                 candidate_output_tokens=response.usage.output_tokens or 0, candidate_cost_usd=response.cost_usd,
                 candidate_cost_unknown=spent["unknownCostCalls"])
@@ -209,6 +213,18 @@ def result_fields(result: ItemResult) -> tuple[dict, dict, dict | None]:
     else:
         fields.update(score=None, judged_score=None, not_evaluated_reason=response.error or "", verdict="",
                       verdict_reason="", score_before_gates=None, gates_failed=[], checks=[])
+        if result.internal_error is not None:  # over its budget: what its calls spent stays on the response
+            made, judged = _spent_now(result)
+            generation = _generation_spend(result, made)
+            usage = JudgeUsage.from_dict(_judge_usage_of(calls.spent(judged)))
+            fields.update(judge_usage=usage.to_dict())
+            if result.item.existing is None:
+                fields.update(input_tokens=generation["candidate_input_tokens"],
+                              output_tokens=generation["candidate_output_tokens"],
+                              cost_usd=generation["candidate_cost_usd"])
+            else:  # the kept generation's spending stays where it was counted
+                for name in ("input_tokens", "output_tokens", "cost_usd"):
+                    fields.pop(name)
     fields.update(_call_fields(result))
     # The generation counts once, when it is made (a re-judged item's was counted then); every call of unknown
     # price that was sent counts.

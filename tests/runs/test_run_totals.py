@@ -248,3 +248,27 @@ def test_retry_failed_keeps_every_attempts_calls_tokens_and_cost(client, fake_pr
     q0 = Response.objects.get(run=run, prompt_id="q0")
     calls_page = client.get(f"/runs/{run.pk}/responses/{q0.pk}/calls").content.decode()
     assert calls_page.count("attempt 1") == 1 and calls_page.count("attempt 2") == 2
+
+
+def test_an_item_stopped_by_its_budget_keeps_what_its_calls_spent(fake_provider, priced, settings):
+    """The candidate answered, then a judge hung until the item's budget ran out: the item fails with the
+    reason, and its answer's tokens and cost stay in the run's totals (the provider billed them)."""
+    from dataclasses import replace
+
+    settings.EVALSITE_LIMITS = replace(settings.EVALSITE_LIMITS, item_budget_s=1.0)
+    fake_provider.script([{"model": "cand-priced", "match": ".", "reply": ANSWER}])
+    blueprint = import_files([("budget-item.yml", RETRY_TEXT.replace("- id: q1", "- id: q1\n  weight: 1"), {})],
+                             via="test").items[0].blueprint
+    run = run_start.start_run(blueprint, judges=["openai:judge-priced-always-hang"])
+    run.refresh_from_db()
+    assert run.status == "done" and run.items_failed == 2
+    assert all(r.error.startswith("took longer than 1 s") for r in Response.objects.filter(run=run))
+    answered = [r for r in fake_provider.requests() if r["model"] == "cand-priced"]
+    for r in answered:
+        r["reply"] = ANSWER
+    calls, tokens, _ = _billed(answered)
+    assert (run.candidate_calls_sent, calls) == (2, 2)
+    assert run.candidate_input_tokens + run.candidate_output_tokens == tokens > 0
+    assert run.candidate_cost_usd == pytest.approx(tokens * PER_TOKEN)
+    stats = run.aggregates["variants"]["openai:cand-priced[temp:0]"]
+    assert stats["costUsd"] == pytest.approx(run.candidate_cost_usd) and stats["calls"] == 2
