@@ -1,12 +1,10 @@
 import json
-import math
 from pathlib import PurePosixPath
 
 from django import forms
 from django.core.exceptions import ValidationError
 
 from blueprints.models import BLUEPRINT_ID_MAX_LENGTH, Blueprint, suggest_blueprint_id, validate_blueprint_id
-from runs.engine.judge import MAX_JUDGE_REPEATS
 
 MAX_UPLOAD_BYTES = 5 * 1024 * 1024
 
@@ -226,70 +224,3 @@ class TryForm(forms.Form):
 class CompareForm(forms.Form):
     a = forms.IntegerField(min_value=1, label="From revision")
     b = forms.IntegerField(min_value=1, label="To revision")
-
-
-class RunForm(forms.Form):
-    """What the run button asks, posted to the runs app (runs.views.start).
-
-    Every box starts ticked: posted as it is, the run is the blueprint's evaluation
-    (the runs app compares the ticked boxes with the ``*_offered`` ones and passes on
-    only what the user changed), the same as from the CLI or the API.
-    """
-
-    models = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple, label="Models", required=False)
-    add_models = forms.CharField(label="Add models", required=False,
-                                 help_text="provider:model ids or collection names, separated by commas")
-    judges = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple, label="Judges", required=False)
-    trials = forms.IntegerField(label="Trials", required=False, min_value=1, max_value=100,
-                                help_text="responses per prompt and model; empty: the blueprint's")
-    judge_repeats = forms.IntegerField(label="Judge repeats", required=False, min_value=1,
-                                       max_value=MAX_JUDGE_REPEATS,
-                                       help_text="ask each judge this many times about each point: the first "
-                                                 "asking scores, the others show how often judges flip; empty: once")
-    fresh = forms.BooleanField(label="Fresh: ask every model again, not the response cache", required=False)
-    budget_usd = forms.CharField(label="Budget (US dollars)", required=False,
-                                 widget=forms.NumberInput(attrs={"min": "0", "step": "any", "inputmode": "decimal"}),
-                                 help_text="optional: no call is sent past it; the run stops, resumable with more")
-    # Past EVALSITE_CONFIRM_USD or EVALSITE_CONFIRM_CALLS: "I expect about $X for N calls", whose value is the
-    # estimate it confirms (runs.start.confirmation_key), so a changed form needs a new confirmation.
-    confirm = forms.CharField(required=False, widget=forms.HiddenInput)
-
-    def __init__(self, *args, model_ids=(), judges=(), **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["models"].choices = [(m, m) for m in model_ids]
-        self.fields["judges"].choices = [(j.judge_id, f"{j.judge_id} · {j.approach}") for j in judges]
-        self.initial.setdefault("models", list(model_ids))
-        self.initial.setdefault("judges", [j.judge_id for j in judges])
-
-    @staticmethod
-    def run_choices(data) -> dict:
-        """The run the posted form asks for, read as the runs app's start view reads it: the models and
-        judges only when the user changed them (None: the blueprint's), added models after the ticked ones,
-        trials (None: the blueprint's; raises ValueError when not 1 to 100), judge repeats (None: once; raises
-        ValueError when not 1 to 5) and fresh."""
-        def changed(ticked, offered):
-            return None if set(ticked) == set(offered) else ticked
-
-        models = changed(data.getlist("models"), data.getlist("models_offered"))
-        added = [m.strip() for m in data.get("add_models", "").replace("\n", ",").split(",") if m.strip()]
-        if added:
-            models = [*(models if models is not None else data.getlist("models_offered")), *added]
-        trials = data.get("trials", "").strip()
-        if trials and not (trials.isdigit() and 1 <= int(trials) <= 100):
-            raise ValueError("trials is a whole number from 1 to 100 (or empty for the blueprint's)")
-        repeats = (data.get("judge_repeats") or "").strip()
-        if repeats and not (repeats.isdigit() and 1 <= int(repeats) <= MAX_JUDGE_REPEATS):
-            raise ValueError(f"judge repeats is a whole number from 1 to {MAX_JUDGE_REPEATS} (or empty to ask each "
-                             "judge once)")
-        budget = (data.get("budget_usd") or "").strip()
-        if budget:
-            try:
-                budget = float(budget)
-            except ValueError:
-                budget = -1.0
-            if not (math.isfinite(budget) and budget > 0):
-                raise ValueError("the budget is a number of US dollars above 0 (or empty for none)")
-        return {"models": models, "keep_judges": changed(data.getlist("judges"), data.getlist("judges_offered")),
-                "trials": int(trials) if trials else None, "judge_repeats": int(repeats) if repeats else None,
-                "fresh": bool(data.get("fresh")),
-                "budget_usd": budget or None}

@@ -9,13 +9,12 @@ from typing import Callable
 
 from django.conf import settings
 
-from blueprints.models import ModelCollection
 from blueprints.spec import Blueprint as SpecBlueprint
 from blueprints.spec import Point, Prompt
 from blueprints.spec import functions
 from blueprints.spec.collections import resolve_models
 from blueprints.spec.limits import Limits
-from blueprints.spec.model_ids import effective_id, format_js_number, is_collection_name, provider_of
+from blueprints.spec.model_ids import effective_id, format_js_number, is_collection_name
 from evalsite.engine import engine_config
 from runs.engine.judge import plan_for_run
 from runs.engine.estimate import ModelEstimate, RunEstimate, estimate_run, generations_per_variant
@@ -244,7 +243,7 @@ def build_preview(bp: SpecBlueprint, collections: Callable[[str], list[str] | No
     limits = limits or settings.EVALSITE_LIMITS
     prompts = [prompt_view(bp, p) for p in bp.prompts]
     models, missing = resolve_models(bp.models if bp.models_given else [], collections)
-    origins = _collection_origins(bp, collections)
+    origins = collection_origins(bp, collections)
     temperatures: list[float | None] = list(bp.temperatures) if bp.temperatures else [bp.temperature]
     system_count = len(bp.systems) if bp.systems else 1
     variants = []
@@ -274,7 +273,7 @@ def build_preview(bp: SpecBlueprint, collections: Callable[[str], list[str] | No
     )
 
 
-def _collection_origins(bp: SpecBlueprint, collections) -> dict[str, str]:
+def collection_origins(bp: SpecBlueprint, collections) -> dict[str, str]:
     origins: dict[str, str] = {}
     if collections is None:
         return origins
@@ -290,98 +289,3 @@ def run_judges(bp: SpecBlueprint):
     config = engine_config()
     return plan_for_run(bp.coverage, default_judges=config.default_judges, backup_judge=config.backup_judge,
                         description=bp.description)
-
-
-def known_models() -> list[str]:
-    """Model ids with a known price, and the stored collections: what the run form suggests."""
-    return sorted(price_table()) + sorted(ModelCollection.objects.values_list("name", flat=True))
-
-
-
-# --------------------------------------------------------------------------------------
-# The run form's estimate: the bill of the run the form asks for, as it changes
-
-
-@dataclass
-class KeyWarning:
-    """One missing key and every model of the run (candidates and judges) that needs it."""
-
-    variable: str
-    provider: str
-    models: list[str]
-    judges: list[str]
-
-    @property
-    def message(self) -> str:
-        what = [f"'{m}'" for m in self.models] + [f"judge '{j}'" for j in self.judges]
-        return f"no API key for {self.provider}: set {self.variable} in the environment to run {', '.join(what)}"
-
-
-@dataclass
-class FormEstimate:
-    estimate: "RunEstimate | None"
-    refused: str | None = None  # why the run cannot start as the form stands
-    key_warnings: list[KeyWarning] | None = None
-    other_problems: list[str] | None = None
-    confirm_needed: bool = False
-    confirm_key: str = ""
-    confirm_usd: float = 0.0
-    confirm_calls: int = 0
-
-    @property
-    def problems(self) -> bool:
-        return bool(self.key_warnings or self.other_problems)
-
-
-def key_warnings(planned) -> tuple[list[KeyWarning], list[str]]:
-    """The run's problems with a missing key grouped per provider (one line each); the other problems as said."""
-    from runs.engine.providers import check_models, fixtures_from_blueprint
-    from runs.spec import custom_models
-
-    bp = planned.blueprint
-    providers = engine_config().providers
-    customs = custom_models(bp)
-    fixtures, _ = fixtures_from_blueprint(bp.fixtures, planned.revision.files or {})
-    judged = any(p.fn is None for prompt in bp.prompts for p in prompt.all_points())
-    groups: dict[str, KeyWarning] = {}
-    keyed: list[str] = []
-    found = [(p, False) for p in check_models(planned.models, providers, custom_models=customs, fixtures=fixtures)]
-    if judged:
-        found += [(p, True) for p in check_models([j.model for j in planned.plan.judges], providers,
-                                                  custom_models=customs)]
-    for problem, is_judge in found:
-        if not problem.variable or not problem.message.startswith("no API key for "):
-            continue
-        provider = provider_of(problem.model_id) or problem.model_id
-        group = groups.setdefault(problem.variable, KeyWarning(problem.variable, provider, [], []))
-        (group.judges if is_judge else group.models).append(problem.model_id)
-        keyed.append(problem.message)
-    others = [p for p in planned.problems if not any(p.endswith(message) for message in keyed)]
-    return list(groups.values()), others
-
-
-def form_estimate(blueprint, revision, data, parsed: SpecBlueprint | None = None) -> FormEstimate:
-    """What the run form's choices would cost (``runs.start.estimate_start``), its key warnings, and whether
-    starting it needs the confirmation (EVALSITE_CONFIRM_USD, EVALSITE_CONFIRM_CALLS). ``parsed``: the
-    revision's blueprint, when the page has parsed it already."""
-    from blueprints.forms import RunForm
-    from runs import start as run_start
-    from runs.spec import RunRefused
-
-    thresholds = dict(confirm_usd=settings.EVALSITE_CONFIRM_USD, confirm_calls=settings.EVALSITE_CONFIRM_CALLS)
-    try:
-        choices = RunForm.run_choices(data) if data is not None else {
-            "models": None, "keep_judges": None, "trials": None, "judge_repeats": None, "fresh": False,
-            "budget_usd": None}
-        planned = run_start.plan_start(blueprint, revision=revision, models=choices["models"],
-                                       keep_judges=choices["keep_judges"], judge_repeats=choices["judge_repeats"],
-                                       parsed=parsed)
-        estimate = run_start.estimate_start(planned, trials=choices["trials"], fresh=choices["fresh"])
-    except ValueError as exc:
-        return FormEstimate(None, refused=str(exc), **thresholds)
-    except RunRefused as refused:
-        return FormEstimate(None, refused=str(refused), **thresholds)
-    warnings, others = key_warnings(planned)
-    return FormEstimate(estimate, key_warnings=warnings, other_problems=others,
-                        confirm_needed=run_start.over_threshold(estimate, choices["budget_usd"]),
-                        confirm_key=run_start.confirmation_key(estimate), **thresholds)

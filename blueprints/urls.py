@@ -29,7 +29,6 @@ urlpatterns = [
     path("collections/<str:name>/rename/", views.collection_rename, name="collection-rename"),
     path("blueprints/<bpid:slug>/", views.detail, name="detail"),
     path("blueprints/<bpid:slug>/edit/", views.edit, name="edit"),
-    path("blueprints/<bpid:slug>/estimate/", views.run_estimate, name="run-estimate"),
     path("blueprints/<bpid:slug>/try/", views.try_response, name="try"),
     path("blueprints/<bpid:slug>/rename/", views.rename, name="rename"),
     path("blueprints/<bpid:slug>/delete/", views.delete, name="delete"),

@@ -8,7 +8,6 @@ of the same template; without htmx the same URL renders the whole page.
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.http import HttpResponseRedirect
 from django.db.models import Q
 from django.db.models.functions import Lower
 from django.shortcuts import get_object_or_404, redirect, render
@@ -25,7 +24,6 @@ from blueprints.forms import (
     ImportForm,
     NewBlueprintForm,
     RenameForm,
-    RunForm,
     TryForm,
 )
 from blueprints.models import (
@@ -204,7 +202,7 @@ def import_conflict(request):
 def detail(request, slug):
     blueprint, revision, result, preview = _current(slug)
     return render(request, "blueprints/blueprint_detail.html",
-                  _detail_context(blueprint, revision, result, preview, _run_context(revision, preview)))
+                  _detail_context(blueprint, revision, result, preview, _run_context(blueprint, revision, preview)))
 
 
 def _current(slug: str):
@@ -228,55 +226,13 @@ def _detail_context(blueprint, revision, result, preview, run: dict) -> dict:
     }
 
 
-def _run_context(revision, preview, data=None):
-    """The run form's choices (as posted, when ``data`` is given), the bill of the run they ask for, and,
-    when a run cannot start, why (see the run-form partial and blueprints/_estimate.html)."""
+def _run_context(blueprint, revision, preview) -> dict:
+    """Where the run form is: the runs app owns it (runs.views.run_form) and this page embeds it by its
+    address; a draft has none."""
     if revision is None or preview is None:
-        reason = "Fix the errors in this blueprint before running it: drafts cannot run."
-        return {"run_form": None, "run_blocked": reason, "run_action": None}
-    model_ids = [m.id for m in preview.models]
-    judges = previews.run_judges(preview.blueprint).judges
-    form = RunForm(data, model_ids=model_ids, judges=judges) if data is not None else \
-        RunForm(model_ids=model_ids, judges=judges)
-    blocked = None
-    if preview.missing_collections:
-        names = ", ".join(preview.missing_collections)
-        blocked = (f"The model collection {names} is not known: import it (a models/NAME.json file) "
-                   "or list the models explicitly.")
-    elif not model_ids:
-        blocked = "This blueprint lists no models to run."
-    # The runs app owns starting a run; this app only names its address. The Start button goes through
-    # run_estimate first (formaction), which asks for the confirmation past the thresholds.
-    estimate = None if blocked else previews.form_estimate(revision.blueprint, revision, data, preview.blueprint)
-    return {"run_form": form, "run_blocked": blocked, "run_action": reverse("runs:start"),
-            "run_check": reverse("blueprints:run-estimate", args=[revision.blueprint.slug]),
-            "run_estimate": estimate,
-            "known_models": previews.known_models()}
-
-
-@require_http_methods(["GET", "POST"])
-def run_estimate(request, slug):
-    """The run form's estimate for what the form says now: htmx gets blueprints/_estimate.html, as the boxes
-    change. The Start button posts here too: past EVALSITE_CONFIRM_USD or EVALSITE_CONFIRM_CALLS the run
-    starts only with "I expect about $X for N calls" ticked for this very estimate; then (or below the
-    thresholds) the same post goes on to the runs app's start (307 keeps it a POST). Refused, or asked
-    only for the estimate (no JavaScript), the blueprint page comes back with the form as it was posted."""
-    blueprint, revision, result, preview = _current(slug)
-    data = request.POST if request.method == "POST" else request.GET
-    run = _run_context(revision, preview, data)
-    if request.htmx:
-        return render(request, "blueprints/_estimate.html", run)
-    check = run.get("run_estimate")
-    if request.method == "POST" and not data.get("estimate_only") and check is not None:
-        if not check.confirm_needed or data.get("confirm") == check.confirm_key:
-            return HttpResponseRedirect(reverse("runs:start"), status=307)
-        e = check.estimate
-        messages.error(request, f"Not started: this run would make {e.total_calls:,} calls for about "
-                                f"${e.cost or 0:,.2f}, past the amount that asks first (${check.confirm_usd:g} or "
-                                f"{check.confirm_calls:,} calls). Tick “I expect about ${e.cost or 0:,.2f} for "
-                                f"{e.total_calls:,} calls” and start it again.")
-    return render(request, "blueprints/blueprint_detail.html",
-                  _detail_context(blueprint, revision, result, preview, run))
+        return {"run_url": None,
+                "run_blocked": "Fix the errors in this blueprint before running it: drafts cannot run."}
+    return {"run_url": reverse("runs:form", args=[blueprint.slug]), "run_blocked": None}
 
 
 @require_http_methods(["GET", "POST"])

@@ -10,7 +10,6 @@ never grant, so a loopback-only API is not open to cross-site requests.
 
 from __future__ import annotations
 
-import json
 
 from django.db import transaction
 from django.http import Http404, JsonResponse
@@ -21,9 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from blueprints.api import blueprint_or_404
 from blueprints.editing import create_from_text
 from blueprints.models import Blueprint, BlueprintIdError, shown_id, validate_blueprint_id
-from blueprints.spec.extensions import MAX_TRIALS
 from evalsite.api import api_view, body as _body, error as _error
-from runs.engine.judge import MAX_JUDGE_REPEATS
 
 from . import actions, repeats, trust
 from . import spec as run_spec
@@ -31,6 +28,7 @@ from . import start as run_start
 from . import work as run_work
 from .exports import run_to_json
 from .models import Annotation, PointAssessment, Response, Run
+from .request import RunRequest, RunRequestError
 
 
 def run_status(run: Run, request) -> dict:
@@ -80,41 +78,6 @@ def _flips_json(run: Run) -> dict | None:
     return report.to_json() if report is not None else None
 
 
-def _strings(data: dict, key: str) -> list[str] | None:
-    value = data.get(key)
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = [v.strip() for v in value.split(",")]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ValueError(f"`{key}` must be a list of model ids")
-    return [v for v in value if v]
-
-
-def _judge_repeats(data: dict) -> int | None:
-    value = data.get("judgeRepeats")
-    if value is None:
-        return None
-    try:
-        if isinstance(value, str):  # a number, as `trials` is
-            raise ValueError
-        return run_start.check_judge_repeats(value)
-    except ValueError:
-        raise ValueError(f"`judgeRepeats` must be a whole number from 1 to {MAX_JUDGE_REPEATS} (how many times each "
-                         f"judge is asked about each point), not {json.dumps(value)}") from None
-
-
-def _trials(data: dict) -> int | None:
-    value = data.get("trials")
-    if value is None:
-        return None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_TRIALS:
-        raise ValueError(f"`trials` must be a whole number from 1 to {MAX_TRIALS}")
-    return value
-
-
 @api_view
 @require_POST
 def start(request):
@@ -132,21 +95,14 @@ def start(request):
     if refused is not None:
         return refused
     try:
-        models, judges = _strings(data, "models"), _strings(data, "judges")
-        trials = _trials(data)
-        judge_repeats = _judge_repeats(data)
-    except ValueError as exc:
-        return _error(400, str(exc))
-    try:
-        budget = None if data.get("budgetUsd") is None else run_start.check_budget(data["budgetUsd"])
-    except ValueError as exc:
-        return _error(400, f"`budgetUsd`: {exc}")
+        run_request = RunRequest.from_api(data)  # read once: `models: []` is refused, never "the blueprint's"
+    except RunRequestError as exc:
+        return _error(400, exc.message, field=exc.api_key)
     dry_run = data.get("dryRun", False)
     if not isinstance(dry_run, bool):
         return _error(400, "`dryRun` must be true or false")
     if dry_run:
-        return _dry_run(text, slug, models=models, judges=judges, trials=trials, fresh=bool(data.get("fresh")),
-                        judge_repeats=judge_repeats)
+        return _dry_run(text, slug, run_request)
     with transaction.atomic():
         if text is not None and slug:
             blueprint, _ = Blueprint.objects.get_or_create(slug=slug, defaults={"title": slug})
@@ -158,8 +114,8 @@ def start(request):
             if blueprint is None:
                 return _error(404, f"no blueprint with the id '{shown_id(slug)}'")
         try:
-            run = run_start.start_run(blueprint, models=models, judges=judges, fresh=bool(data.get("fresh")),
-                                     trials=trials, source="api", budget_usd=budget, judge_repeats=judge_repeats)
+            prepared = run_start.prepare(blueprint, run_request)
+            run = run_start.start_prepared(blueprint, prepared, source="api")
         except run_spec.RunRefused as refused:
             transaction.set_rollback(text is not None and not slug)  # keep nothing from a refused one-off text
             return _error(422, refused.message, problems=refused.problems, blueprint=blueprint.slug)
@@ -167,8 +123,8 @@ def start(request):
     return JsonResponse(run_status(run, request), status=201)
 
 
-def _dry_run(text, slug, *, models, judges, trials, fresh, judge_repeats=None) -> JsonResponse:
-    """What the run would cost (``runs.start.estimate_start``): 200 with the estimate; nothing sent, nothing kept."""
+def _dry_run(text, slug, run_request: RunRequest) -> JsonResponse:
+    """What the run would cost (``runs.start.prepare``): 200 with the estimate; nothing sent, nothing kept."""
     with transaction.atomic():
         try:
             if text is not None:
@@ -177,15 +133,14 @@ def _dry_run(text, slug, *, models, judges, trials, fresh, judge_repeats=None) -
                 blueprint = Blueprint.objects.filter(slug=slug).first()
                 if blueprint is None:
                     return _error(404, f"no blueprint with the id '{shown_id(slug)}'")
-            planned = run_start.plan_start(blueprint, models=models, judges=judges, judge_repeats=judge_repeats)
-            estimate = run_start.estimate_start(planned, trials=trials, fresh=fresh)
+            prepared = run_start.prepare(blueprint, run_request)
         except run_spec.RunRefused as refused:
             return _error(422, refused.message, problems=refused.problems)
         finally:
             transaction.set_rollback(True)
     return JsonResponse({"dryRun": True, "blueprint": slug or blueprint.slug,
-                         **estimate.to_json(), "problems": planned.problems,
-                         "confirmationNeeded": run_start.over_threshold(estimate)})
+                         **prepared.estimate.to_json(), "problems": prepared.planned.problems,
+                         "confirmationNeeded": prepared.confirm_needed})
 
 
 def _refused_new_id(slug: str) -> JsonResponse | None:

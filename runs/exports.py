@@ -137,9 +137,8 @@ def run_to_json(run: Run) -> dict:
 
 CSV_COLUMNS = ["run_id", "prompt_id", "model_id", "trial", "response_score", "point_index", "kind", "key_point",
                "path_id", "inverted", "multiplier", "score", "judges_score", "overridden", "reflection", "error",
-               "judges", "disagreement", "thumbs", "comment", "cell_score", "cell_state", "cell_passed",
-               "prompt_text",
-               "response_text"]
+               "judges", "disagreement", "thumbs", "comment", "cell_score", "cell_state", "prompt_text",
+               "response_text", "cell_passed"]  # columns are only ever added at the end
 
 
 def prompt_text(prompt) -> str:
@@ -188,8 +187,8 @@ def run_to_csv(run: Run) -> str:
         if r.prompt_index not in texts:
             texts[r.prompt_index] = prompt_text(prompt)
         tail = [note["thumbs"] or "", note["comment"], _num(cell.shown if cell else None),
-                STATE_LABELS.get(cell.state, "") if cell else "", PASS_LABELS[cell.pass_state] if cell else "",
-                texts[r.prompt_index], r.text or ""]
+                STATE_LABELS.get(cell.state, "") if cell else "", texts[r.prompt_index], r.text or "",
+                PASS_LABELS[cell.pass_state] if cell else ""]
         points = assessments.get(r.pk, [])
         assessed = assessment_of(r, points, prompt)
         score = assessed.score
@@ -207,9 +206,9 @@ def run_to_csv(run: Run) -> str:
     return buffer.getvalue()
 
 
-GRID_CSV_COLUMNS = ["run_id", "prompt_id", "model_id", "cell_score", "cell_state", "aggregation", "trials", "passed",
+GRID_CSV_COLUMNS = ["run_id", "prompt_id", "model_id", "cell_score", "cell_state", "aggregation", "trials",
                     "should_not_met", "judges_disagree", "overridden", "thumbs", "reason", "prompt_text",
-                    "response_text"]
+                    "response_text", "passed"]  # columns are only ever added at the end
 
 
 def grid_to_csv(run: Run, bp, grid) -> str:
@@ -222,9 +221,9 @@ def grid_to_csv(run: Run, bp, grid) -> str:
     words = {1: "up", -1: "down", 0: "comment"}
     for row, c in cells:
         write([run.pk, row.prompt_id, c.variant_id, _num(c.score), STATE_LABELS.get(c.state, c.state), c.rule,
-               c.trials, PASS_LABELS.get(c.pass_state, ""), int(c.violated_should_not), int(c.disagreement), int(c.overridden),
+               c.trials, int(c.violated_should_not), int(c.disagreement), int(c.overridden),
                words.get(c.thumbs, ""), c.reason, prompt_text(bp.prompts[row.index]),
-               texts.get(c.response_id) or ""])
+               texts.get(c.response_id) or "", PASS_LABELS.get(c.pass_state, "")])
     return buffer.getvalue()
 
 

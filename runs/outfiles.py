@@ -17,6 +17,8 @@ def checked_output(path: str) -> Path:
     target = Path(path)
     if not path or path.endswith(os.sep):
         raise OutputRefused(f"{path!r}: give a file name to write, not a folder")
+    if "\x00" in path:  # every check below would read it as "nothing there", and the write would then fail
+        raise OutputRefused(f"{path!r}: a path cannot hold a NUL character; give another file name")
     if target.is_symlink():
         raise OutputRefused(f"{path}: is a symbolic link; give the path of a regular file (links are not followed)")
     if target.is_dir():

@@ -1,17 +1,18 @@
 """Replay: rebuild a finished run as a new run from the answers it stored, with no provider call.
 
 A run keeps a manifest: what it pinned (``Run.manifest``, written at start: revision number and text sha,
-models and parameters, judges with their approach and prompt, scale, trials) and the cache key of every call
-it made, in each response's call log (``cacheKey``, with the call's trial and turn; ``runs/engine/pipeline.py``
-writes it). :func:`run_manifest` puts the two together.
+models and parameters, judges with their approach and prompt, scale, trials) and every call it made, in each
+response's call log: the call's cache key, trial and turn and the answer's text as the run used it
+(``runs/engine/calls.py``, written by ``runs/engine/pipeline.py``). :func:`run_manifest` puts the two together.
 
-:func:`replay_run` first checks that every call's answer is in the response cache and refuses, naming each
+:func:`replay_run` first checks that every call's answer is in the run's own call log and refuses, naming each
 one that is not, before anything is made. Then it starts a new run of the same revision, models, judges and
-options, whose every call passes a gate that lets nothing leave (``pipeline.CacheOnlyGate``): each answer
-comes from the cache, and its tokens, cost, latency and cache flag are the original call's (from the call
-log), so the new run's JSON and CSV exports are the original's, byte for byte, but for the run id and the
-timestamps. Should an answer vanish from the cache meanwhile, the replay stops there ("replay", with the
-calls it could not make) and still sends nothing.
+options whose every call is answered by the original's call for it (the same item, so the same trial; the
+same cache key, so the same request), with that call's text, tokens, cost, latency and cache flag: the shared
+response cache is not read for them, so a run made since (a Fresh re-run that stored other answers under the
+same keys) changes nothing, and the new run's JSON and CSV exports are the original's, byte for byte, but for
+the run id and the timestamps. A gate lets nothing leave (``pipeline.CacheOnlyGate``): should the replay ask
+something the original did not, it stops there ("replay", naming the call) and still sends nothing.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from django.views.decorators.http import require_POST
 
 from runs.engine import calls as call_log
 
-from .cache import DatabaseCache, _get, response_cache
 from .models import Response, ResponseStatus, Run
 from .spec import RunRefused
 
@@ -42,25 +42,36 @@ def _judge_order(entry: dict) -> tuple:
 
 
 def manifest_calls(run: Run) -> list[dict]:
-    """Every call the run's responses made, in item order (prompt, variant, trial), each with its cache key:
-    an item's candidate calls in the order they were made, then its judge calls (``_judge_order``)."""
+    """Every call the run's responses made, in item order (prompt, variant, trial), each with its cache key and
+    whether its answer is kept for a replay: an item's candidate calls in the order they were made, then its
+    judge calls (``_judge_order``)."""
     out = []
     rows = Response.objects.filter(run=run).order_by("prompt_index", "variant_id", "trial").values_list(
-        "prompt_index", "prompt_id", "variant_id", "trial", "status", "candidate_calls", "judge_calls")
-    for index, prompt_id, variant_id, trial, status, made, judged in rows:
-        for entry in (*call_log.unpack(made), *sorted(call_log.unpack(judged), key=_judge_order)):
+        "prompt_index", "prompt_id", "variant_id", "trial", "status", "error", "candidate_calls", "judge_calls")
+    for index, prompt_id, variant_id, trial, status, error, made, judged in rows:
+        entries = (*call_log.unpack(made), *sorted(call_log.unpack(judged), key=_judge_order))
+        if status == ResponseStatus.FAILED and not any(e.get("error") or "dropped" in e or "unreadable" in e
+                                                       for e in entries):
+            # Failed with no failed call logged (a model it could not reach, its time budget, a bug): the
+            # replay could not rebuild that failure from answers.
+            out.append({"promptIndex": index, "prompt": prompt_id, "variant": variant_id, "trial": trial,
+                        "itemStatus": status, "problem": f"the item failed with no failed call in its log "
+                                                         f"({(error or 'no reason kept')[:300]})"})
+        for entry in entries:
             call = {"promptIndex": index, "prompt": prompt_id, "variant": variant_id, "trial": trial,
                     "itemStatus": status}
             if "dropped" in entry or "unreadable" in entry:
-                call["problem"] = (f"{entry['dropped']} more calls were not kept (an item keeps 200)"
-                                   if "dropped" in entry else entry["unreadable"])
+                call["problem"] = call_log.answer_problem(entry)
             else:
+                problem = call_log.answer_problem(entry)
                 call.update({"turn": entry.get("turn"), "purpose": entry.get("purpose"), "label": entry.get("label"),
                              "model": entry.get("model"), "key": entry.get("cacheKey"), "source": entry.get("source"),
                              "ok": not entry.get("error"), "error": entry.get("error"),
                              "cached": entry.get("cached"), "inputTokens": entry.get("input_tokens"),
                              "outputTokens": entry.get("output_tokens"), "costUsd": entry.get("cost_usd"),
-                             "latencyMs": entry.get("latency_ms")})
+                             "latencyMs": entry.get("latency_ms"), "answerKept": problem is None})
+                if problem is not None:
+                    call["answerMissing"] = problem
             out.append(call)
     return out
 
@@ -70,43 +81,28 @@ def run_manifest(run: Run) -> dict:
     return {**(run.manifest or {}), "run": run.pk, "status": run.status, "calls": manifest_calls(run)}
 
 
-def _cache_lookup():
-    cache = response_cache()
-    get = _get if isinstance(cache, DatabaseCache) else cache.get  # the database's, read here and now
-
-    def has(key: str) -> bool:
-        value = get(key)
-        return isinstance(value, dict) and isinstance(value.get("text"), str) and bool(value["text"].strip())
-
-    return has
-
-
 def _where(call: dict) -> str:
     what = f"{call.get('purpose') or 'call'}" + (f" ({call['label']})" if call.get("label") else "")
-    return (f"{call['prompt']} × {call['variant']}, trial {call['trial'] + 1}: {what}"
+    turn = f", turn {call['turn'] + 1}" if isinstance(call.get("turn"), int) and call["turn"] else ""
+    return (f"{call['prompt']} × {call['variant']}, trial {call['trial'] + 1}{turn}: {what}"
             + (f" to '{call['model']}'" if call.get("model") else ""))
 
 
 def missing_answers(run: Run, calls: list[dict] | None = None) -> list[str]:
-    """What a replay of ``run`` could not take from the cache, one sentence each (empty: it can replay)."""
+    """What a replay of ``run`` could not take from the run's own call log, one sentence each (empty: it can
+    replay). The shared response cache is not consulted: it may hold another run's answers under the same keys."""
     unfinished = Response.objects.filter(run=run, status__in=[ResponseStatus.PENDING, ResponseStatus.RUNNING]).count()
     if unfinished:
         return [f"{unfinished} item{'s' if unfinished != 1 else ''} of {run.display_name} did not run (it is "
                 f"{run.status}{', stopped at its budget' if run.stopped_reason == 'budget' else ''}): a replay "
                 f"rebuilds a run whose every item ran; resume it first"]
-    has = _cache_lookup()
     missing = []
     for call in run_manifest(run)["calls"] if calls is None else calls:
         if call.get("problem"):
             missing.append(f"{call['prompt']} × {call['variant']}, trial {call['trial'] + 1}: {call['problem']}")
-        elif not call.get("key"):
-            missing.append(f"{_where(call)}: no cache key kept (a run made before replay existed)")
-        elif call.get("source") == "fixture" or call["key"].startswith("fixture:"):
-            continue  # a canned answer from the blueprint's fixtures: the revision has it
-        elif not call.get("ok"):
-            missing.append(f"{_where(call)}: the original call failed ({call.get('error')}), so no answer was stored")
-        elif not has(call["key"]):
-            missing.append(f"{_where(call)}: its answer is not in the response cache (key {call['key']})")
+        elif call.get("answerMissing"):
+            missing.append(f"{_where(call)}: {call['answerMissing']}"
+                           + (f" (key {call['key']})" if call.get("key") else ""))
     return missing
 
 

@@ -7,7 +7,8 @@ they produce is stored and finished by runs/records.py.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Sequence
 
 from django.conf import settings
 from django.db import transaction
@@ -17,9 +18,10 @@ from blueprints.spec.collections import resolve_models
 from blueprints.spec.schema import Blueprint as SpecBlueprint
 from blueprints.spec.schema import CustomModel
 from runs.engine.estimate import CacheProbe, RunEstimate, estimate_run  # noqa: F401 (the bench uses estimate_run)
-from runs.engine.judge import MAX_JUDGE_REPEATS, JudgePlan, plan_for_run
-from runs.engine.providers import SqliteCache
-from runs.engine.providers import fixtures_from_blueprint, run_problems
+from blueprints.spec.model_ids import provider_of
+from runs.engine.judge import MAX_JUDGE_REPEATS, JudgePlan, judges_from_models, plan_for_run
+from runs.engine.providers import SqliteCache, check_models
+from runs.engine.providers import fixtures_from_blueprint
 
 from evalsite.engine import engine_config
 
@@ -28,6 +30,7 @@ from .cache import response_cache
 from .models import Response, Run
 
 from .records import finish_run, plan_to_json
+from .request import RunRequest
 from .spec import RunRefused, custom_models, remember
 from .work import enqueue_pending
 
@@ -52,15 +55,26 @@ def resolve_run_models(bp: SpecBlueprint, requested: list[str] | None, collectio
     return models
 
 
-def judge_plan_for(bp: SpecBlueprint, requested: list[str] | None = None, keep: list[str] | None = None
-                   ) -> JudgePlan:
-    """The run's judges (``runs.engine.judge.plan_for_run``) with the site's default and backup judges."""
+def judge_plan_for(bp: SpecBlueprint, requested: list[str] | None = None, keep: list[str] | None = None,
+                   add: Sequence[str] = (), backup: str | None = None) -> JudgePlan:
+    """The run's judges (``runs.engine.judge.plan_for_run``) with the site's default and backup judges.
+
+    ``add``: ``provider:model`` judges after the others (the run form's "Add judges"; one already in the
+    plan is not asked twice); ``backup``: the judge asked when every judge failed on a point (None: the
+    site's, when the blueprint names no judges; "": none)."""
     config = engine_config()
     try:
-        return plan_for_run(bp.coverage, default_judges=config.default_judges, backup_judge=config.backup_judge,
+        plan = plan_for_run(bp.coverage, default_judges=config.default_judges, backup_judge=config.backup_judge,
                             description=bp.description, replace_with=requested, keep=keep)
     except ValueError as exc:
         raise RunRefused(str(exc)) from None
+    if add:
+        have = {j.judge_id for j in plan.judges}
+        plan = replace(plan, judges=(*plan.judges, *(j for j in judges_from_models(add) if j.judge_id not in have)))
+    if backup is not None:
+        plan = replace(plan, backup=next(iter(judges_from_models([backup], prefix="backup")), None) if backup
+                       else None)
+    return plan
 
 
 def run_label(revision: BlueprintRevision) -> str:
@@ -81,6 +95,8 @@ class StartPlan:
     plan: JudgePlan
     embedding_model: str | None
     problems: list[str]
+    # The same problems as values: (role, engine Problem), role candidate | judge | embedding (key warnings).
+    provider_problems: list = field(default_factory=list)
 
 
 def check_judge_repeats(value) -> int:
@@ -101,7 +117,8 @@ def check_judge_repeats(value) -> int:
 
 def plan_start(blueprint: Blueprint, *, revision: BlueprintRevision | None = None, models: list[str] | None = None,
                judges: list[str] | None = None, keep_judges: list[str] | None = None, collections=None,
-               judge_repeats: int | None = None, parsed: SpecBlueprint | None = None) -> StartPlan:
+               judge_repeats: int | None = None, parsed: SpecBlueprint | None = None,
+               add_judges: Sequence[str] = (), backup_judge: str | None = None) -> StartPlan:
     """The revision, models, judges and problems of a run, as ``start_run`` would make it; raises RunRefused.
 
     ``judge_repeats`` (None: 1) goes into the judge plan, so the estimate counts what the run will ask.
@@ -124,7 +141,7 @@ def plan_start(blueprint: Blueprint, *, revision: BlueprintRevision | None = Non
         bp = result.blueprint
     remember(revision, bp)  # the workers read it from here (in this process) rather than parse it again
     resolved = resolve_run_models(bp, models, lookup)
-    plan = replace(judge_plan_for(bp, judges, keep_judges), repeats=repeats)
+    plan = replace(judge_plan_for(bp, judges, keep_judges, add_judges, backup_judge), repeats=repeats)
     judged = any(p.fn is None for prompt in bp.prompts for p in prompt.all_points())
     if judged and not plan.judges:
         raise RunRefused("no judge would score the judged points: tick at least one judge")
@@ -132,8 +149,15 @@ def plan_start(blueprint: Blueprint, *, revision: BlueprintRevision | None = Non
     # Similarity to ideals: the blueprint's embeddingModel wins over the site's; none means no similarity.
     embedding_model = (bp.embedding_model or settings.EVALSITE_EMBEDDINGS_MODEL or None) \
         if any(p.ideal_response for p in bp.prompts) else None
-    problems = run_problems(resolved, engine_config().providers, judge_models=[j.model for j in plan.judges] if judged else (),
-                            embedding_model=embedding_model, custom_models=custom_models(bp), fixtures=fixtures)
+    providers, customs = engine_config().providers, custom_models(bp)
+    found = [("candidate", p) for p in check_models(resolved, providers, custom_models=customs, fixtures=fixtures)]
+    if judged:
+        found += [("judge", p) for p in check_models([j.model for j in plan.judges], providers, custom_models=customs)]
+    if embedding_model:
+        found += [("embedding", p) for p in check_models([embedding_model], providers, custom_models=customs)]
+    # Worded as runs.engine.providers.run_problems words them: a started run keeps the same sentences.
+    problems = [p.message if role == "candidate" else f"{'judge' if role == 'judge' else 'embeddings'} {p.message}"
+                for role, p in found]
     problems += fixture_problems
     # Checked before expanding: a collection may have grown since the blueprint was saved.
     product = len(resolved) * max(len(bp.temperatures or ()), 1) * max(len(bp.systems or ()), 1)
@@ -141,42 +165,175 @@ def plan_start(blueprint: Blueprint, *, revision: BlueprintRevision | None = Non
         raise RunRefused(f"this run would expand to {product:,} model variants, more than the limit of "
                          f"{settings.EVALSITE_LIMITS.max_variants:,}; choose fewer models, or raise the limit with "
                          "the setting EVALSITE_MAX_VARIANTS")
-    return StartPlan(revision, bp, resolved, plan, embedding_model, problems)
+    return StartPlan(revision, bp, resolved, plan, embedding_model, problems, found)
+
+
+OBSERVED_ANSWERS = 1000  # the latest answers of a model its expected answer length is the mean of
+
+
+def observed_answer_tokens(models) -> dict[str, tuple[float, int]]:
+    """model id -> (mean output tokens, how many) of its latest stored answers (generated, not from the cache,
+    with a token count): what the estimate's expected figure prices a model's answers at. A response of
+    several turns counts as one answer of all its turns' tokens."""
+    from django.db.models import Avg, Count
+
+    ids = [m.id if isinstance(m, CustomModel) else m for m in models]
+    found = {}
+    for model_id in dict.fromkeys(i for i in ids if isinstance(i, str)):
+        latest = (Response.objects.filter(model_id=model_id, status="done", cached=False, output_tokens__gt=0)
+                  .order_by("-pk").values("pk")[:OBSERVED_ANSWERS])
+        row = Response.objects.filter(pk__in=latest).aggregate(mean=Avg("output_tokens"), n=Count("pk"))
+        if row["n"]:
+            found[model_id] = (float(row["mean"]), int(row["n"]))
+    return found
 
 
 def estimate_start(planned: StartPlan, *, trials: int | None = None, fresh: bool = False) -> RunEstimate:
-    """The bill of a planned run (``runs.engine.estimate.estimate_run``), answers in the response cache free."""
+    """The bill of a planned run (``runs.engine.estimate.estimate_run``), answers in the response cache free;
+    its expected figure prices each model's answers at the mean of its earlier ones when there are some."""
     cache = response_cache()
     probe = None
     if not fresh and isinstance(cache, SqliteCache):  # the database cache is async: its hits go uncounted
         probe = CacheProbe(engine_config().providers, cache.get, custom_models=custom_models(planned.blueprint))
     try:
         return estimate_run(planned.blueprint, planned.models, planned.plan, trials=trials, fresh=fresh,
-                            embedding_model=planned.embedding_model, cache=probe)
+                            embedding_model=planned.embedding_model, cache=probe,
+                            observed=observed_answer_tokens(planned.models))
     finally:
         if isinstance(cache, SqliteCache):
             cache.close()
 
 
 def over_threshold(estimate: RunEstimate, budget_usd: float | None = None) -> bool:
-    """A run this large asks the person starting it to confirm (EVALSITE_CONFIRM_USD, EVALSITE_CONFIRM_CALLS);
-    a budget below EVALSITE_CONFIRM_USD has bounded it already."""
+    """A run this large asks the person starting it to confirm (EVALSITE_CONFIRM_USD, EVALSITE_CONFIRM_CALLS),
+    judged by the most it can cost; a budget below EVALSITE_CONFIRM_USD has bounded it already."""
     if budget_usd is not None and budget_usd < settings.EVALSITE_CONFIRM_USD:
         return False
-    return ((estimate.cost or 0) >= settings.EVALSITE_CONFIRM_USD
+    return ((estimate.most_cost or 0) >= settings.EVALSITE_CONFIRM_USD
             or estimate.total_calls >= settings.EVALSITE_CONFIRM_CALLS)
 
 
 def confirmation_key(estimate: RunEstimate) -> str:
-    """What the confirmation box says it expects, as a value the start can compare: calls and cents."""
-    return f"{estimate.total_calls}:{round((estimate.cost or 0) * 100)}"
+    """What the confirmation box says it expects, as a value the start can compare: calls, expected and most
+    cents, and the calls of no price."""
+    return (f"{estimate.total_calls}:{round((estimate.expected_cost or 0) * 100)}:"
+            f"{round((estimate.most_cost or 0) * 100)}:{estimate.unpriced_calls}")
+
+
+def confirmation_label(estimate: RunEstimate) -> str:
+    """What the person ticks: the calls and the two figures; with calls of no price, how many, and no dollar
+    figure (one would leave them out)."""
+    if estimate.unpriced_calls:
+        return (f"I expect {estimate.total_calls:,} calls, {estimate.unpriced_calls:,} of them to models with no "
+                f"price, whose cost is unknown")
+    return (f"I expect about ${estimate.expected_cost or 0:,.2f} (at most ${estimate.most_cost or 0:,.2f}) for "
+            f"{estimate.total_calls:,} calls")
+
+
+# --- one start, from any door ----------------------------------------------------------------------------
+
+
+@dataclass
+class KeyWarning:
+    """One missing key and every model of the run (candidates and judges) that needs it."""
+
+    variable: str
+    provider: str
+    models: list[str]
+    judges: list[str]
+
+    @property
+    def message(self) -> str:
+        what = [f"'{m}'" for m in self.models] + [f"judge '{j}'" for j in self.judges]
+        return f"no API key for {self.provider}: set {self.variable} in the environment to run {', '.join(what)}"
+
+
+def key_warnings(planned: StartPlan) -> tuple[list[KeyWarning], list[str]]:
+    """The plan's own problems with a missing key grouped per provider (one line each); the others as said."""
+    groups: dict[str, KeyWarning] = {}
+    keyed = set()
+    for index, (role, problem) in enumerate(planned.provider_problems):
+        if role == "embedding" or not problem.variable or not problem.message.startswith("no API key for "):
+            continue
+        provider = provider_of(problem.model_id) or problem.model_id
+        group = groups.setdefault(problem.variable, KeyWarning(problem.variable, provider, [], []))
+        (group.judges if role == "judge" else group.models).append(problem.model_id)
+        keyed.add(index)
+    others = [p for i, p in enumerate(planned.problems) if i not in keyed]
+    return list(groups.values()), others
+
+
+@dataclass
+class Prepared:
+    """A run as one request asks it, planned once and estimated once (``prepare``): what every door shows
+    before starting, and what ``start_prepared`` starts."""
+
+    request: RunRequest
+    planned: StartPlan
+    estimate: RunEstimate
+    key_warnings: list[KeyWarning]
+    other_problems: list[str]
+    confirm_needed: bool
+    confirm_key: str
+    confirm_label: str
+
+    @property
+    def confirmed(self) -> bool:
+        """Below the thresholds, or the person ticked the confirmation of this very estimate."""
+        return not self.confirm_needed or self.request.confirm == self.confirm_key
+
+    @property
+    def confirm_usd(self) -> float:
+        return settings.EVALSITE_CONFIRM_USD
+
+    @property
+    def confirm_calls(self) -> int:
+        return settings.EVALSITE_CONFIRM_CALLS
+
+    @property
+    def not_confirmed_message(self) -> str:
+        e = self.estimate
+        cost = (f", {e.unpriced_calls:,} of them to models with no price" if e.unpriced_calls else
+                f" for about ${e.expected_cost or 0:,.2f} (at most ${e.most_cost or 0:,.2f})")
+        return (f"Not started: this run would make {e.total_calls:,} calls{cost}, past the amount that asks first "
+                f"(${settings.EVALSITE_CONFIRM_USD:g} or {settings.EVALSITE_CONFIRM_CALLS:,} calls). Tick "
+                f"“{self.confirm_label}” and start it again.")
+
+
+def prepare(blueprint: Blueprint, request: RunRequest, *, revision: BlueprintRevision | None = None,
+            parsed: SpecBlueprint | None = None, collections=None) -> Prepared:
+    """Plan the run ``request`` asks for once (``plan_start``), estimate it once (``estimate_start``), gather
+    its key warnings from the plan's own problems, and say whether starting it needs the confirmation.
+    Raises RunRefused."""
+    planned = plan_start(blueprint, revision=revision, models=list(request.models) if request.models else None,
+                         judges=list(request.judges) if request.judges else None,
+                         keep_judges=list(request.keep_judges) if request.keep_judges is not None else None,
+                         add_judges=request.add_judges, backup_judge=request.backup_judge,
+                         collections=collections, judge_repeats=request.judge_repeats, parsed=parsed)
+    estimate = estimate_start(planned, trials=request.trials, fresh=request.fresh)
+    warnings, others = key_warnings(planned)
+    return Prepared(request, planned, estimate, warnings, others,
+                    confirm_needed=over_threshold(estimate, request.budget_usd),
+                    confirm_key=confirmation_key(estimate), confirm_label=confirmation_label(estimate))
+
+
+def start_prepared(blueprint: Blueprint, prepared: Prepared, *, source: str, enqueue: bool = True) -> Run:
+    """Start the run ``prepare`` planned (no second plan); the caller checked ``prepared.confirmed``."""
+    r = prepared.request
+    return start_run(blueprint, revision=prepared.planned.revision, models=list(r.models) if r.models else None,
+                     judges=list(r.judges) if r.judges else None,
+                     keep_judges=list(r.keep_judges) if r.keep_judges is not None else None, fresh=r.fresh,
+                     trials=r.trials, source=source, enqueue=enqueue, budget_usd=r.budget_usd,
+                     judge_repeats=r.judge_repeats, planned=prepared.planned,
+                     add_judges=r.add_judges, backup_judge=r.backup_judge)
 
 
 def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None, models: list[str] | None = None,
               judges: list[str] | None = None, keep_judges: list[str] | None = None, fresh: bool = False,
               trials: int | None = None, source: str = "web", collections=None, enqueue: bool = True,
               budget_usd: float | None = None, judge_repeats: int | None = None,
-              planned: StartPlan | None = None) -> Run:
+              planned: StartPlan | None = None, add_judges: Sequence[str] = (),
+              backup_judge: str | None = None) -> Run:
     """Create a run and its items; with ``enqueue``, hand it to the workers once the transaction commits.
 
     ``budget_usd``: the run's spending cap (docs/runs.md, "Budget"); refused when a model it would call has
@@ -193,7 +350,8 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
     view estimated the run first); else it is planned here.
     """
     planned = planned or plan_start(blueprint, revision=revision, models=models, judges=judges,
-                                    keep_judges=keep_judges, collections=collections, judge_repeats=judge_repeats)
+                                    keep_judges=keep_judges, collections=collections, judge_repeats=judge_repeats,
+                                    add_judges=add_judges, backup_judge=backup_judge)
     revision, bp, resolved, plan = planned.revision, planned.blueprint, planned.models, planned.plan
     embedding_model, problems = planned.embedding_model, planned.problems
     if budget_usd is not None:
@@ -210,7 +368,8 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
             options={"fresh": fresh, "trials": override or max(per_prompt, default=1), "trialsOverride": override,
                      "problems": problems, "embeddingModel": embedding_model,
                      "requestedModels": models or None, "requestedJudges": judges or None,
-                     "keptJudges": keep_judges},
+                     "keptJudges": keep_judges, **({"addedJudges": list(add_judges)} if add_judges else {}),
+                     **({"backupJudge": backup_judge} if backup_judge is not None else {})},
             budget_usd=budget_usd,
             manifest=run_manifest(revision, bp, resolved, plan, per_prompt=per_prompt, trials=override,
                                   fresh=fresh, embedding_model=embedding_model),

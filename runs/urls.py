@@ -8,6 +8,7 @@ app_name = "runs"
 urlpatterns = [
     path("runs/", views.run_list, name="list"),
     path("runs/start", views.start, name="start"),
+    path("runs/form/<bpid:slug>/", views.run_form, name="form"),
     path("runs/history/<path:slug>", across_views.history, name="history"),
     path("runs/models/", across_views.model_list, name="models"),
     path("runs/models/<path:model_id>/", across_views.model_detail, name="model"),

@@ -29,7 +29,6 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django_htmx.http import HttpResponseStopPolling
 
-from blueprints.forms import RunForm
 from blueprints.models import Blueprint
 
 from . import actions, call_views, compare as run_compare, grid, heatmap as heat_map, repeats, response_page, trust, \
@@ -41,6 +40,7 @@ from .exports import grid_to_csv, run_to_csv, run_to_json
 from .pages import blueprint_of as _spec, with_csp
 from .models import Annotation, PointAssessment, Response, Run, RunStatus
 from .records import reviewed_blueprints, run_matrix
+from .run_form import form_state as run_form_state, known_models
 from .rendering import RENDER_MODES, render as render_text
 from .report import report_chunks
 from .templatetags.results import number
@@ -63,33 +63,49 @@ def _run_or_404(run_id):
 # --- starting and controlling ----------------------------------------------------------------
 
 
+@require_http_methods(["GET", "POST"])
+def run_form(request, slug):
+    """The run form of a blueprint, embedded in its page by this address (htmx) or a page of its own.
+
+    GET: the form as first offered. POST from htmx without ``start``: the estimate for what the form says
+    now (``runs/run_form.html#estimate``), as its boxes change. POST with ``start`` (the Start button, with
+    or without JavaScript): the run starts when it can and, past EVALSITE_CONFIRM_USD or
+    EVALSITE_CONFIRM_CALLS, only with the confirmation of this very estimate ticked; else the form comes back
+    as posted with why, and nothing is created."""
+    blueprint = get_object_or_404(Blueprint.objects.select_related("current_revision"), slug=slug)
+    return _run_form(request, blueprint, starting=request.method == "POST" and bool(request.POST.get("start")))
+
+
 @require_POST
 def start(request):
-    blueprint = get_object_or_404(Blueprint, slug=request.POST.get("blueprint", ""))
+    """The run form's Start, posted with the blueprint's id in the form (``blueprint``): as ``run_form``."""
+    blueprint = get_object_or_404(Blueprint.objects.select_related("current_revision"),
+                                  slug=request.POST.get("blueprint", ""))
+    return _run_form(request, blueprint, starting=True)
+
+
+def _run_form(request, blueprint, *, starting: bool):
     revision = blueprint.current_revision
-    number = request.POST.get("revision")
+    data = request.POST if request.method == "POST" else None
+    number = data.get("revision") if data is not None else None
     if number and revision and str(revision.number) != number:
         revision = get_object_or_404(blueprint.revisions, number=number)
-    try:
-        choices = RunForm.run_choices(request.POST)  # read as the form's live estimate reads it
-    except ValueError as exc:
-        messages.error(request, f"Cannot run: {exc}.")
-        return redirect(blueprint.get_absolute_url())
-    try:
-        planned = run_start.plan_start(blueprint, revision=revision, models=choices["models"],
-                                       keep_judges=choices["keep_judges"], judge_repeats=choices["judge_repeats"])
-        estimate = run_start.estimate_start(planned, trials=choices["trials"], fresh=choices["fresh"])
-        if run_start.over_threshold(estimate, choices["budget_usd"]) and \
-                request.POST.get("confirm") != run_start.confirmation_key(estimate):
-            messages.error(request, f"Not started: this run would make {estimate.total_calls:,} calls for about "
-                                    f"${estimate.cost or 0:,.2f}; tick “I expect about ${estimate.cost or 0:,.2f} "
-                                    f"for {estimate.total_calls:,} calls” on the run form and start it again.")
-            return redirect(blueprint.get_absolute_url())
-        run = run_start.start_run(blueprint, revision=revision, source="web", planned=planned, **choices)
-    except run_spec.RunRefused as refused:
-        messages.error(request, f"Cannot run: {refused}")
-        return redirect(blueprint.get_absolute_url())
-    return redirect("runs:detail", run.pk)
+    state = run_form_state(blueprint, revision, data)
+    context = {"blueprint": blueprint, "revision": revision, "state": state,
+               "known_models": known_models() if data is None or not request.htmx else []}
+    if starting:
+        prepared = state.prepared
+        if prepared is not None and not state.refused and prepared.confirmed:
+            run = run_start.start_prepared(blueprint, prepared, source="web")
+            return redirect("runs:detail", run.pk)
+        context["start_error"] = (f"Not started: {state.refused}" if state.refused or prepared is None
+                                  else prepared.not_confirmed_message)
+        context["known_models"] = known_models()
+    elif request.htmx and data is not None:
+        return render(request, "runs/run_form.html#estimate", context)
+    if request.htmx:
+        return render(request, "runs/run_form.html#run-form", context)
+    return render(request, "runs/run_form.html", context)
 
 
 @require_POST

@@ -296,7 +296,9 @@ def _stored_generation(row: Response) -> GeneratedResponse:
 
 def build_router(run: Run, bp: SpecBlueprint, *, on_wait=None, should_stop=None, budget=None) -> Router:
     fixtures, _ = fixtures_from_blueprint(bp.fixtures, run.revision.files)
-    replay = is_replay(run)  # a replay reads every answer from the cache, whatever the original asked
+    # A replay's chat calls never reach the router (the original's call log answers them, pipeline._replayed);
+    # what else it needs (embeddings) comes from the cache, whatever the original asked.
+    replay = is_replay(run)
     return Router(engine_config().providers, custom_models=custom_models(bp), fixtures=fixtures,
                   cache=KeyNotingCache(response_cache()),
                   blueprint_concurrency=bp.concurrency, on_wait=on_wait, should_stop=should_stop,
@@ -319,7 +321,8 @@ def _gate_for(run: Run, rerunning: bool):
 
 
 def _recorded_calls(run: Run, rows: list[Response]) -> dict[tuple, list[dict]]:
-    """A replay's claimed items: the calls the original run recorded for each (its call logs), by item."""
+    """A replay's claimed items: the calls the original run recorded for each (its call logs, answers
+    included), by item, so trial i is answered by the original's trial i."""
     original = (run.manifest or {}).get("replayOf")
     wanted = {(r.prompt_index, r.variant_id, r.trial) for r in rows}
     out: dict[tuple, list[dict]] = {}
@@ -350,6 +353,7 @@ async def _execute(run: Run, claimed: list[int], token: str, progress: Progress,
         recorded = await sync_to_async(_recorded_calls)(run, rows)
         options.recorded_calls = lambda item: recorded.get((item.prompt.id, item.variant.id_for(item.prompt),
                                                             item.trial), [])
+        options.missing_answer = gate.refuse
     if top_up and not rerunning and not isinstance(gate, CacheOnlyGate):  # a re-run, a replay: only its items
         options.more_items = _more_items(run, bp, token, stop, deadline=time.monotonic() + refill_window_s())
         options.keep_in_flight = settings.EVALSITE_CHUNK_SIZE

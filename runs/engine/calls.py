@@ -11,6 +11,11 @@ when a reviewer opens them.
 Bounded: at most ``MAX_CALLS`` per item and ``MAX_BODY_CHARS`` of any one body
 (the rest is cut with a note), so a model that answers a megabyte, or a prompt
 that makes hundreds of judge calls, costs a known amount of storage.
+
+Each answered call also keeps the answer's text as the run used it (``text``,
+:func:`keep_answer`, up to ``MAX_ANSWER_CHARS``): the run's own answers, which
+a replay serves back call for call (:func:`take_recorded`,
+:func:`replayed_result`) whatever the shared response cache holds since.
 """
 
 from __future__ import annotations
@@ -22,8 +27,11 @@ from contextvars import ContextVar
 from typing import Iterator
 from urllib.parse import urlsplit, urlunsplit
 
+from .types import ChatRequest, ChatResult, Usage
+
 MAX_CALLS = 200  # per item; more are counted, not kept
 MAX_BODY_CHARS = 64_000  # per request or answer body
+MAX_ANSWER_CHARS = 1_000_000  # an answer's text kept for a replay; a longer one is counted, not kept
 FORMAT = 1  # the version of the packed layout
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
@@ -114,6 +122,73 @@ def unpack(blob: bytes | memoryview | None) -> list[dict]:
         return [c for c in calls if isinstance(c, dict)]
     except (zlib.error, ValueError, UnicodeDecodeError) as exc:
         return [{"unreadable": f"the stored call log could not be read ({exc})"}]
+
+
+# --- the run's own answers, for a replay ---------------------------------------------------------------
+
+
+def keep_answer(entry: dict, result: ChatResult) -> None:
+    """Keep the text the run used for this answered call, and how many attempts it took (a replay serves
+    both back); a text past ``MAX_ANSWER_CHARS`` is counted (``textNotKept``), and a replay of the run is
+    refused, naming it."""
+    text = result.text
+    if not result.ok or not isinstance(text, str):
+        return
+    entry["attemptCount"] = result.attempts
+    if len(text) > MAX_ANSWER_CHARS:
+        entry["textNotKept"] = len(text)
+    else:
+        entry["text"] = text
+
+
+def answer_problem(entry: dict) -> str | None:
+    """Why a logged call's answer cannot be served by a replay; None: it can."""
+    if "dropped" in entry:
+        return f"{entry['dropped']} more calls were not kept (an item keeps {MAX_CALLS})"
+    if "unreadable" in entry:
+        return str(entry["unreadable"])
+    if entry.get("error"):
+        return f"the original call failed ({entry['error']}), so it has no answer"
+    if not entry.get("cacheKey"):
+        return "no cache key was kept for it (a run made before replay existed)"
+    if isinstance(entry.get("textNotKept"), int):
+        return (f"its answer ({entry['textNotKept']:,} characters) was longer than a call log keeps "
+                f"({MAX_ANSWER_CHARS:,})")
+    text = entry.get("text")
+    if not isinstance(text, str):
+        return "its answer was not kept in the call log (a run made before replays kept answers)"
+    return None
+
+
+def take_recorded(recorded: list[dict], key: str | None, request: ChatRequest) -> dict | None:
+    """The original call that answered ``request`` (same cache key, purpose and turn; the same label first),
+    taken out of ``recorded`` so that two identical requests get the two answers the run had, in order."""
+    if key is None:
+        return None
+    found = None
+    for entry in recorded:
+        if (entry.get("cacheKey") == key and entry.get("purpose") == request.purpose
+                and (entry.get("turn") or 0) == request.turn):
+            if entry.get("label") == request.label:
+                found = entry
+                break
+            if found is None:
+                found = entry
+    if found is not None:
+        recorded.remove(found)
+    return found
+
+
+def replayed_result(entry: dict) -> ChatResult | None:
+    """The answer an original call got, as the caller received it (its text, tokens, cost, latency, cache
+    flag, finish reason); None when its text was not kept."""
+    if answer_problem(entry) is not None:
+        return None
+    attempts = entry.get("attemptCount")
+    return ChatResult(text=entry["text"], usage=Usage(entry.get("input_tokens"), entry.get("output_tokens")),
+                      latency_ms=entry.get("latency_ms"), cost_usd=entry.get("cost_usd"),
+                      cached=bool(entry.get("cached")), finish_reason=entry.get("finish_reason"),
+                      attempts=attempts if isinstance(attempts, int) else 0)
 
 
 # --- what calls spent ----------------------------------------------------------------------------

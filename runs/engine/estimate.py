@@ -6,10 +6,12 @@ change), ``run_blueprint --dry-run`` and the API's ``dryRun``. It walks the same
 ``calls.total`` is the number of requests the run sends when every call succeeds the first time.
 
 Pure arithmetic over the parsed blueprint, beside the price table it uses (``providers/prices.py``).
-Token counts are estimates from characters (4 per token); every answer is assumed to use its whole
-``max_tokens`` (reference 5.8: candidates get 1500 unless a custom model sets ``max_tokens``; judges 500
-at temperature 0) unless the caller says how long answers are, so the estimate is an upper bound for
-the answers and close for the prompts. What it cannot know is said, never guessed: a model without a
+Token counts are estimates from characters (4 per token). Each figure is given twice: **at most**, every
+answer using its whole ``max_tokens`` (reference 5.8: candidates get 1500 unless a custom model sets
+``max_tokens``; judges 500 at temperature 0), the cap a budget reserves against; and **expected**, each
+answer at the mean length of the model's earlier answers when the caller passes them (``observed``), else
+at a stated assumption (``EXPECTED_ANSWER_TOKENS``, ``EXPECTED_JUDGE_TOKENS``), never at max tokens.
+What it cannot know is said, never guessed: a model without a
 price, the backup judge (asked only when every judge failed on a point), a judge's unreadable answer
 (asked once more). With judge repeats K (``JudgePlan.repeats``) every judge is asked K times about every
 point, so its calls and tokens are K times those of asking once; the backup is not repeated.
@@ -33,6 +35,9 @@ from .providers.settings import ProviderSettings
 from .types import Turn
 
 CHARS_PER_TOKEN = 4
+# The expected figure's assumptions when no earlier answer of a model is known (said wherever it is shown).
+EXPECTED_ANSWER_TOKENS = 300
+EXPECTED_JUDGE_TOKENS = 150
 
 
 def tokens(chars: int) -> int:
@@ -127,24 +132,46 @@ class ModelEstimate:
     calls: int = 0  # requests it sends
     cached: int = 0  # answered from the response cache: free
     canned_answers: int = 0  # generated turns answered from fixtures
-    input_tokens: int = 0
-    output_tokens: int = 0
+    input_tokens: int = 0  # at most: every earlier answer of a conversation at its max tokens
+    output_tokens: int = 0  # at most: every answer at its max tokens
     price: Price | None = None
+    expected_input_tokens: int = 0
+    expected_output_tokens: int = 0
+    answer_tokens: int = 0  # the expected length of one answer
+    observed_answers: int = 0  # earlier answers that length is the mean of; 0: assumed
 
-    @property
-    def cost(self) -> float | None:
-        """US dollars for the calls it sends; None when its price is unknown (never 0 for unknown)."""
+    def _priced(self, input_tokens: int, output_tokens: int) -> float | None:
         if self.canned or not self.calls:
             return 0.0
         if self.price is None:
             return None
-        return (self.input_tokens * self.price.input_per_million
-                + self.output_tokens * self.price.output_per_million) / 1_000_000
+        return (input_tokens * self.price.input_per_million + output_tokens * self.price.output_per_million) / 1_000_000
+
+    @property
+    def cost(self) -> float | None:
+        """US dollars at most for the calls it sends; None when its price is unknown (never 0 for unknown)."""
+        return self._priced(self.input_tokens, self.output_tokens)
+
+    @property
+    def expected_cost(self) -> float | None:
+        """US dollars expected: answers at ``answer_tokens``; None when its price is unknown."""
+        return self._priced(self.expected_input_tokens, self.expected_output_tokens)
+
+    @property
+    def basis(self) -> str:
+        """Where the expected answer length comes from, in words."""
+        if self.observed_answers:
+            return (f"{self.answer_tokens:,} tokens an answer, the mean of {self.observed_answers:,} earlier "
+                    f"answer{'s' if self.observed_answers != 1 else ''}")
+        return f"{self.answer_tokens:,} tokens an answer (an assumption: no earlier answers known)"
 
     def to_json(self) -> dict:
         return {"id": self.model_id, "role": self.role, **({"judge": self.label} if self.label else {}),
                 "calls": self.calls, "cached": self.cached, "canned": self.canned_answers,
-                "inputTokens": self.input_tokens, "outputTokens": self.output_tokens, "costUsd": self.cost}
+                "inputTokens": self.input_tokens, "outputTokens": self.output_tokens, "costUsd": self.cost,
+                "expected": {"inputTokens": self.expected_input_tokens, "outputTokens": self.expected_output_tokens,
+                             "costUsd": self.expected_cost, "answerTokens": self.answer_tokens,
+                             "fromEarlierAnswers": self.observed_answers}}
 
 
 @dataclass(frozen=True)
@@ -226,6 +253,37 @@ class RunEstimate:
     def cost_complete(self) -> bool:
         return not any(m.calls and m.cost is None for m in self.lines)
 
+    @property
+    def most_cost(self) -> float | None:
+        """The most the calls of known price can cost: every answer at its max tokens (what a budget reserves)."""
+        return self.cost
+
+    @property
+    def expected_cost(self) -> float | None:
+        """What the calls of known price are expected to cost (answers at ``ModelEstimate.answer_tokens``);
+        None when there are calls and no price is known for any."""
+        known = [m.expected_cost for m in self.lines if m.calls and m.expected_cost is not None]
+        if not known and any(m.calls and m.expected_cost is None for m in self.lines):
+            return None
+        return sum(known)
+
+    @property
+    def unpriced_calls(self) -> int:
+        """Calls to models with no price: neither figure counts them."""
+        return sum(m.calls for m in self.lines if m.calls and m.cost is None)
+
+    @property
+    def expected_basis(self) -> list[str]:
+        """Where each expected answer length comes from: ``'openai:x': 212 tokens an answer, the mean of 40
+        earlier answers``, one line per model and role that sends calls."""
+        seen, lines = set(), []
+        for m in self.lines:
+            if not m.calls or m.role == "embedding" or (m.model_id, m.role) in seen:
+                continue
+            seen.add((m.model_id, m.role))
+            lines.append(f"{'judge ' if m.role == 'judge' else ''}'{m.model_id}': {m.basis}")
+        return lines
+
     def to_json(self) -> dict:
         return {
             "calls": {"total": self.total_calls, "generation": self.generation_calls, "judge": self.judge_calls,
@@ -235,6 +293,11 @@ class RunEstimate:
             "tokens": {"input": self.input_tokens, "output": self.output_tokens},
             "costUsd": None if self.cost is None else round(self.cost, 6),
             "costComplete": self.cost_complete,
+            # The two figures (docs/runs.md, "The estimate"): expected, and the most (``costUsd``, every answer at
+            # its max tokens). Both leave out the ``unpricedCalls``.
+            "cost": {"expectedUsd": None if self.expected_cost is None else round(self.expected_cost, 6),
+                     "mostUsd": None if self.cost is None else round(self.cost, 6),
+                     "expectedBasis": self.expected_basis, "unpricedCalls": self.unpriced_calls},
             "pricesAsOf": self.prices_as_of,
             "unknown": [u.to_json() for u in self.unknown],
             "models": [m.to_json() for m in self.lines],
@@ -340,6 +403,7 @@ def estimate_run(
     cache: CacheProbe | None = None,
     answer_tokens: int | None = None,
     prices: Mapping[str, Price] | None = None,
+    observed: Mapping[str, tuple[float, int]] | None = None,
 ) -> RunEstimate:
     """The calls, tokens and dollars of a run of ``bp`` with these choices (what ``runs.start`` would make).
 
@@ -348,6 +412,8 @@ def estimate_run(
     ``trials`` the run's override (None: each prompt's own). ``cache``, when
     given and the run is not ``fresh``, counts answers the response cache already holds as free.
     ``answer_tokens`` is the assumed length of a generated answer (None: its whole ``max_tokens``).
+    ``observed``: model id -> (mean output tokens of its earlier answers, how many), for the expected figure;
+    a model not in it is expected at ``EXPECTED_ANSWER_TOKENS`` (judges at ``EXPECTED_JUDGE_TOKENS``).
     """
     models = list(models)
     prices = price_table() if prices is None else prices
@@ -368,7 +434,16 @@ def estimate_run(
     for model in models:
         candidates.setdefault(_model_id(model), line(_model_id(model), "candidate"))
     max_out = {_model_id(m): max_tokens_of(m) for m in models}
+    observed = observed or {}
+    for model_id, model in candidates.items():
+        mean, count = observed.get(model_id, (0, 0))
+        if count and mean > 0:
+            model.answer_tokens, model.observed_answers = min(max(1, round(mean)), max_out[model_id]), count
+        else:
+            model.answer_tokens = min(EXPECTED_ANSWER_TOKENS, max_out[model_id])
     judges = [line(j.model, "judge", j.judge_id) for j in plan.judges] if any_judged else []
+    for judge_line in judges:
+        judge_line.answer_tokens = min(EXPECTED_JUDGE_TOKENS, JUDGE_MAX_TOKENS)
     embeddings = [line(embedding_model, "embedding")] if ideal_prompts else []
     responses = backup = repairs = services = 0
 
@@ -383,6 +458,7 @@ def estimate_run(
         for variant in variants:
             model = candidates[variant.base_model_id]
             out = answer_tokens if answer_tokens is not None else max_out[variant.base_model_id]
+            expected = model.answer_tokens
             probe_this = probe is not None and not model.canned and uses_cache(prompt, variant)
             for trial in range(n_trials):
                 responses += 1
@@ -396,29 +472,36 @@ def estimate_run(
                     model.calls += turns - hits
                     model.input_tokens += sum(prompt_tokens + i * out for i in range(hits, turns))
                     model.output_tokens += (turns - hits) * out
+                    model.expected_input_tokens += sum(prompt_tokens + i * expected for i in range(hits, turns))
+                    model.expected_output_tokens += (turns - hits) * expected
                 if points and judges:
                     cached = _cached_judgings(prompt, conversation, plan, probe) \
                         if probe is not None and conversation is not None else set()
                     for j_index, judge_line in enumerate(judges):
-                        key = (out, j_index)
-                        if key not in judge_chars:
-                            judge_chars[key] = sum(
-                                _judge_input_chars(prompt, p, plan.judges[j_index], plan, bp, out * CHARS_PER_TOKEN)
-                                for p in points)
+                        for length in {out, expected}:
+                            if (length, j_index) not in judge_chars:
+                                judge_chars[(length, j_index)] = sum(
+                                    _judge_input_chars(prompt, p, plan.judges[j_index], plan, bp,
+                                                       length * CHARS_PER_TOKEN)
+                                    for p in points)
                         hit = sum(1 for p_index in range(len(points)) for repeat in range(repeats)
                                   if (p_index, j_index, repeat) in cached)
                         sent = len(points) * repeats - hit
                         judge_line.cached += hit
                         judge_line.calls += sent
                         # Each point's request differs by its criterion; spread the prompt's total evenly.
-                        judge_line.input_tokens += tokens(judge_chars[key]) * sent // len(points)
+                        judge_line.input_tokens += tokens(judge_chars[(out, j_index)]) * sent // len(points)
                         judge_line.output_tokens += sent * JUDGE_MAX_TOKENS
+                        judge_line.expected_input_tokens += \
+                            tokens(judge_chars[(expected, j_index)]) * sent // len(points)
+                        judge_line.expected_output_tokens += sent * judge_line.answer_tokens
                         repairs += sent
-                    if plan.backup is not None and not plan.configured:
+                    if plan.backup is not None:
                         backup += len(points)
                 if prompt.ideal_response and embeddings:
                     embeddings[0].calls += 1
                     embeddings[0].input_tokens += out + tokens(len(prompt.ideal_response))
+                    embeddings[0].expected_input_tokens += expected + tokens(len(prompt.ideal_response))
 
     estimate = RunEstimate(
         candidates=list(candidates.values()), judges=judges, embeddings=embeddings, responses=responses,

@@ -172,7 +172,7 @@ class JudgePlan:
 
     judges: tuple[JudgeSpec, ...]
     scale: Scale = FIVE_POINT
-    backup: JudgeSpec | None = None  # only when the blueprint configured no judges
+    backup: JudgeSpec | None = None  # the site's, when the blueprint configured no judges; or the run's chosen one
     configured: bool = False  # the blueprint named its own judges
     description: str | None = None  # the blueprint's description, context for holistic judges
     # How many times each primary judge is asked about each point (1: once). The first asking alone scores;
@@ -795,7 +795,7 @@ async def judge_point(task: JudgeTask, plan: JudgePlan, complete: CompleteFn, *,
         *(ask(judge, task, plan, complete, "repeat", r) for r in range(1, repeats) for judge in plan.judges))
     primary, again = asked[:len(plan.judges)], asked[len(plan.judges):]
     backup = None
-    if plan.backup is not None and not plan.configured and not any(v.ok for v in primary):
+    if plan.backup is not None and not any(v.ok for v in primary):
         backup = await ask(plan.backup, task, plan, complete, "backup")
     result = consensus(primary, backup)
     if not again:

@@ -84,9 +84,11 @@ class PipelineOptions:
     # The cache key of a request (``router_call_key``): each call's entry in the item's call log gets it
     # (``cacheKey``, with its ``trial`` and ``turn``), which is what a replay reads. None: not kept.
     call_key: Callable[[ChatRequest], str | None] | None = None
-    # A replay: the calls the original run recorded for an item (its call-log entries, by cache key), so each
-    # call's answer comes from the cache and its tokens, cost, latency and cache flag are the original's.
+    # A replay: the calls the original run recorded for an item (its call-log entries), so each call is
+    # answered by the original's own answer, tokens, cost, latency and cache flag (``_replayed``), never by the
+    # router or the shared cache; ``missing_answer`` is told of a call it cannot answer so (the run stops).
     recorded_calls: Callable[[WorkItem], list[dict]] | None = None
+    missing_answer: Callable[[str], None] | None = None
     # More work while this runs: once fewer than half of ``keep_in_flight`` items are unfinished, called with
     # how many would make ``keep_in_flight`` again; returns them (none: nothing more, and no further calls).
     # So a worker's calls never drain to nothing at the end of one batch before the next begins.
@@ -381,41 +383,57 @@ def router_call_key(router: Any, request: ChatRequest) -> str | None:
 
 
 def _keyed(complete: CompleteFn, made: list[dict], options: PipelineOptions, item: WorkItem) -> CompleteFn:
-    """``complete`` that writes each call's cache key (and trial, turn) into its call-log entry and, in a
-    replay, gives each call the original's tokens, cost, latency and cache flag."""
-    if options.call_key is None and options.recorded_calls is None:
+    """``complete`` that writes each call's cache key (and trial, turn) into its call-log entry with the answer
+    the run used (``calls.keep_answer``); in a replay, :func:`_replayed` instead."""
+    if options.recorded_calls is not None:
+        return _replayed(options, item)
+    if options.call_key is None:
         return complete
-    recorded: list[dict] | None = None
 
     async def keyed(request: ChatRequest) -> ChatResult:
-        nonlocal recorded
         _noted_key.set(None)
         result = await complete(request)
         # The router logs a call just before it returns, with no await between: the last entry is this call's
         # unless the call was never logged (a model it cannot reach), when the last one is already marked.
         entry = made[-1] if made and "purpose" in made[-1] and "cacheKey" not in made[-1] else None
-        key = _noted_key.get() if request.use_cache else None  # the key the router's cache was asked with
-        if key is None and options.call_key is not None:
-            key = options.call_key(request)
-        if options.recorded_calls is not None and key is not None and result.ok:
-            if recorded is None:
-                recorded = list(options.recorded_calls(item))
-            original = next((c for c in recorded if c.get("cacheKey") == key), None)
-            if original is not None:
-                recorded.remove(original)
-                result = replace(result, latency_ms=original.get("latency_ms"), cost_usd=original.get("cost_usd"),
-                                 cached=bool(original.get("cached")), usage=type(result.usage)(
-                                     original.get("input_tokens"), original.get("output_tokens")))
-                if entry is not None:
-                    entry.update({k: original.get(k) for k in ("latency_ms", "cost_usd", "cached", "source",
-                                                                "input_tokens", "output_tokens", "attempts",
-                                                                "status", "url") if k in original})
-                    entry["replayed"] = True
         if entry is not None:
-            entry.update(cacheKey=key, trial=request.trial, turn=request.turn)
+            key = _noted_key.get() if request.use_cache else None  # the key the router's cache was asked with
+            entry.update(cacheKey=key if key is not None else options.call_key(request), trial=request.trial,
+                         turn=request.turn)
+            call_log.keep_answer(entry, result)
         return result
 
     return keyed
+
+
+def _replayed(options: PipelineOptions, item: WorkItem) -> CompleteFn:
+    """A replay's ``complete``: each call is answered by the call the original run made for it (its call log:
+    same item, so the same trial; same cache key, purpose and turn), with that call's text, tokens, cost,
+    latency and cache flag, and logged as it was. Nothing reaches the router or the shared cache. A request
+    the original did not make, or whose answer it did not keep, is not sent: ``options.missing_answer`` is
+    told (the run stops, "replay") and the call is refused as after a cancel."""
+    recorded: list[dict] | None = None
+
+    async def replayed(request: ChatRequest) -> ChatResult:
+        nonlocal recorded
+        if recorded is None:
+            recorded = list(options.recorded_calls(item))
+        key = options.call_key(request) if options.call_key is not None else None
+        original = call_log.take_recorded(recorded, key, request)
+        result = call_log.replayed_result(original) if original is not None else None
+        if result is None:
+            if options.missing_answer is not None:
+                why = call_log.answer_problem(original) if original is not None else \
+                    "the original run made no such call (were the provider settings or the code changed?)"
+                options.missing_answer(f"{request.purpose} call to '{request.model_id}' for prompt "
+                                       f"'{request.prompt_id}', trial {request.trial + 1}, turn {request.turn + 1}"
+                                       + (f" ({request.label})" if request.label else "") + f": {why}")
+            first = request.purpose == "candidate" and request.turn == 0
+            return ChatResult(error=NOT_STARTED_CANCELLED if first else NOT_SENT_CANCELLED, attempts=0)
+        call_log.record({**original, "replayed": True})
+        return result
+
+    return replayed
 
 
 # --- a spending cap ------------------------------------------------------------------------------------
@@ -511,20 +529,26 @@ class BudgetGuard:
 
 
 class CacheOnlyGate:
-    """A replay's gate: nothing leaves. A call that reaches the provider (its answer is not in the cache) is
-    refused, named in ``missing``, and the run stops."""
+    """A replay's gate: nothing leaves. Its chat calls are answered from the original's call log
+    (``_replayed``), which reports here a call it cannot answer (:meth:`refuse`); anything else that would reach
+    a provider (an embedding not in the cache) is refused at the router. Either way the call is named in
+    ``missing`` and the run stops."""
 
     def __init__(self) -> None:
         self.exhausted = False
         self.reason = ""
         self.missing: list[str] = []
 
+    def refuse(self, what: str) -> None:
+        self.missing.append(what)
+        self.exhausted = True
+        self.reason = ("replay stopped: an answer of the original run is missing, and a replay sends nothing "
+                       "to a provider: " + "; ".join(self.missing[:5]))
+
     async def admit(self, model_id: str, messages, max_tokens: int | None, *, purpose: str = "candidate",
                     about: str = "") -> Ticket | None:
-        self.missing.append(f"{purpose} call to '{model_id}'" + (f" for {about}" if about else ""))
-        self.exhausted = True
-        self.reason = ("replay stopped: an answer is missing from the response cache, and a replay sends "
-                       "nothing to a provider: " + "; ".join(self.missing[:5]))
+        self.refuse(f"{purpose} call to '{model_id}'" + (f" for {about}" if about else "")
+                    + ": not in the response cache")
         return None
 
     async def settle(self, ticket: Ticket, cost_usd: float | None, *, billed: bool = True) -> None:

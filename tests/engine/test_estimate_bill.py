@@ -163,3 +163,28 @@ def test_a_cached_judge_verdict_is_free_when_the_whole_response_is_cached():
     estimate = estimate_run(b, ["openai:a"], one_judge, prices=PRICES, cache=CacheProbe(providers, cache.get))
 
     assert estimate.judges[0].cached == 1 and estimate.judge_calls == 3 - 1
+
+
+def test_expected_prices_answers_at_earlier_lengths_and_most_at_max_tokens():
+    b = bp()
+    assumed = estimate_run(b, ["openai:a"], plan(b), prices=PRICES)
+    observed = estimate_run(b, ["openai:a"], plan(b), prices=PRICES, observed={"openai:a": (40.4, 12)})
+    a, judges = observed.candidates[0], observed.judges
+
+    # "one" is 1 turn, "two" 2 turns: 3 answers; the second turn of "two" reads the first answer.
+    prompt_one, prompt_two = tokens(len("Name a colour.")), tokens(len("Hi") + len("And again?"))
+    assert (a.answer_tokens, a.observed_answers, a.expected_output_tokens, a.output_tokens) == (40, 12, 120, 4500)
+    assert a.expected_input_tokens == prompt_one + prompt_two + (prompt_two + 40)
+    assert a.input_tokens == prompt_one + prompt_two + (prompt_two + 1500)
+    assert [j.expected_output_tokens for j in judges] == [3 * 150, 3 * 150]  # 3 judged points each, at 150
+    # The published formula: tokens x USD per million, summed over the lines.
+    expected = (a.expected_input_tokens * 1.0 + a.expected_output_tokens * 2.0
+                + sum(j.expected_input_tokens * 0.5 + j.expected_output_tokens * 1.0 for j in judges)) / 1e6
+    most = (a.input_tokens * 1.0 + a.output_tokens * 2.0
+            + sum(j.input_tokens * 0.5 + j.output_tokens * 1.0 for j in judges)) / 1e6
+    assert observed.expected_cost == pytest.approx(expected) and observed.most_cost == pytest.approx(most)
+    assert observed.most_cost == assumed.most_cost  # the most never depends on earlier answers
+    assert assumed.candidates[0].answer_tokens == 300 and "an assumption" in assumed.expected_basis[0]
+    assert observed.expected_basis[0] == "'openai:a': 40 tokens an answer, the mean of 12 earlier answers"
+    data = observed.to_json()
+    assert data["costUsd"] == data["cost"]["mostUsd"] and data["cost"]["unpricedCalls"] == 0

@@ -151,9 +151,16 @@ def test_a_failed_backup_leaves_the_point_without_a_score():
     assert "backup-b(test:backup)" in result.error
 
 
-def test_blueprint_judges_never_call_the_backup():
+def test_blueprint_judges_never_call_the_sites_backup():
+    # The plan decides whether a backup serves (plan_judges: the site's only for a blueprint without judges;
+    # a run may name one of its own, runs.start.judge_plan_for); judge_point asks the backup the plan holds.
+    from blueprints.spec.schema import CoverageConfig, Judge
+    from runs.engine.judge import plan_judges
+
     models = ScriptedModels({"test:backup": verdict("CLASS_EXACTLY_MET")})
-    plan = JudgePlan(judges=(A,), backup=BACKUP, configured=True)
+    plan = plan_judges(CoverageConfig(judges=[Judge(model="test:a", approach="holistic", id="a")]),
+                       default_judges=["test:d"], backup_judge="test:backup")
+    assert plan.configured and plan.backup is None
     assert run(judge_point(TASK, plan, models)).score is None
     assert models.calls_to("test:backup") == []
 

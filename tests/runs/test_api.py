@@ -122,3 +122,32 @@ def test_a_run_past_the_variant_limit_is_refused_before_it_expands(client):
     assert response.status_code == 422
     assert "3 model variants, more than the limit of 2" in response.json()["error"]
     assert not Run.objects.exists()
+
+
+@pytest.mark.parametrize("key", ["models", "judges"])
+def test_an_empty_list_of_models_or_judges_is_refused_naming_it_and_nothing_starts(client, key):
+    blueprint = Blueprint.objects.create(slug="stored", title="Stored")
+    blueprint.save_revision(OFFLINE)
+
+    response = post(client, "/api/runs", {"blueprintId": "stored", key: []})
+    dry = post(client, "/api/runs", {"blueprint": OFFLINE, key: [" "], "dryRun": True})
+
+    assert response.status_code == 400 and dry.status_code == 400
+    body = response.json()
+    assert body["field"] == key and body["error"].startswith(f"`{key}`: no {key} chosen: send at least one")
+    assert not Run.objects.exists() and Blueprint.objects.count() == 1
+
+
+def test_a_backup_judge_and_the_two_cost_figures(client, settings):
+    settings.EVALSITE_DEFAULT_JUDGES = ["openai:gpt-4.1-mini"]
+    judged = OFFLINE.replace("should: [$contains: hello]", "should: [$contains: hello, Greets the reader.]")
+
+    dry = post(client, "/api/runs", {"blueprint": judged, "dryRun": True, "backupJudge": "openai:gpt-4o-mini"}).json()
+    bad = post(client, "/api/runs", {"blueprint": judged, "backupJudge": "gpt"})
+
+    cost = dry["cost"]
+    assert dry["calls"]["total"] == 1 and dry["calls"]["possibleExtra"]["backupJudge"] == 1
+    assert cost["mostUsd"] == dry["costUsd"] and 0 < cost["expectedUsd"] < cost["mostUsd"]
+    assert cost["unpricedCalls"] == 0
+    assert "judge 'openai:gpt-4.1-mini': 150 tokens an answer" in cost["expectedBasis"][0]
+    assert bad.status_code == 400 and bad.json()["field"] == "backupJudge" and "has no provider" in bad.json()["error"]

@@ -152,7 +152,7 @@ def test_run_blueprint_takes_budget(fake_provider, priced, tmp_path):
 def test_the_run_form_takes_a_budget(client, fake_provider, priced):
     blueprint = _blueprint()
     offered = {"blueprint": blueprint.slug, "revision": str(blueprint.current_revision.number)}
-    page = client.get(blueprint.get_absolute_url()).content.decode()
+    page = client.get(f"/runs/form/{blueprint.slug}/").content.decode()
     assert 'name="budget_usd"' in page
     refused = client.post("/runs/start", {**offered, "budget_usd": "lots"}, follow=True).content.decode()
     assert "the budget is a number of US dollars above 0" in refused

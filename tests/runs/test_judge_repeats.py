@@ -10,7 +10,7 @@ import re
 from html import unescape
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import call_command
 
 from blueprints.importing import import_files
 from runs import start as run_start
@@ -146,8 +146,10 @@ def test_a_replay_asks_as_often_and_finds_each_asking_under_its_own_key(asked_on
 def test_the_command_refuses_judge_repeats_outside_1_to_5(value, tmp_path):
     path = tmp_path / "flips.yml"
     path.write_text(BLUEPRINT)
-    with pytest.raises(CommandError, match="judge-repeats"):
-        call_command("run_blueprint", str(path), "--judge-repeats", value, stderr=io.StringIO())
+    err = io.StringIO()
+    with pytest.raises(SystemExit) as exit_code:
+        call_command("run_blueprint", str(path), "--judge-repeats", value, stderr=err)
+    assert exit_code.value.code == 2 and "--judge-repeats must be a whole number from 1 to 5" in err.getvalue()
     assert not Run.objects.exists()
 
 
@@ -216,15 +218,15 @@ def test_the_run_form_estimate_follows_judge_repeats_and_the_form_starts_with_it
     base = {"blueprint": blueprint.slug, "models_offered": ["openai:cand"], "models": ["openai:cand"]}
 
     def judge_calls(**extra):
-        fragment = client.post(f"/blueprints/{blueprint.slug}/estimate/", {**base, **extra},
+        fragment = client.post(f"/runs/form/{blueprint.slug}/", {**base, **extra},
                                HTTP_HX_REQUEST="true").content.decode()
         found = re.search(r'class="estimate-judge-calls">(\d+)<', fragment)
         return int(found.group(1)) if found else unescape(fragment)
 
     once, thrice = judge_calls(), judge_calls(judge_repeats="3")
     assert (once, thrice) == (3, 9)
-    assert "judge repeats is a whole number from 1 to 5" in judge_calls(judge_repeats="6")
-    page = client.get(blueprint.get_absolute_url()).content.decode()
+    assert "Judge repeats must be a whole number from 1 to 5" in judge_calls(judge_repeats="6")
+    page = client.get(f"/runs/form/{blueprint.slug}/").content.decode()
     assert 'name="judge_repeats"' in page and "Judge repeats" in page
 
     fake_provider.script([*CANDIDATE, *judge_rules()])
@@ -233,7 +235,7 @@ def test_the_run_form_estimate_follows_judge_repeats_and_the_form_starts_with_it
     assert run.judges["repeats"] == 2 and run.status == "done"
     assert len(fake_provider.requests("judge")) == 3 * 2
     refused = client.post("/runs/start", {**base, "judge_repeats": "9"}, follow=True)
-    assert "judge repeats is a whole number from 1 to 5" in unescape(refused.content.decode())
+    assert "Judge repeats must be a whole number from 1 to 5" in unescape(refused.content.decode())
     assert Run.objects.count() == 1
 
 

@@ -173,7 +173,7 @@ def _form_post(client, slug: str, **changes) -> dict:
     """What a browser posts when the Start button is pressed: every field of the form as the page renders it."""
     import re
 
-    html = client.get(f"/blueprints/{slug}/").content.decode()
+    html = client.get(f"/runs/form/{slug}/").content.decode()  # the run form the blueprint page embeds
     form = html.split('<section id="run-form"')[1].split("</form>")[0]
     data: dict[str, list[str]] = {}
     for tag in re.findall(r"<input[^>]*>", form):

@@ -108,7 +108,7 @@ def test_the_export_has_the_upstream_layout_and_our_extras_apart(fake_provider):
     rows = list(csv.reader(io.StringIO(csv_text)))  # cells hold the prompt's and the response's texts, lines and all
     assert len(rows) == 1 + 4 * 6  # one row per point assessment (6 points a prompt)
     header = rows[0]
-    assert header[-4:] == ["cell_score", "cell_state", "prompt_text", "response_text"]
+    assert header[-5:] == ["cell_score", "cell_state", "prompt_text", "response_text", "cell_passed"]
     assert rows[1][header.index("prompt_text")].startswith("user: ")
 
 

@@ -41,7 +41,9 @@ def test_the_run_form_offers_the_blueprints_models_and_the_site_judges(client, m
     settings.EVALSITE_DEFAULT_JUDGES = ["openrouter:judge/one"]
     make_blueprint()
 
-    response = client.get("/blueprints/capitals/")
+    page = client.get("/blueprints/capitals/").text
+    assert 'hx-get="/runs/form/capitals/"' in page  # the run form is the runs app's, embedded by its address
+    response = client.get("/runs/form/capitals/", HTTP_HX_REQUEST="true")
 
     form = response.text.split('<section id="run-form"')[1].split("</form>")[0]
     assert 'name="models" value="openai:gpt-4.1-mini"' in form and "checked" in form
@@ -49,7 +51,7 @@ def test_the_run_form_offers_the_blueprints_models_and_the_site_judges(client, m
     assert "the site's defaults" in form
     # Before starting, it says what will fail: no key for the model nor for the judge here.
     assert "Before you start" in form and "OPENAI_API_KEY" in form and "OPENROUTER_API_KEY" in form
-    assert 'action="/runs/start"' in form and "Start run" in form and "disabled" not in form
+    assert 'action="/runs/form/capitals/"' in form and "Start run" in form and "disabled" not in form
 
 
 def test_starting_a_run_from_the_form_opens_its_page(client, make_blueprint, monkeypatch):
@@ -76,11 +78,11 @@ def test_a_draft_cannot_be_run(client, make_blueprint):
 def test_an_unknown_collection_blocks_the_run_and_a_stored_one_resolves(client, make_blueprint):
     make_blueprint(VALID.replace("  - openai:gpt-4.1-mini", "  - FAST"))
 
-    blocked = client.get("/blueprints/capitals/").text
+    blocked = client.get("/runs/form/capitals/").text
     ModelCollection.store("FAST", ["openai:gpt-4.1-nano", "openai:gpt-4o-mini"])
-    resolved = client.get("/blueprints/capitals/").text
+    resolved = client.get("/runs/form/capitals/").text
 
-    assert "The model collection FAST is not known" in blocked
+    assert "unknown model collection: FAST" in blocked and 'name="models"' not in blocked
     assert 'name="models" value="openai:gpt-4o-mini"' in resolved
     assert "from FAST" in resolved
 

@@ -46,7 +46,7 @@ evaluationConfig:
 
 
 def _estimate(client, slug, data):
-    response = client.post(f"/blueprints/{slug}/estimate/", data, **htmx())
+    response = client.post(f"/runs/form/{slug}/", data, **htmx())
     assert response.status_code == 200
     return response.content.decode()
 
@@ -98,11 +98,13 @@ def test_the_page_shows_the_same_figure_as_the_estimate_view(client, make_bluepr
     make_blueprint()
 
     page = client.get("/blueprints/capitals/").content.decode()
+    form = client.get("/runs/form/capitals/", **htmx()).content.decode()
     fragment = _estimate(client, "capitals", {"blueprint": "capitals", "models_offered": ["openai:gpt-4.1-mini"],
                                               "models": ["openai:gpt-4.1-mini"]})
 
-    assert _figures(page) == _figures(fragment)
-    assert 'hx-post="/blueprints/capitals/estimate/"' in page and "js/runform.js" in page
+    assert 'hx-get="/runs/form/capitals/"' in page
+    assert _figures(form) == _figures(fragment)
+    assert 'hx-post="/runs/form/capitals/"' in form and "js/runform.js" in form
 
 
 def test_missing_keys_are_one_line_per_provider_and_follow_the_boxes(client, make_blueprint, monkeypatch, settings):
@@ -140,23 +142,22 @@ def test_past_the_threshold_a_start_needs_the_confirmation_even_without_javascri
     form = {"blueprint": "capitals", "revision": "1", "models_offered": ["openai:gpt-4.1-mini"],
             "models": ["openai:gpt-4.1-mini"], "trials": "2"}
 
-    refused = client.post("/blueprints/capitals/estimate/", form)
+    start = {**form, "start": "1"}
+    refused = client.post("/runs/form/capitals/", start)
     assert refused.status_code == 200 and Run.objects.count() == 0
-    text = refused.content.decode()
+    text = unescape(refused.content.decode())
     assert "Not started: this run would make 8 calls" in text
     key = re.search(r'name="confirm" value="([^"]+)" id="id_confirm" required', text).group(1)
-    assert 'name="trials" value="2"' in text  # the form comes back as posted
+    assert 'name="trials" id="id_trials" min="1" max="100" value="2"' in text  # the form comes back as posted
 
-    stale = client.post("/blueprints/capitals/estimate/", {**form, "trials": "3", "confirm": key})
+    stale = client.post("/runs/form/capitals/", {**start, "trials": "3", "confirm": key})
     assert "Not started" in stale.content.decode() and Run.objects.count() == 0
 
-    started = client.post("/blueprints/capitals/estimate/", {**form, "confirm": key})
-    assert started.status_code == 307 and started["Location"] == "/runs/start"
-    followed = client.post("/blueprints/capitals/estimate/", {**form, "confirm": key}, follow=True)
-    assert followed.redirect_chain[-1][0].startswith("/runs/") and Run.objects.count() == 1
+    started = client.post("/runs/form/capitals/", {**start, "confirm": key})
+    assert started.status_code == 302 and started["Location"].startswith("/runs/") and Run.objects.count() == 1
 
-    # The runs app's start asks the same, whoever posts to it straight.
-    direct = client.post("/runs/start", form, follow=True).content.decode()
+    # The old address of Start asks the same, whoever posts to it straight.
+    direct = unescape(client.post("/runs/start", form, follow=True).content.decode())
     assert "Not started: this run would make 8 calls" in direct and Run.objects.count() == 1
     client.post("/runs/start", {**form, "confirm": key})
     assert Run.objects.count() == 2
@@ -167,9 +168,9 @@ def test_below_the_threshold_the_start_goes_straight_on(client, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     Blueprint.objects.create(slug="capitals", title="").save_revision(VALID)
 
-    response = client.post("/blueprints/capitals/estimate/", {
+    response = client.post("/runs/form/capitals/", {
         "blueprint": "capitals", "revision": "1", "models_offered": ["openai:gpt-4.1-mini"],
-        "models": ["openai:gpt-4.1-mini"]}, follow=True)
+        "models": ["openai:gpt-4.1-mini"], "start": "1"}, follow=True)
 
     assert response.redirect_chain[-1][0].startswith("/runs/") and Run.objects.count() == 1
 

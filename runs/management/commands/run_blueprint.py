@@ -1,7 +1,6 @@
-"""python manage.py run_blueprint PATH_OR_ID [--models a,b] [--judges x,y] [--judge-repeats K] [--fresh] [--enqueue]
-[--dry-run] [--json OUT]"""
+"""python manage.py run_blueprint PATH_OR_ID [--models a,b] [--judges x,y] [--backup-judge z] [--judge-repeats K]
+[--fresh] [--enqueue] [--dry-run] [--json OUT]"""
 
-import argparse
 import json
 import sys
 import time
@@ -17,7 +16,8 @@ from blueprints.spec.files import read_text
 from blueprints.spec.ids import blueprint_id_for_file
 from runs.exports import run_to_json
 from runs.spec import RunRefused
-from runs.start import check_judge_repeats, estimate_start, plan_start, start_run
+from runs.request import RunRequest, RunRequestError
+from runs.start import prepare, start_prepared
 from runs.work import Progress, run_inline
 
 
@@ -38,17 +38,6 @@ def _import_in_background(*modules: str) -> None:
     threading.Thread(target=load, name="evalsite-imports", daemon=True).start()
 
 
-def _csv(value):
-    return [v.strip() for v in value.split(",") if v.strip()] if value else None
-
-
-def _judge_repeats(value):
-    try:
-        return check_judge_repeats(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 class Command(BaseCommand):
     help = ("Run a blueprint file or a stored blueprint in this process (no worker needed), store it like any other "
             "run, and print a per-model score table. Exit 0 when the run completed (even with failed items), 1 when "
@@ -62,14 +51,17 @@ class Command(BaseCommand):
         parser.add_argument("--models", help="comma-separated models replacing the blueprint's (may name its "
                                              "custom models or a collection)")
         parser.add_argument("--judges", help="comma-separated provider:model judges replacing the blueprint's")
+        parser.add_argument("--backup-judge", metavar="MODEL",
+                            help="provider:model asked when every judge failed on a point (default: the site's "
+                                 "EVALSITE_BACKUP_JUDGE when the blueprint names no judges)")
         parser.add_argument("--fresh", action="store_true", help="do not use cached responses")
-        parser.add_argument("--trials", type=int, default=None,
+        parser.add_argument("--trials", default=None,
                             help="responses per prompt and model (default: the blueprint's `trials`, else 1)")
-        parser.add_argument("--judge-repeats", type=_judge_repeats, default=None, metavar="K",
+        parser.add_argument("--judge-repeats", default=None, metavar="K",
                             help="ask each judge K times (1 to 5) about each point: the first asking scores, the "
                                  "others give the judges' flip rate (docs/results.md); default 1")
         parser.add_argument("--enqueue", action="store_true", help="hand the run to the workers and print its id")
-        parser.add_argument("--budget", type=float, default=None, metavar="USD",
+        parser.add_argument("--budget", default=None, metavar="USD",
                             help="stop the run before its calls would cost more than this many US dollars "
                                  "(docs/runs.md, Budget); every model it calls needs a price")
         parser.add_argument("--json", metavar="OUT", help="also write the result file (as export_run --format json); "
@@ -79,19 +71,15 @@ class Command(BaseCommand):
                                  "and stop: nothing is sent and nothing is stored")
 
     def handle(self, *args, **options):
+        request = self._request(options)
         if options["dry_run"]:
-            return self._dry_run(options)
+            return self._dry_run(options, request)
         blueprint, collections = self._blueprint(options["target"])
         try:
-            run = start_run(blueprint, models=_csv(options["models"]), judges=_csv(options["judges"]),
-                            fresh=options["fresh"], trials=options["trials"], source="cli",
-                            collections=collections, enqueue=options["enqueue"], budget_usd=options["budget"],
-                            judge_repeats=options["judge_repeats"])
+            prepared = prepare(blueprint, request, collections=collections)
+            run = start_prepared(blueprint, prepared, source="cli", enqueue=options["enqueue"])
         except RunRefused as refused:
-            self.stderr.write(f"cannot run: {refused.message}")
-            for problem in refused.problems:
-                self.stderr.write(f"  {problem}")
-            raise SystemExit(2)
+            self._refused(refused)
         for problem in run.options.get("problems", []):
             self.stderr.write(f"warning: {problem}")
         if options["enqueue"]:
@@ -113,20 +101,30 @@ class Command(BaseCommand):
         if run.status != "done":
             raise SystemExit(1)
 
-    def _dry_run(self, options):
+    def _request(self, options) -> RunRequest:
+        """The options, read once (``runs.request``): an empty ``--models ''`` is refused, exit 2."""
+        try:
+            return RunRequest.from_cli(options)
+        except RunRequestError as exc:
+            self.stderr.write(f"cannot run: {exc.message}")
+            raise SystemExit(2) from None
+
+    def _refused(self, refused: RunRefused):
+        self.stderr.write(f"cannot run: {refused.message}")
+        for problem in refused.problems:
+            self.stderr.write(f"  {problem}")
+        raise SystemExit(2)
+
+    def _dry_run(self, options, request: RunRequest):
         with transaction.atomic():  # a file is imported to be read like any blueprint, then forgotten
             blueprint, collections = self._blueprint(options["target"])
             try:
-                planned = plan_start(blueprint, models=_csv(options["models"]), judges=_csv(options["judges"]),
-                                     collections=collections, judge_repeats=options["judge_repeats"])
-                estimate = estimate_start(planned, trials=options["trials"], fresh=options["fresh"])
+                prepared = prepare(blueprint, request, collections=collections)
             except RunRefused as refused:
-                self.stderr.write(f"cannot run: {refused.message}")
-                for problem in refused.problems:
-                    self.stderr.write(f"  {problem}")
-                raise SystemExit(2)
+                self._refused(refused)
             finally:
                 transaction.set_rollback(True)
+        planned, estimate = prepared.planned, prepared.estimate
         for problem in planned.problems:
             self.stderr.write(f"warning: {problem}")
         for line in estimate_lines(estimate):
@@ -175,15 +173,23 @@ class Command(BaseCommand):
 
 
 def estimate_lines(estimate) -> list[str]:
-    """The dry run's summary, one figure a line."""
+    """The dry run's summary, one figure a line: the cost twice, expected and the most it can cost."""
     calls = estimate.to_json()["calls"]
-    cost = estimate.cost
-    money = "unknown" if cost is None else f"about ${cost:,.4f}" + ("" if estimate.cost_complete else " (at least)")
+
+    def dollars(value):
+        return "unknown" if value is None else f"${value:,.4f}"
+
+    unpriced = (f"{estimate.unpriced_calls:,} calls of unknown cost (no price); the others: "
+                if estimate.unpriced_calls else "")
     lines = [f"{calls['total']:,} calls: {calls['generation']:,} generations, {calls['judge']:,} judge calls, "
              f"{calls['embedding']:,} embeddings ({estimate.responses:,} responses)",
              f"not sent: {calls['cached']:,} answered from the response cache, {calls['canned']:,} from fixtures",
              f"tokens: ~{estimate.input_tokens:,} in, up to {estimate.output_tokens:,} out",
-             f"cost: {money}"]
+             f"cost: {unpriced}expected about {dollars(estimate.expected_cost)}, at most "
+             f"{dollars(estimate.most_cost)} (every answer at its max tokens: what a budget reserves)"
+             if estimate.unpriced_calls < estimate.total_calls or not estimate.total_calls else
+             f"cost: unknown: all {estimate.total_calls:,} calls are to models with no price"]
+    lines += [f"expected: {line}" for line in estimate.expected_basis]
     lines += [f"unknown: {part.message}" for part in estimate.unknown]
     return lines
 
