@@ -40,7 +40,7 @@ from evalsite.engine import engine_config
 from .cache import response_cache
 from .models import FINISHED, PointAssessment, Response, ResponseStatus, Run, RunStatus
 from .records import Stored, compute_aggregates, finish_run, judge_counts, maybe_finish, plan_from_json, \
-    save_results
+    save_results, supersede
 from .spec import custom_models, parsed_blueprint
 
 log = logging.getLogger(__name__)
@@ -655,6 +655,10 @@ def retry_failed(run: Run) -> int:
         # Each retried item counts once: what it added to the judge counters goes too, and comes back
         # when it is judged again.
         judged = judge_counts(PointAssessment.objects.filter(response_id__in=ids).values_list("verdicts", flat=True))
+        # What the failed attempts spent stays in the run's totals, as earlier attempts of their responses.
+        regenerated = list(Response.objects.filter(pk__in=ids).exclude(error="").values_list("pk", flat=True))
+        supersede(run.pk, regenerated, "retry", generation=True)
+        supersede(run.pk, set(ids) - set(regenerated), "retry", generation=False)
         Response.objects.filter(pk__in=ids).update(status=ResponseStatus.PENDING, claimed_by="", claimed_at=None,
                                                    attempts=0)
         # Generation failures start from scratch; judge failures keep their generated text.
@@ -724,6 +728,7 @@ def rerun_response(run: Run, response_id: int) -> int:
         judged = judge_counts(points.values_list("verdicts", flat=True))
         overrides = points.filter(override__isnull=False).count()
         points.delete()
+        supersede(run.pk, [row.pk], "re-run", generation=True)  # what it spent stays in the run's totals
         Response.objects.filter(pk=row.pk).update(
             status=ResponseStatus.PENDING, claimed_by="", claimed_at=None, attempts=0, fresh_requested=True,
             text=None, final_text=None, conversation=[], error="", score=None, judged_score=None, finished_at=None)

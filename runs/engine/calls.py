@@ -189,3 +189,36 @@ def replayed_result(entry: dict) -> ChatResult | None:
                       latency_ms=entry.get("latency_ms"), cost_usd=entry.get("cost_usd"),
                       cached=bool(entry.get("cached")), finish_reason=entry.get("finish_reason"),
                       attempts=attempts if isinstance(attempts, int) else 0)
+
+
+# --- what calls spent ----------------------------------------------------------------------------
+
+
+def requests_sent(entry: dict) -> int:
+    """The requests a call sent to a provider: each HTTP attempt (a retry too). None for an answer from the
+    cache or the fixtures, or a call the cancel or the budget held back. A replay's call stands for its
+    original's (it carries the original's attempts, tokens and cost), so a replay's figures are the original's."""
+    if entry.get("source") != "provider":
+        return 0
+    return len(entry.get("attempts") or ())
+
+
+def unknown_price(entry: dict) -> bool:
+    """A call of unknown price: it went to a provider (a replay's stands for its original's) and came back
+    without a cost (a model without a price, or no usage). A call never sent is not one."""
+    return (entry.get("source") == "provider" and bool(entry.get("attempts")) and not entry.get("cached")
+            and entry.get("cost_usd") is None)
+
+
+def spent(entries) -> dict:
+    """What ``entries`` (call-log entries) spent: ``sent`` requests, tokens as the answers gave them, the cost of
+    the calls of known price (None when no call of known price was made and some call's price is unknown), and
+    ``unknownCostCalls``. ``calls`` counts the calls answered or sent (a cache hit too), as ``JudgeUsage`` does;
+    a call the cancel or the budget held back is none of these."""
+    made = [e for e in entries if "purpose" in e and (e.get("attempts") or e.get("source") != "provider")]
+    known = [e["cost_usd"] for e in made if e.get("cost_usd") is not None]
+    unknown = sum(1 for e in made if unknown_price(e))
+    return {"calls": len(made), "sent": sum(requests_sent(e) for e in made),
+            "inputTokens": sum(e.get("input_tokens") or 0 for e in made),
+            "outputTokens": sum(e.get("output_tokens") or 0 for e in made),
+            "costUsd": float(sum(known)) if known or not unknown else None, "unknownCostCalls": unknown}

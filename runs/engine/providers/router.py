@@ -123,6 +123,20 @@ def _cacheable(request: ChatRequest, text: str | None) -> bool:
         return False
 
 
+def _failed_cost(endpoint: Endpoint, outcome: "_Outcome", attempts: int) -> float | None:
+    """What a failed call cost, as the budget counts it: a call never sent (a cancel, the budget, an open
+    breaker) and an error answer (4xx, 5xx) cost nothing; an answer that came with its usage (an empty one)
+    costs that usage; no answer (a timeout, a dropped connection) or a model without a price: unknown (None)."""
+    if not attempts:
+        return 0.0
+    if endpoint.custom is not None or outcome.status is None:
+        return None
+    if not 200 <= outcome.status < 300:
+        return 0.0
+    usage = outcome.usage
+    return cost_usd(endpoint.model_id, usage) if usage is not None and usage.input_tokens is not None else None
+
+
 class Router:
     """Answers ``ChatRequest``s for one run. Use one per run (or per process) and ``aclose`` it.
 
@@ -281,7 +295,9 @@ class Router:
         if not outcome.ok:
             result = ChatResult(error=redactor.message(outcome.reason),
                                 retryable=outcome.retryable, attempts=attempts, latency_ms=_ms(started),
-                                usage=outcome.usage)
+                                # A call never sent used nothing: its usage is none, not unknown.
+                                usage=outcome.usage if attempts else Usage(0, 0),
+                                cost_usd=_failed_cost(endpoint, outcome, attempts))
             self._log_call(request, endpoint, result, outcome)
             return result
         cost = None if endpoint.custom is not None else cost_usd(endpoint.model_id, outcome.usage)
