@@ -13,12 +13,13 @@ applied); nothing here reads rows or recomputes a cell. Pure NumPy/SciPy: no Dja
   excludes 0, else "cant_tell".
 * ``mean_interval``: one model's prompt-weighted mean with the same bootstrap's 95% interval.
 * ``changed``: many items (prompt x model cells) each with a change; which changed more than the others' noise.
-  Each change is measured against the spread of all the changes (its distance from their median in units of
-  the standard deviation of the changes within 4 normal-scaled median absolute deviations, ``noise_scale``),
+  Each change is measured against the spread of the changes (its distance from their median in units of the
+  sigma-clipped standard deviation of the changes that are not 0, ``noise_scale``),
   a two-sided p-value from Student's t with that standard deviation's degrees of freedom (half a grid step
   off for scores kept to 2 places), and the Benjamini-Hochberg adjustment
   (``scipy.stats.false_discovery_control``); an item is "changed" when its adjusted p-value is below
-  ``FDR_LEVEL``: of the items listed, at most that share are expected to be noise.
+  ``FDR_LEVEL``: of the items listed, at most that share are expected to be noise. Items that did not move are
+  never listed and are not counted among the tests.
 * ``gate``: the CI gate (``manage.py compare --fail-on-regression``), stricter than the verdicts: a variant
   fails only when a one-sided paired sign-flip test (``worse_p``) says it dropped, Holm-adjusted over the
   variants compared, at the family-wise level ``GATE_LEVEL`` (0.1%), and its shown verdict is "worse".
@@ -248,6 +249,9 @@ class Change:
     changed: bool  # q below the level
 
 
+GRID_RESOLUTION = 1_000_000  # changes on a grid finer than a millionth count as on none
+
+
 class Noise(NamedTuple):
     """How far items move by chance: ``scale`` about ``centre``, estimated with ``dof`` degrees of freedom from
     ``n`` changes."""
@@ -256,41 +260,91 @@ class Noise(NamedTuple):
     scale: float
     dof: int
     n: int
+    exact: bool = False  # the centre is 0 for certain: more than half the items did not move
+
+
+CLIP = 2.5  # changes further than this many scales from the others' mean are left out of the yardstick
+
+
+@functools.lru_cache(maxsize=8)
+def _clipped_share(clip: float) -> float:
+    """The variance of a standard normal kept within +-``clip`` (``scipy.stats.truncnorm.var(-clip, clip)``):
+    what clipping leaves of a normal spread, to be divided out."""
+    from scipy.special import ndtr
+
+    density = math.exp(-clip * clip / 2) / math.sqrt(2 * math.pi)
+    return 1 - 2 * clip * density / (2 * ndtr(clip) - 1)
+
+
+def clipped_scale(values: np.ndarray, clip: float = CLIP) -> tuple[float, int]:
+    """A spread that real changes do not inflate: iterated sigma clipping. Start from the median and the
+    normal-scaled median absolute deviation; keep the values within ``clip`` scales of the centre; take the kept
+    values' mean and standard deviation (``ddof=1``, divided by the square root of ``_clipped_share``, so a normal
+    spread is estimated without bias); repeat until the kept values no longer change. Returns the scale and how
+    many values it rests on (0, 0 with fewer than two)."""
+    from scipy import stats as sps
+
+    values = np.asarray(values, dtype=float)
+    if len(values) < 2:
+        return 0.0, len(values)
+    centre = float(np.median(values))
+    scale = float(sps.median_abs_deviation(values, scale="normal"))
+    if scale == 0:  # more than half alike: the spread of the others about them
+        others = values[values != centre]
+        scale = float(np.sqrt(np.mean((others - centre) ** 2))) if len(others) else 0.0
+        if scale == 0:
+            return 0.0, 0
+    correction = math.sqrt(_clipped_share(clip))
+    kept = None
+    for _ in range(100):
+        keep = np.abs(values - centre) <= clip * scale
+        if int(keep.sum()) < 2:
+            return 0.0, int(keep.sum())
+        if kept is not None and np.array_equal(keep, kept):
+            break
+        kept = keep
+        pool = values[keep]
+        centre, scale = float(np.mean(pool)), float(np.std(pool, ddof=1)) / correction
+        if scale == 0:
+            return 0.0, int(keep.sum())
+    return scale, int(kept.sum())
 
 
 def noise_scale(deltas: np.ndarray) -> Noise:
-    """How far items move by chance: the standard deviation (``ddof=1``) of the changes within 4 normal-scaled
-    median absolute deviations of their median (the outliers, the changes worth listing, left out), with its
-    degrees of freedom (the changes it rests on, less one). When more than half did not move at all, the
-    standard deviation of those that did (scale 0 when fewer than two moved).
+    """How far items move by chance, measured on the items that moved.
 
-    The standard deviation alone, not the larger of it and the MAD as before: the MAD is the less efficient
-    estimate (about 37% efficiency at the normal), and taking the larger of two noisy estimates made the scale
-    both biased up and about twice as variable from run to run, without the p-values accounting for it.
-    Cutting the tails at 4 MADs lowers a normal standard deviation by under 0.1%: no correction is made."""
-    from scipy import stats as sps
+    ``centre`` is the median of every change; it is exact (``exact``) when more than half did not move at all
+    (cached responses, deterministic points): 0. ``scale`` is the sigma-clipped standard deviation of the
+    changes that are not 0 (``clipped_scale``), with ``dof`` (the values it rests on, less one): a cell that did
+    not move tells nothing about how far cells move by chance, and a real change is kept out of the yardstick
+    however many cells did not move. Scale 0 when fewer than two moved (those that moved are certain changes).
 
+    Before, with more than half unmoved the yardstick was the plain standard deviation of every moved cell, real
+    changes included (25 drops of 0.4 among 150 re-judged and 325 cached cells were never listed); with fewer
+    than half unmoved the unmoved cells' zeros shrank it (false alarms); and with none unmoved, cutting at 4
+    median absolute deviations kept drops of 5 standard deviations inside the yardstick."""
     deltas = np.asarray(deltas, dtype=float)
     if len(deltas) == 0:
         return Noise(0.0, 0.0, 0, 0)
     centre = float(np.median(deltas))
-    mad = float(sps.median_abs_deviation(deltas, scale="normal"))
-    pool = deltas[np.abs(deltas - centre) <= 4 * mad] if mad > 0 else deltas[deltas != centre]
-    if len(pool) < 2:
-        return Noise(centre, 0.0, 0, len(pool))
-    return Noise(centre, float(np.std(pool, ddof=1)), len(pool) - 1, len(pool))
+    exact = bool(np.count_nonzero(deltas == 0) * 2 > len(deltas))
+    scale, n = clipped_scale(deltas[deltas != 0])
+    if scale == 0:
+        return Noise(centre, 0.0, 0, n, exact)
+    return Noise(centre, scale, n - 1, n, exact)
 
 
 def _grid_step(d: np.ndarray) -> float:
-    """The step of the grid the changes lie on (0.01 for scores kept to 2 places), or 0 when they lie on none."""
-    values = np.unique(np.round(np.abs(d), 9))
-    steps = np.diff(values)
-    steps = steps[steps > 1e-9]
-    if len(steps) == 0:
+    """The step of the grid the changes lie on: the largest step that divides every change (their greatest
+    common divisor, 0.01 or a multiple of it for scores kept to 2 places), or 0 when they lie on no grid of
+    a millionth or coarser (unrounded scores). The smallest gap between the changes, as before, is not a
+    divisor when the changes skip a step (0.6 and 1.0 lie on 0.2, their gap is 0.4)."""
+    units = np.abs(np.asarray(d, dtype=float)) * GRID_RESOLUTION
+    whole = np.round(units)
+    if len(units) == 0 or not bool(np.all(np.abs(units - whole) < 1e-3)):
         return 0.0
-    step = float(steps.min())
-    units = d / step
-    return step if bool(np.all(np.abs(units - np.round(units)) < 1e-6)) else 0.0
+    step = int(np.gcd.reduce(whole.astype(np.int64)))
+    return step / GRID_RESOLUTION
 
 
 def paired_many(pairs: list[tuple[dict, dict]], weights: dict, exclude=()) -> list[Comparison]:
@@ -324,16 +378,15 @@ def changed(deltas: Mapping[Hashable, float], *, level: float = FDR_LEVEL) -> li
 
     An item's p-value is the chance, were it only noise like the others, of a change at least as far from
     their median: ``2 * t.sf(x, dof)`` with ``x = (|change - median| - step / 2) / (scale * sqrt(1 + pi / 2n))``
-    (``noise_scale``): Student's t because the scale is estimated (``dof`` its degrees of freedom), the factor
-    under the root for the median's own error (its variance is pi / 2n of the scale's square at the normal),
-    and half a grid step off because changes of scores kept to 2 places are themselves kept to 2 places: a change
-    shown as 0.38 is any from 0.375 up, and the chance of a shown change of 0.38 or more is that of 0.375 or
-    more (``_grid_step``; 0 for unrounded scores). The normal tail at the shown change, as before, understated
-    that chance far out, where Benjamini-Hochberg decides over hundreds of cells (by about a third for a change
-    of 0.38 at a noise of 0.08); the old scale, the larger of the standard deviation and the MAD, made up for
-    it on average by being 3% too large, but varied twice as much from run to run. Over 10,000 runs of 500
-    unchanged cells the old rule listed a false change in about 1.0% of them, this one in about 0.7%
-    (tests/bench/bench_decisions.py)."""
+    (``noise_scale``: the sigma-clipped spread of the items that moved): Student's t because the scale is
+    estimated (``dof`` its degrees of freedom), the factor under the root for the median's own error (its
+    variance is pi / 2n of the scale's square at the normal; none when the median is 0 for certain, more than
+    half unmoved), and half a grid step off because changes of scores kept to 2 places are themselves kept to 2
+    places: a change shown as 0.38 is any from 0.375 up (``_grid_step``; 0 for unrounded scores).
+
+    An item that did not move (change exactly 0: a cached response, deterministic points) cannot have changed:
+    its p and q are 1 and Benjamini-Hochberg runs over the items that moved. Were the unmoved counted among the
+    tests, caching would make every real change harder to list (BH's bar is rank x level / tests)."""
     keys = list(deltas)
     if not keys:
         return []
@@ -345,12 +398,17 @@ def changed(deltas: Mapping[Hashable, float], *, level: float = FDR_LEVEL) -> li
     centre = noise.centre
     if noise.scale > 0:
         distance = np.maximum(np.abs(d - centre) - _grid_step(d) / 2, 0.0)
-        x = distance / (noise.scale * math.sqrt(1 + math.pi / (2 * noise.n)))
-        p = np.minimum(1.0, 2 * stdtr(noise.dof, -x))
+        x = distance / (noise.scale * (1.0 if noise.exact else math.sqrt(1 + math.pi / (2 * noise.n))))
+        p = np.where(d != 0, np.minimum(1.0, 2 * stdtr(noise.dof, -x)), 1.0)
     else:  # nothing moved but (perhaps) a few: those few are certain changes, the rest certainly not
-        p = np.where(d != centre, 0.0, 1.0)
-    q = sps.false_discovery_control(p, method="bh") if len(p) > 1 else p
-    out = [Change(k, float(x), float(pi), float(qi), bool(qi < level and x != centre))
+        p = np.where((d != centre) & (d != 0), 0.0, 1.0)
+    moved = d != 0  # a cell that did not move cannot have changed: never listed, and not counted among the tests
+    q = np.ones(len(p))
+    if np.count_nonzero(moved) > 1:
+        q[moved] = sps.false_discovery_control(p[moved], method="bh")
+    else:
+        q[moved] = p[moved]
+    out = [Change(k, float(x), float(pi), float(qi), bool(qi < level and x != centre and x != 0))
            for k, x, pi, qi in zip(keys, d, p, q)]
     out.sort(key=lambda c: (c.q, -abs(c.delta), str(c.key)))
     return out

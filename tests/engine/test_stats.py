@@ -138,17 +138,110 @@ def test_trial_figures_aggregate_pass_at_k_pass_hat_k_and_flakiness():
 # --- the changed-cell rule's calibration -------------------------------------------------------------------
 
 
-def test_noise_scale_is_the_inner_standard_deviation_with_its_degrees_of_freedom():
+def test_noise_scale_is_the_sigma_clipped_standard_deviation_of_the_cells_that_moved():
     rng = np.random.default_rng(8)
-    d = rng.normal(0, 0.08, 400)
+    d = rng.normal(0, 0.08, 4000)
     noise = stats.noise_scale(np.concatenate([d, [-0.9, 0.8, -0.7]]))  # three real changes, far out
-    assert noise.n == 400 and noise.dof == 399  # the far changes left out of the yardstick
-    assert noise.scale == pytest.approx(np.std(d, ddof=1))
-    # Most did not move: the ones that moved are measured against each other.
+    # The fixed point of the clipping: the kept values are those within 2.5 scales of their own mean, and the
+    # scale is their standard deviation over a clipped normal's (scipy.stats.truncnorm's).
+    values = np.concatenate([d, [-0.9, 0.8, -0.7]])
+    kept = values[np.abs(values - noise_centre_of(values, noise)) <= stats.CLIP * noise.scale]
+    assert noise.n == len(kept) and noise.dof == len(kept) - 1
+    assert noise.scale == pytest.approx(np.std(kept, ddof=1) / np.sqrt(sps.truncnorm.var(-stats.CLIP, stats.CLIP)))
+    assert not {-0.9, 0.8, -0.7} & set(kept.tolist())  # the far changes left out of the yardstick
+    assert noise.scale == pytest.approx(0.08, rel=0.03)  # and a normal spread estimated without bias
+    # Most did not move: the ones that moved are measured against each other, about a centre of 0 for certain.
     moved = stats.noise_scale(np.array([0.0] * 10 + [0.1, -0.1, 0.05]))
-    assert (moved.centre, moved.n, moved.dof) == (0.0, 3, 2)
-    assert moved.scale == pytest.approx(np.std([0.1, -0.1, 0.05], ddof=1))
+    assert (moved.centre, moved.n, moved.dof, moved.exact) == (0.0, 3, 2, True)
+    assert moved.scale == pytest.approx(np.std([0.1, -0.1, 0.05], ddof=1) / np.sqrt(sps.truncnorm.var(-2.5, 2.5)))
     assert stats.noise_scale(np.array([0.0, 0.0, 0.3])).scale == 0.0
+
+
+def noise_centre_of(values, noise):
+    kept = values[values != 0]
+    for _ in range(100):  # the mean the clipping settled on
+        inner = kept[np.abs(kept - np.mean(kept)) <= stats.CLIP * noise.scale]
+        if len(inner) == len(kept):
+            return float(np.mean(kept))
+        kept = inner
+    return float(np.mean(kept))
+
+
+def _cached_drops(seed: int, cached: int, cells: int = 500, drops: int = 25, drop: float = 0.4, noise: float = 0.08):
+    """The issue's data set: ``drops`` cells re-judged 0.4 lower, the other moving cells re-judged with noise, and
+    ``cached`` cells that did not move at all (the same response, its cached judgement); rounded to 2 places."""
+    rng = np.random.Generator(np.random.PCG64(seed))
+    d = np.zeros(cells)
+    d[:cells - cached] = rng.normal(0, noise, cells - cached)
+    d[:drops] -= drop
+    return d.round(2)
+
+
+def _true_noise_share(d: np.ndarray, drops: int = 25, noise: float = 0.08) -> float:
+    """The reference: Benjamini-Hochberg (SciPy) over the cells that moved, with the true noise known."""
+    moved = d != 0
+    p = 2 * sps.norm.sf(np.maximum(np.abs(d[moved]) - 0.005, 0) / noise)
+    listed = np.flatnonzero(moved)[sps.false_discovery_control(p) < stats.FDR_LEVEL]
+    return float(np.mean(listed < drops) * len(listed) / drops) if len(listed) else 0.0
+
+
+def test_cached_cells_never_hide_a_regression():
+    """25 drops of 0.4 among 150 re-judged and 325 cached cells: the old yardstick (the plain standard deviation
+    of every moved cell, the drops included) listed none of them; now they are found as often as with nothing
+    cached, and about as often as Benjamini-Hochberg with the true noise would."""
+    found = {0: [], 325: []}
+    reference = []
+    for s in range(40):
+        for cached in found:
+            d = _cached_drops(41_000 + s, cached)
+            listed = {c.key for c in stats.changed(dict(enumerate(d))) if c.changed}
+            found[cached].append(len(listed & set(range(25))) / 25)
+            assert len(listed - set(range(25))) <= 2  # few false alarms beside them
+        reference.append(_true_noise_share(_cached_drops(41_000 + s, 325)))
+    assert np.mean(found[325]) >= np.mean(found[0]) >= 0.75
+    assert np.mean(found[325]) >= np.mean(reference) - 0.05
+
+
+def test_cells_that_did_not_move_neither_shrink_the_yardstick_nor_get_listed():
+    """A third of the cells cached, nothing changed: the old yardstick counted the cached zeros as noise and,
+    a third too small, listed 2 or 3 false changes per run; now a false alarm stays as rare as the level."""
+    with_any = 0
+    for s in range(100):
+        d = _cached_drops(43_000 + s, 150, drops=0)
+        found = stats.changed(dict(enumerate(d)))
+        with_any += any(c.changed for c in found)
+        assert all(c.q == 1.0 and not c.changed for c in found if c.delta == 0)
+    assert with_any <= 2
+
+
+@pytest.mark.parametrize("deltas, step", [
+    ([0.6, -1.0, 0.0], 0.2),  # the smallest gap (0.4) divides neither: the common step does
+    ([0.25, -0.75], 0.25),  # a Likert change of one step and of three
+    ([0.17, 0.33, -0.5], 0.01),  # a seven-point scale kept to 2 places
+    ([0.5, -0.5, 0.5], 0.5),
+    ([0.0, 0.0], 0.0),
+    ([0.123456789, 0.2], 0.0),  # unrounded: on no grid
+])
+def test_the_grid_step_divides_every_change(deltas, step):
+    assert stats._grid_step(np.array(deltas)) == pytest.approx(step)
+
+
+def test_the_grid_step_is_found_on_likert_data_sets():
+    """Seven-point Likert cell scores kept to 2 places (0, 0.17, 0.33, ...): the changes lie on the 0.01 grid. The
+    smallest gap between them, the old step, missed it in about half the data sets (no half-step correction)."""
+    rng = np.random.Generator(np.random.PCG64(7))
+    missed = 0
+    for _ in range(200):
+        a = np.round(rng.integers(0, 7, 24) / 6, 2)
+        b = a.copy()
+        moved = rng.random(24) < 0.3
+        b[moved] = np.round(rng.integers(0, 7, int(moved.sum())) / 6, 2)
+        d = b - a
+        if np.any(d != 0):
+            units = np.round(np.abs(d) / 0.01).astype(int)
+            expected = np.gcd.reduce(units) * 0.01  # the reference: the greatest common divisor, in hundredths
+            missed += stats._grid_step(d) != pytest.approx(expected)
+    assert missed == 0
 
 
 def test_changed_p_values_are_students_t_and_count_a_rounded_change_from_half_a_step_below():
