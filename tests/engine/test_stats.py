@@ -358,3 +358,57 @@ def test_the_gate_never_fails_a_variant_shown_as_cant_tell():
     assert stats.gate({"v": (a, b, None)})[0].fails  # without verdicts: the test alone
     assert not stats.gate({"v": (a, b, None)}, {"v": "cant_tell"})[0].fails
     assert not stats.gate({"v": ([0.0], [1.0], None)})[0].fails  # one prompt: nothing to test
+
+
+# --- the gate counts exactly on the score grid -------------------------------------------------------------
+
+
+def _sign_flip_reference(units: list[int]) -> dict[int, float]:
+    """The sign-flip distribution of sum(+-u) by plain convolution, one move at a time (the reference)."""
+    dist = {0: 1.0}
+    for u in units:
+        nxt: dict[int, float] = {}
+        for s, pr in dist.items():
+            nxt[s + u] = nxt.get(s + u, 0.0) + pr / 2
+            nxt[s - u] = nxt.get(s - u, 0.0) + pr / 2
+        dist = nxt
+    return dist
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_worse_p_counts_exactly_on_the_grid_beyond_24_moves(seed):
+    rng = np.random.default_rng(seed)
+    units = rng.integers(1, 30, 60)
+    signs = np.where(rng.random(60) < 0.3, 1, -1)
+    x = signs * units * 0.01
+    dist = _sign_flip_reference(units.tolist())
+    observed = int((signs * units).sum())
+    expected = sum(pr for s, pr in dist.items() if s <= observed)
+    assert stats.worse_p(x, np.zeros(60)) == pytest.approx(expected, rel=1e-9, abs=1e-15)
+    # Weights are part of the move: a prompt of weight 2 moves twice as far.
+    w = np.where(np.arange(60) % 2 == 0, 2.0, 1.0)
+    dist = _sign_flip_reference((units * w).astype(int).tolist())
+    observed = int((signs * units * w).sum())
+    assert stats.worse_p(x, np.zeros(60), w) == pytest.approx(sum(pr for s, pr in dist.items() if s <= observed))
+
+
+def _false_fail_rate(groups: list[tuple[float, int]]) -> float:
+    """With no true change, the chance that the gate's test is below its level: over every count of moves that went
+    up in each group of alike moves (binomial, SciPy), each pattern's p-value from ``worse_p``."""
+    import itertools
+
+    total = 0.0
+    for ups in itertools.product(*[range(c + 1) for _, c in groups]):
+        x = np.concatenate([np.r_[[m] * u, [-m] * (c - u)] for (m, c), u in zip(groups, ups)])
+        chance = float(np.prod([sps.binom.pmf(u, c, 0.5) for (_, c), u in zip(groups, ups)]))
+        total += chance * (stats.worse_p(x, np.zeros(len(x))) < stats.GATE_LEVEL)
+    return total
+
+
+@pytest.mark.parametrize("groups", [
+    [(1.0, 59), (0.99, 1)],  # 60 moves, all alike but one: the normal curve said 0.134%
+    [(1.0, 52), (0.99, 3)],
+    [(1.0, 81), (0.9, 1)],
+])
+def test_the_gates_false_fail_rate_holds_its_bound_when_moves_are_nearly_all_alike(groups):
+    assert _false_fail_rate(groups) <= stats.GATE_LEVEL

@@ -145,3 +145,49 @@ def test_text_diff_of_long_texts_falls_back_to_lines():
     pieces = text_diff(before, after)
     assert [p.text for p in pieces if p.op == "delete"] == ["line 10 word\n"]
     assert [p.text for p in pieces if p.op == "insert"] == ["line ten word\n"]
+
+
+# --- the gate, through manage.py compare ------------------------------------------------------------------
+
+
+def _gate_run(fake, blueprint, bad):
+    """A finished run of ``blueprint``: cand-a answers BAD to the prompts numbered in ``bad``, GOOD to the rest."""
+    from runs import start as run_start
+
+    fake.script([*({"model": "cand-a", "match": rf"Question number {i}\?", "reply": "BAD answer"} for i in bad),
+                 {"model": "cand-a", "match": ".", "reply": "GOOD answer"}])
+    run = run_start.start_run(blueprint, fresh=True)
+    run.refresh_from_db()
+    assert run.status == "done", run.status
+    return run
+
+
+def _compare(*args):
+    import io
+
+    from django.core.management import call_command
+
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command("compare", *[str(a) for a in args], stdout=out, stderr=err)
+        return 0, out.getvalue(), err.getvalue()
+    except SystemExit as exc:
+        return exc.code, out.getvalue(), err.getvalue()
+
+
+def test_the_gate_does_not_fail_a_pattern_the_normal_curve_called_beyond_its_level(fake_provider):
+    """60 prompts that all moved: 18 up, 41 down, and one of weight 0.99 down. Were nothing changed, a drop this
+    large comes with a chance of 0.13% (every sign pattern counted): not beyond the gate's 0.1%. The normal curve
+    said 0.098% and failed the run; counted on the grid it passes, and says so on the page and in --markdown."""
+    body = "".join(f"- id: q{i:02d}\n  prompt: Question number {i}?\n{'  weight: 0.99' + chr(10) if i == 59 else ''}"
+                   f"  should:\n    - $contains: GOOD\n" for i in range(60))
+    blueprint = make_blueprint("title: Gate\nmodels: [openai:cand-a]\n---\n" + body, slug="gate-grid")
+    up, down = list(range(18)), [*range(18, 59), 59]
+    base = _gate_run(fake_provider, blueprint, bad=up)
+    later = _gate_run(fake_provider, blueprint, bad=down)
+    code, out, err = _compare(later.pk, "--base", base.pk, "--json", "--fail-on-regression")
+    data = __import__("json").loads(out)
+    variant = "openai:cand-a[temp:0]"
+    assert data["pairs"][0]["verdict"] == "worse"  # worse at 95%, but not a regression by the gate
+    assert data["gate"]["variants"][variant]["p"] == pytest.approx(0.0013352, abs=1e-6)
+    assert code == 0 and data["regression"] is False and "regression" not in err
