@@ -45,7 +45,8 @@ RESAMPLES = 2000
 SEED = 26  # issue 26: any fixed number; the same data always gives the same interval
 FDR_LEVEL = 0.01  # of the cells listed as changed, at most 1% are expected to be noise
 VERDICTS = ("better", "worse", "cant_tell")
-METHOD = f"paired expanded-percentile bootstrap, {RESAMPLES} resamples, seed {SEED}"
+METHOD = (f"paired expanded-percentile bootstrap, {RESAMPLES} resamples, seed {SEED} (for pass/fail scores of equal "
+          f"weight, Newcombe's score interval for paired proportions)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,8 +174,54 @@ def paired(a: Sequence[float], b: Sequence[float], weights: Sequence[float | Non
         return Comparison(None, None, None, n, "cant_tell")
     (delta, low, high), = bootstrap_means((a_ - b_)[:, None], w[:, None], confidence=confidence,
                                           resamples=resamples, seed=seed)
+    binary = paired_binary_interval(a_, b_, w, confidence=confidence)
+    if binary is not None:
+        low, high = binary
     mean_a, mean_b = float(np.average(a_, weights=w)), float(np.average(b_, weights=w))
     return Comparison(delta, low, high, n, verdict(low, high), mean_a, mean_b)
+
+
+def paired_binary_interval(a: np.ndarray, b: np.ndarray, weights: np.ndarray | None = None, *,
+                           confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """The interval for pass/fail scores: Newcombe's square-and-add score interval for the difference of two
+    paired proportions (Newcombe 1998, Statistics in Medicine 17:2635, method 10), or None when it does not
+    apply (a score other than 0 or 1, unequal prompt weights, fewer than two prompts).
+
+    Each side's proportion gets its Wilson score interval; the two are combined with the estimated correlation
+    of the pairs (``phi``, its numerator ``ad - bc`` less ``n / 2`` when above it, 0 up to it). It holds its
+    coverage from 10 prompts on, where a bootstrap of 0/1 differences covers the truth far less often than it
+    says (about 81% for pass rates of 0.85 against 0.75 over 10 prompts, tests/bench/bench_decisions.py)."""
+    from scipy.special import ndtri
+
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    w = _weights(weights, len(a))
+    keep = w > 0
+    a, b, w = a[keep], b[keep], w[keep]
+    n = len(a)
+    if n < 2 or not np.all(w == w[0]) or not np.all((a == 0) | (a == 1)) or not np.all((b == 0) | (b == 1)):
+        return None
+    both, only_a = int(np.sum((a == 1) & (b == 1))), int(np.sum((a == 1) & (b == 0)))
+    only_b = int(np.sum((a == 0) & (b == 1)))
+    neither = n - both - only_a - only_b
+    z = float(ndtri(1 - (1 - confidence) / 2))
+
+    def wilson(x: int) -> tuple[float, float]:
+        centre = (x + z * z / 2) / (n + z * z)
+        half = z * math.sqrt(x * (n - x) / n + z * z / 4) / (n + z * z)
+        return centre - half, centre + half
+
+    p1, p2 = (both + only_a) / n, (both + only_b) / n
+    (l1, u1), (l2, u2) = wilson(both + only_a), wilson(both + only_b)
+    margins = (both + only_a) * (only_b + neither) * (both + only_b) * (only_a + neither)
+    ad_bc = both * neither - only_a * only_b
+    if margins == 0 or 0 <= ad_bc <= n / 2:
+        phi = 0.0
+    else:
+        phi = (ad_bc - n / 2 if ad_bc > n / 2 else ad_bc) / math.sqrt(margins)
+    delta = p1 - p2
+    low = delta - math.sqrt(max(0.0, (p1 - l1) ** 2 + (u2 - p2) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2)))
+    high = delta + math.sqrt(max(0.0, (p2 - l2) ** 2 + (u1 - p1) ** 2 - 2 * phi * (p2 - l2) * (u1 - p1)))
+    return max(-1.0, low), min(1.0, high)
 
 
 def mean_interval(scores: Sequence[float | None], weights: Sequence[float | None] | None = None, *,
@@ -366,6 +413,9 @@ def paired_many(pairs: list[tuple[dict, dict]], weights: dict, exclude=()) -> li
     for j, (delta, low, high) in enumerate(results):
         ids, xs, ys = sides[j]
         ws = [w[index[k], j] for k in ids]
+        binary = paired_binary_interval(np.array(xs), np.array(ys), np.array(ws)) if ids else None
+        if binary is not None:
+            low, high = binary
         total = sum(ws)
         mean_a = sum(x * v for x, v in zip(xs, ws)) / total if total else None
         mean_b = sum(y * v for y, v in zip(ys, ws)) / total if total else None

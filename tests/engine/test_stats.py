@@ -412,3 +412,41 @@ def _false_fail_rate(groups: list[tuple[float, int]]) -> float:
 ])
 def test_the_gates_false_fail_rate_holds_its_bound_when_moves_are_nearly_all_alike(groups):
     assert _false_fail_rate(groups) <= stats.GATE_LEVEL
+
+
+# --- pass/fail scores: a score interval for paired proportions ------------------------------------------------
+
+
+def _pairs(both: int, only_a: int, only_b: int, neither: int) -> tuple[list[float], list[float]]:
+    a = [1.0] * both + [1.0] * only_a + [0.0] * only_b + [0.0] * neither
+    b = [1.0] * both + [0.0] * only_a + [1.0] * only_b + [0.0] * neither
+    return a, b
+
+
+def test_pass_fail_scores_get_newcombes_interval_for_paired_proportions():
+    """The published worked example: Cavo et al. 2012 (59, 6, 16, 80), Newcombe's square-and-add interval -0.1186 to
+    -0.0046 (Fagerland, Lydersen & Laake, Statistical Analysis of Contingency Tables, 2017, chapter 8; the
+    `contingencytables` R package's Newcombe_square_and_add_CI_paired_2x2)."""
+    a, b = _pairs(59, 6, 16, 80)
+    c = stats.paired(a, b)
+    assert c.delta == pytest.approx(-0.0621, abs=5e-5)
+    assert (round(c.low, 4), round(c.high, 4)) == (-0.1186, -0.0046) and c.verdict == "worse"
+    (many,) = stats.paired_many([(dict(enumerate(a)), dict(enumerate(b)))], {})
+    assert (many.low, many.high) == (c.low, c.high)
+    # Not pass/fail, or prompts of unequal weight: the bootstrap, as before.
+    assert stats.paired_binary_interval(np.array([1.0, 0.5]), np.array([0.0, 0.0])) is None
+    assert stats.paired_binary_interval(np.array(a), np.array(b), np.r_[2.0, [1.0] * 160]) is None
+    assert stats.paired_binary_interval(np.array([1.0]), np.array([0.0])) is None
+
+
+@pytest.mark.parametrize("pass_a, pass_b", [(0.85, 0.75), (0.55, 0.45), (0.15, 0.05)])
+def test_pass_fail_intervals_cover_the_true_difference_from_ten_prompts(pass_a, pass_b):
+    """Ten pass/fail prompts a side, 400 seeded samples: the 95% interval holds the true difference 93% to 98% of
+    the time (a bootstrap of the 0/1 differences: about 81% for 0.85 against 0.75)."""
+    covered = 0
+    for s in range(400):
+        rng = np.random.Generator(np.random.PCG64(61_000 + s))
+        a, b = (rng.random(10) < pass_a).astype(float), (rng.random(10) < pass_b).astype(float)
+        c = stats.paired(a, b)
+        covered += c.low <= pass_a - pass_b <= c.high
+    assert 0.93 <= covered / 400 <= 0.995

@@ -191,3 +191,27 @@ def test_the_gate_does_not_fail_a_pattern_the_normal_curve_called_beyond_its_lev
     assert data["pairs"][0]["verdict"] == "worse"  # worse at 95%, but not a regression by the gate
     assert data["gate"]["variants"][variant]["p"] == pytest.approx(0.0013352, abs=1e-6)
     assert code == 0 and data["regression"] is False and "regression" not in err
+
+
+def test_pass_fail_prompts_get_the_paired_score_interval_through_manage_py_compare(fake_provider):
+    """Ten pass/fail prompts: the interval `compare --json` shows is Newcombe's for paired proportions (the engine's
+    ``paired_binary_interval``, held to a published example in tests/engine/test_stats.py), not the bootstrap's."""
+    import json
+
+    import numpy as np
+
+    from runs.engine import stats
+
+    body = "".join(f"- id: q{i:02d}\n  prompt: Question number {i}?\n  should:\n    - $contains: GOOD\n"
+                   for i in range(10))
+    blueprint = make_blueprint("title: Ten\nmodels: [openai:cand-a]\n---\n" + body, slug="ten-pass-fail")
+    base = _gate_run(fake_provider, blueprint, bad=(0, 1))
+    later = _gate_run(fake_provider, blueprint, bad=(0, 5, 6, 7))
+    code, out, _ = _compare(later.pk, "--base", base.pk, "--json")
+    (pair,) = json.loads(out)["pairs"]
+    after = np.array([0.0 if i in (0, 5, 6, 7) else 1.0 for i in range(10)])
+    before = np.array([0.0 if i in (0, 1) else 1.0 for i in range(10)])
+    low, high = stats.paired_binary_interval(after, before)
+    assert code == 0 and pair["n"] == 10 and pair["delta"] == pytest.approx(-0.2)
+    assert (pair["low"], pair["high"]) == (pytest.approx(low), pytest.approx(high))
+    assert low < -0.5 and high > 0.1 and pair["verdict"] == "cant_tell"
