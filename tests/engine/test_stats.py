@@ -123,15 +123,15 @@ def _cell(scores, verdicts=None, rule="mean"):
 
 def test_trial_figures_aggregate_pass_at_k_pass_hat_k_and_flakiness():
     cells = [
-        _cell([1.0, 1.0, 1.0], ["pass", "pass", "pass"]),  # p = 1: pass@3 = 1, pass^3 = 1, steady
-        _cell([1.0, 0.0, 0.0], ["pass", "fail", "fail"]),  # p = 1/3: pass@3 = 1 - (2/3)^3, pass^3 = 1/27, flaky
+        _cell([1.0, 1.0, 1.0], ["pass", "pass", "pass"]),  # every trial passed: pass@3 = 1, pass^3 = 1, steady
+        _cell([1.0, 0.0, 0.0], ["pass", "fail", "fail"]),  # one of 3: pass@3 = 1, pass^3 = 0 (unbiased), flaky
         _cell([0.5, 0.7]),  # no verdicts; scores differ: flaky
         _cell([0.4]),  # one trial: not counted
     ]
     f = stats.trial_figures(cells)
     assert f.cells == 3 and f.flaky_cells == 2 and f.flaky == pytest.approx(2 / 3)
-    assert f.pass_at_k == pytest.approx((1 + 1 - (2 / 3) ** 3) / 2)
-    assert f.pass_hat_k == pytest.approx((1 + 1 / 27) / 2)
+    assert f.pass_at_k == pytest.approx(1.0)  # the plug-in said (1 + 1 - (2/3)^3) / 2 = 0.85
+    assert f.pass_hat_k == pytest.approx(0.5)  # the plug-in said (1 + 1/27) / 2 = 0.52
     assert stats.trial_figures([_cell([0.4])]) == stats.TrialFigures(0, None, None, None)
 
 
@@ -450,3 +450,40 @@ def test_pass_fail_intervals_cover_the_true_difference_from_ten_prompts(pass_a, 
         c = stats.paired(a, b)
         covered += c.low <= pass_a - pass_b <= c.high
     assert 0.93 <= covered / 400 <= 0.995
+
+
+# --- pass@k and pass^k: the unbiased estimators --------------------------------------------------------------
+
+
+def _chen_pass_at_k(n: int, c: int, k: int) -> float:
+    """The numerically stable form published with the estimator (Chen et al. 2021, figure 3)."""
+    if n - c < k:
+        return 1.0
+    return 1.0 - float(np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+
+
+@pytest.mark.parametrize("n, k", [(3, 3), (10, 1), (10, 3), (10, 10), (20, 5)])
+def test_pass_at_k_and_pass_hat_k_are_chens_unbiased_estimators(n, k):
+    from scipy.special import comb
+
+    from runs.engine.scoring import pass_at_k, pass_hat_k
+
+    for c in range(n + 1):
+        assert pass_at_k(n, c, k) == pytest.approx(_chen_pass_at_k(n, c, k))
+        assert pass_at_k(n, c, k) == pytest.approx(1 - comb(n - c, k, exact=True) / comb(n, k, exact=True))
+        assert pass_hat_k(n, c, k) == pytest.approx(comb(c, k, exact=True) / comb(n, k, exact=True))
+    for p in (0.1, 0.3, 0.8):  # unbiased: their mean over c ~ Binomial(n, p) is the true chance
+        chance = sps.binom.pmf(np.arange(n + 1), n, p)
+        assert sum(w * pass_at_k(n, c, k) for c, w in enumerate(chance)) == pytest.approx(1 - (1 - p) ** k)
+        assert sum(w * pass_hat_k(n, c, k) for c, w in enumerate(chance)) == pytest.approx(p ** k)
+
+
+def test_the_plug_in_formula_was_biased_and_fewer_trials_than_k_give_no_figure():
+    from runs.engine.scoring import pass_at_k
+
+    chance = sps.binom.pmf(np.arange(11), 10, 0.1)
+    plug_in = sum(w * (1 - (1 - c / 10) ** 10) for c, w in enumerate(chance))
+    assert (1 - 0.9 ** 10) - plug_in == pytest.approx(0.16, abs=0.01)  # the issue's bias at k = 10, p = 0.1
+    assert pass_at_k(2, 1, 3) is None  # 2 judged trials cannot estimate pass@3 without bias
+    cell = _cell([1.0, None, 0.0], ["pass", None, "fail"])  # a trial the judge could not score
+    assert (cell.pass_at_k, cell.pass_hat_k) == (None, None)

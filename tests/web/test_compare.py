@@ -215,3 +215,44 @@ def test_pass_fail_prompts_get_the_paired_score_interval_through_manage_py_compa
     assert code == 0 and pair["n"] == 10 and pair["delta"] == pytest.approx(-0.2)
     assert (pair["low"], pair["high"]) == (pytest.approx(low), pytest.approx(high))
     assert low < -0.5 and high > 0.1 and pair["verdict"] == "cant_tell"
+
+
+# --- trials: unbiased pass@k and pass^k -----------------------------------------------------------------------
+
+
+TRIALS_TEXT = ("title: Trials\nmodels: [openai:cand-a]\nverdicts: {pass: 0.8}\n---\n" + "".join(
+    f"- id: {rule.replace('_', '-')}\n  prompt: Question for {rule}?\n  trials: 3\n  trial_aggregation: {rule}\n"
+    f"  should:\n    - $contains: GOOD\n" for rule in ("mean", "pass_at_k")))
+
+
+def _trials_run(fake, blueprint):
+    """cand-a answers GOOD to one trial of three of each prompt, BAD to the other two."""
+    from runs import start as run_start
+
+    rules = []
+    for rule in ("mean", "pass_at_k"):
+        rules += [{"model": "cand-a", "match": f"for {rule}", "reply": "GOOD answer", "times": 1},
+                  {"model": "cand-a", "match": f"for {rule}", "reply": "BAD answer"}]
+    fake.script(rules)
+    run = run_start.start_run(blueprint, fresh=True)
+    run.refresh_from_db()
+    assert run.status == "done", run.status
+    return run
+
+
+def test_the_compare_page_shows_unbiased_pass_at_k_and_ai_evals_rule_stays_its_verdict(fake_provider, client):
+    """One trial of three passes: pass@3 (at least one of 3 trials passes) is 1 and pass^3 (all 3 pass) is 0, the
+    unbiased estimates (Chen et al. 2021); the plug-in 1 - (1 - 1/3)^3 = 0.70 and (1/3)^3 = 0.04 shown before are
+    AI Eval's own rule, which still decides its pass_at_k cells' verdicts (0.70 < 0.8: fail)."""
+    blueprint = make_blueprint(TRIALS_TEXT, slug="trials-pass-at-k")
+    base, later = _trials_run(fake_provider, blueprint), _trials_run(fake_provider, blueprint)
+    html = client.get(f"/runs/{later.pk}/compare?with={base.pk}").content.decode()
+    row = re.search(r'<tr class="pair pair-[a-z_]+">(.*?)</tr>', html, re.S).group(1)
+    cells = re.findall(r'<td class="num">([^<]*)</td>', row)
+    assert cells[-3:] == ["1.00", "0.00", "100%"]  # pass@k, pass^k, flaky
+    details = later.aggregates["cellDetails"]
+    rule_cell = details["pass-at-k"]["openai:cand-a[temp:0]"]
+    assert (rule_cell["passAtK"], rule_cell["passHatK"]) == (1.0, 0.0)
+    assert rule_cell["rulePassAtK"] == pytest.approx(1 - (2 / 3) ** 3) and rule_cell["verdict"] == "fail"
+    assert details["mean"]["openai:cand-a[temp:0]"]["rulePassAtK"] is None
+    assert "unbiased" in html and "AI Eval" in html
