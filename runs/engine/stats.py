@@ -464,6 +464,34 @@ def changed(deltas: Mapping[Hashable, float], *, level: float = FDR_LEVEL) -> li
     return out
 
 
+class Movement(NamedTuple):
+    """How the items moved as a whole, beside which of them changed (``changed``): ``tested`` items, ``moved`` of
+    them not by 0, their median change, and ``alike``: the one change every item made when all moved by the same
+    amount (then no item stands out from the others, however far they all went), else None."""
+
+    tested: int
+    moved: int
+    median: float | None
+    alike: float | None
+
+    @property
+    def all_moved(self) -> bool:
+        return self.tested > 0 and self.moved == self.tested
+
+    @property
+    def unmoved(self) -> int:
+        return self.tested - self.moved
+
+
+def movement(deltas: Mapping[Hashable, float]) -> Movement:
+    d = np.array(list(deltas.values()), dtype=float)
+    if len(d) == 0:
+        return Movement(0, 0, None, None)
+    moved = int(np.count_nonzero(d))
+    alike = float(d[0]) if moved == len(d) and np.allclose(d, d[0], rtol=0, atol=1e-9) else None
+    return Movement(len(d), moved, float(np.median(d)), alike)
+
+
 # --- the CI gate: is some variant worse than in the base, beyond doubt? -----------------------------------
 
 

@@ -175,7 +175,7 @@ def _compare(*args):
         return exc.code, out.getvalue(), err.getvalue()
 
 
-def test_the_gate_does_not_fail_a_pattern_the_normal_curve_called_beyond_its_level(fake_provider):
+def test_the_gate_does_not_fail_a_pattern_the_normal_curve_called_beyond_its_level(fake_provider, client):
     """60 prompts that all moved: 18 up, 41 down, and one of weight 0.99 down. Were nothing changed, a drop this
     large comes with a chance of 0.13% (every sign pattern counted): not beyond the gate's 0.1%. The normal curve
     said 0.098% and failed the run; counted on the grid it passes, and says so on the page and in --markdown."""
@@ -191,6 +191,12 @@ def test_the_gate_does_not_fail_a_pattern_the_normal_curve_called_beyond_its_lev
     assert data["pairs"][0]["verdict"] == "worse"  # worse at 95%, but not a regression by the gate
     assert data["gate"]["variants"][variant]["p"] == pytest.approx(0.0013352, abs=1e-6)
     assert code == 0 and data["regression"] is False and "regression" not in err
+    html = client.get(f"/runs/{later.pk}/compare?with={base.pk}").content.decode()
+    gate = re.search(r'<p class="gate gate-passes">(.*?)</p>', html, re.S).group(1)
+    assert "The gate passes" in gate and "0.1% (99.9%)" in gate
+    assert re.search(r"<code>openai:cand-a\[temp:0\]</code></th><td class=\"num\">0.0013</td>", html)
+    _, out, _ = _compare(later.pk, "--base", base.pk, "--markdown")
+    assert "Gate (`--fail-on-regression`, family-wise level 0.1% (99.9%)): passes (exit 0)." in out
 
 
 def test_pass_fail_prompts_get_the_paired_score_interval_through_manage_py_compare(fake_provider):
@@ -256,3 +262,32 @@ def test_the_compare_page_shows_unbiased_pass_at_k_and_ai_evals_rule_stays_its_v
     assert rule_cell["rulePassAtK"] == pytest.approx(1 - (2 / 3) ** 3) and rule_cell["verdict"] == "fail"
     assert details["mean"]["openai:cand-a[temp:0]"]["rulePassAtK"] is None
     assert "unbiased" in html and "AI Eval" in html
+
+
+def test_when_every_cell_moved_alike_the_page_and_markdown_say_so_and_show_the_gates_decision(fake_provider, client):
+    """12 prompts x 2 variants, every one of the 24 cells 1.00 lower: no single cell stands out from the others
+    (nothing is listed), and before the page said only that. Now it says that all 24 moved, each by -1.00, and
+    shows the gate's decision (both variants fail it) with its level; so does --markdown."""
+    from runs import start as run_start
+
+    body = "".join(f"- id: q{i:02d}\n  prompt: Question number {i}?\n  should:\n    - $contains: GOOD\n"
+                   for i in range(12))
+    blueprint = make_blueprint("title: Shift\nmodels: [openai:cand-a, openai:cand-b]\n---\n" + body, slug="shift")
+    runs = []
+    for reply in ("GOOD answer", "BAD answer"):
+        fake_provider.script([{"model": m, "match": ".", "reply": reply} for m in ("cand-a", "cand-b")])
+        run = run_start.start_run(blueprint, fresh=True)
+        run.refresh_from_db()
+        runs.append(run)
+    base, later = runs
+    html = client.get(f"/runs/{later.pk}/compare?with={base.pk}").content.decode()
+    assert "<strong>All 24 cells moved, each by -1.00</strong>" in html
+    assert "<strong>0</strong> changed by more than" in html  # no single cell stands out
+    gate = re.search(r'<p class="gate gate-fails">(.*?)</p>', html, re.S).group(1)
+    assert "The gate fails" in gate and "<code>openai:cand-a[temp:0]</code>, <code>openai:cand-b[temp:0]</code>" in gate
+    assert "family-wise 0.1% (99.9%)" in gate
+    code, out, _ = _compare(later.pk, "--base", base.pk, "--markdown", "--fail-on-regression")
+    assert code == 1
+    assert ("Gate (`--fail-on-regression`, family-wise level 0.1% (99.9%)): **fails** on `openai:cand-a[temp:0]`, "
+            "`openai:cand-b[temp:0]` (exit 1).") in out
+    assert "All 24 cells moved, each by -1.00: the whole run shifted alike" in out
