@@ -151,10 +151,27 @@ def test_noise_scale_is_the_sigma_clipped_standard_deviation_of_the_cells_that_m
     assert not {-0.9, 0.8, -0.7} & set(kept.tolist())  # the far changes left out of the yardstick
     assert noise.scale == pytest.approx(0.08, rel=0.03)  # and a normal spread estimated without bias
     # Most did not move: the ones that moved are measured against each other, about a centre of 0 for certain.
-    moved = stats.noise_scale(np.array([0.0] * 10 + [0.1, -0.1, 0.05]))
+    moved = stats.noise_scale(np.array([0.0] * 10 + [0.1, -0.1, 0.0512345]))  # unrounded: on no grid
     assert (moved.centre, moved.n, moved.dof, moved.exact) == (0.0, 3, 2, True)
-    assert moved.scale == pytest.approx(np.std([0.1, -0.1, 0.05], ddof=1) / np.sqrt(sps.truncnorm.var(-2.5, 2.5)))
+    assert moved.scale == pytest.approx(np.std([0.1, -0.1, 0.0512345], ddof=1)
+                                        / np.sqrt(sps.truncnorm.var(-2.5, 2.5)))
     assert stats.noise_scale(np.array([0.0, 0.0, 0.3])).scale == 0.0
+
+
+@pytest.mark.parametrize("cached", [0, 350])
+def test_the_noise_scale_of_rounded_changes_is_unbiased_with_or_without_cached_cells(cached):
+    """Changes kept to 2 places: a cell that moved by chance less than half a step shows 0, like a cached one. Were
+    every 0 left out, the scale would be about 3% too wide; the zeros such noise gives are put back."""
+    scales = []
+    for s in range(100):
+        rng = np.random.Generator(np.random.PCG64(47_000 + s))
+        d = np.zeros(500)
+        d[cached:] = rng.normal(0, 0.08, 500 - cached)
+        d = d.round(2)
+        scales.append(stats.noise_scale(d).scale)
+        assert stats.noise_scale(d).exact == (cached > 250)
+    # The reference: the standard deviation of a normal of sd 0.08 rounded to 0.01 (Sheppard: + step^2 / 12).
+    assert np.mean(scales) == pytest.approx(np.sqrt(0.08 ** 2 + 0.01 ** 2 / 12), rel=0.01)
 
 
 def noise_centre_of(values, noise):
