@@ -9,7 +9,8 @@ applied); nothing here reads rows or recomputes a cell. Pure NumPy/SciPy: no Dja
   prompt-weighted mean of the per-prompt differences (so it is exactly mean(a) - mean(b) over those prompts);
   its 95% interval is a paired (expanded) percentile bootstrap: prompts are resampled with replacement, each resample
   keeps a prompt's two scores together, ``RESAMPLES`` resamples from ``numpy.random.Generator(PCG64(SEED))``,
-  so the same data always gives the same interval. The verdict is "better" or "worse" when the interval
+  so the same data always gives the same interval. Pass/fail scores of equal weight get Newcombe's score interval
+  for paired proportions instead (``paired_binary_interval``). The verdict is "better" or "worse" when the interval
   excludes 0, else "cant_tell".
 * ``mean_interval``: one model's prompt-weighted mean with the same bootstrap's 95% interval.
 * ``changed``: many items (prompt x model cells) each with a change; which changed more than the others' noise.
@@ -21,10 +22,11 @@ applied); nothing here reads rows or recomputes a cell. Pure NumPy/SciPy: no Dja
   ``FDR_LEVEL``: of the items listed, at most that share are expected to be noise. Items that did not move are
   never listed and are not counted among the tests.
 * ``gate``: the CI gate (``manage.py compare --fail-on-regression``), stricter than the verdicts: a variant
-  fails only when a one-sided paired sign-flip test (``worse_p``) says it dropped, Holm-adjusted over the
-  variants compared, at the family-wise level ``GATE_LEVEL`` (0.1%), and its shown verdict is "worse".
-* ``trial_figures``: over a model's cells with more than one trial, the mean pass@k, the mean pass^k and the
-  share of cells whose trials disagree (flakiness).
+  fails only when a one-sided paired sign-flip test (``worse_p``, counted exactly on the scores' grid) says it
+  dropped, Holm-adjusted over the variants compared, at the family-wise level ``GATE_LEVEL`` (0.1%), and its
+  shown verdict is "worse".
+* ``trial_figures``: over a model's cells with more than one trial, the mean (unbiased) pass@k, the mean pass^k
+  and the share of cells whose trials disagree (flakiness).
 """
 
 from __future__ import annotations
@@ -660,8 +662,8 @@ def gate(pairs: Mapping[Hashable, tuple[Sequence[float], Sequence[float], Sequen
 @dataclass(frozen=True, slots=True)
 class TrialFigures:
     cells: int  # cells with two or more trials
-    pass_at_k: float | None  # mean over those cells with verdicts: 1 - (1 - p)^k
-    pass_hat_k: float | None  # mean p^k: every trial passes
+    pass_at_k: float | None  # mean over those cells of the unbiased pass@k (``scoring.pass_at_k``)
+    pass_hat_k: float | None  # mean unbiased pass^k: every one of k trials passes
     flaky: float | None  # share of those cells whose trials disagree
     flaky_cells: int = 0
 
