@@ -541,8 +541,9 @@ def worse_p(a: Sequence[float], b: Sequence[float], weights: Sequence[float | No
     (pass/fail scores: the sign test, a binomial tail); when at most ``EXACT_SIGNS`` moved (every pattern
     counted, ``_sign_flip_share``); and when the moves lie on a grid (scores kept to 2 places, ``_grid_step``)
     small enough to count on (``_sign_flip_grid``: the sum's whole distribution on that grid). Only beyond
-    that (``GRID_WORK``) the normal approximation to that same distribution, corrected for continuity by half
-    the spacing of the sums (one grid step), ``ndtr((sum(w d) + step) / sqrt(sum((w d)^2)))``. The normal
+    that (``GRID_WORK``: over about 1,300 moves of a whole point) the normal approximation to that same
+    distribution, corrected for continuity by half the spacing of the sums, ``ndtr((sum(w d) + h) /
+    sqrt(sum((w d)^2)))``, ``h`` one grid step, or the common size when more than half the moves share it. The normal
     curve without the correction, as before, made the chance of a false fail up to 0.13% where 0.1% is
     promised, when the moves were nearly all alike (60 moves, all but one of the same size). 1 when no prompt
     moved."""
@@ -564,7 +565,12 @@ def worse_p(a: Sequence[float], b: Sequence[float], weights: Sequence[float | No
         exact = _sign_flip_grid(x, step)
         if exact is not None:
             return exact
-    return float(min(1.0, ndtr((observed + step) / math.sqrt(float(np.dot(x, x))))))
+    sizes, counts = np.unique(np.round(size, 9), return_counts=True)
+    most = int(np.argmax(counts))
+    # Half the spacing of the sums: one grid step, or, when more than half the moves are of one size m, m itself
+    # (the sums then bunch 2m apart, the binomial's lattice): the normal curve is never left below the count.
+    half = max(step, float(sizes[most])) if counts[most] * 2 > len(x) else step
+    return float(min(1.0, ndtr((observed + half) / math.sqrt(float(np.dot(x, x))))))
 
 
 GRID_WORK = 300_000  # distinct move sizes x frequencies counted: beyond it (about 30 ms), the normal approximation
@@ -587,7 +593,13 @@ def _sign_flip_grid(x: np.ndarray, step: float) -> float | None:
     angle = 2 * np.pi * np.arange(n // 2 + 1) / n
     spectrum = np.ones(n // 2 + 1)
     for u, c in zip(sizes.tolist(), counts.tolist()):
-        spectrum *= np.cos(angle * u) ** c
+        base = np.cos(angle * u)
+        while c:  # cos^c by squaring: a few products instead of a power per frequency (ten times faster)
+            if c & 1:
+                spectrum *= base
+            c >>= 1
+            if c:
+                base = base * base
     pmf = np.fft.irfft(spectrum, n)
     sums = np.arange(-total, observed + 1)
     return float(min(1.0, max(0.0, pmf[sums % n].sum())))

@@ -431,6 +431,14 @@ def test_the_gates_false_fail_rate_holds_its_bound_when_moves_are_nearly_all_ali
     assert _false_fail_rate(groups) <= stats.GATE_LEVEL
 
 
+@pytest.mark.parametrize("groups", [[(1.0, 59), (0.99, 1)], [(1.0, 199), (0.99, 1)], [(1.0, 38), (0.5, 2)]])
+def test_beyond_what_it_can_count_the_gates_normal_curve_still_holds_the_bound(groups, monkeypatch):
+    """Too much work to count (forced here): the normal curve, corrected for continuity by the common move size
+    when most moves share one, never fails an unchanged run more often than the level."""
+    monkeypatch.setattr(stats, "GRID_WORK", 0)
+    assert _false_fail_rate(groups) <= stats.GATE_LEVEL
+
+
 # --- pass/fail scores: a score interval for paired proportions ------------------------------------------------
 
 
