@@ -96,10 +96,10 @@ def markdown(found: run_compare.Decisions, base_url: str = "") -> str:
                       "alike, so no single cell stands out from the others."]
         elif found.regressions and not cells:
             lines += ["", "No single cell stands out; the regression is spread over many prompts."]
+    gate_note = (f" _A regression (the gate) only when a variant is worse beyond doubt: a one-sided paired sign-flip "
+                 f"test, Holm-adjusted over the variants, at the family-wise {1 - stats.GATE_LEVEL:.1%} level._")
     lines += ["", "_Better or worse only when the whole 95% interval (a paired bootstrap over prompts; for pass/fail "
-              "scores Newcombe's score interval) is on one side of 0._" + (f" _A regression (the gate) only when a variant is worse beyond doubt: a one-sided "
-                               f"paired sign-flip test, Holm-adjusted over the variants, at the family-wise "
-                               f"{1 - stats.GATE_LEVEL:.1%} level._" if base is not None else "")]
+              "scores Newcombe's score interval) is on one side of 0._" + (gate_note if base is not None else "")]
     return "\n".join(lines[:MARKDOWN_LINES]) + "\n"
 
 
