@@ -291,3 +291,31 @@ def test_when_every_cell_moved_alike_the_page_and_markdown_say_so_and_show_the_g
     assert ("Gate (`--fail-on-regression`, family-wise level 0.1% (99.9%)): **fails** on `openai:cand-a[temp:0]`, "
             "`openai:cand-b[temp:0]` (exit 1).") in out
     assert "All 24 cells moved, each by -1.00: the whole run shifted alike" in out
+
+
+def test_cached_cells_do_not_hide_the_cells_that_dropped(fake_provider, client):
+    """40 of 63 cells did not move (the same answers), 20 moved a little either way, 3 dropped from 0.90 to 0.00.
+    The old yardstick, with most cells unmoved, was the plain spread of every cell that moved, the drops included,
+    and listed none of them; now the three are listed, and nothing else."""
+    from runs import start as run_start
+
+    noise = [0.1] * 7 + [-0.1] * 7 + [0.2] * 2 + [-0.2] * 2 + [0.3, -0.3]
+    before = [1.0] * 40 + [0.5] * 20 + [0.9] * 3
+    after = [1.0] * 40 + [0.5 + x for x in noise] + [0.0] * 3
+    points = "".join(f"    - $contains: W{j}\n" for j in range(10))
+    body = "".join(f"- id: q{i:02d}\n  prompt: Question number {i}?\n  should:\n{points}" for i in range(63))
+    blueprint = make_blueprint("title: Cached\nmodels: [openai:cand-a]\n---\n" + body, slug="cached-drops")
+    runs = []
+    for scores in (before, after):
+        fake_provider.script([{"model": "cand-a", "match": rf"Question number {i}\?",
+                               "reply": " ".join(f"W{j}" for j in range(round(s * 10))) or "nothing"}
+                              for i, s in enumerate(scores)])
+        run = run_start.start_run(blueprint, fresh=True)
+        run.refresh_from_db()
+        assert run.status == "done", run.status
+        runs.append(run)
+    base, later = runs
+    html = client.get(f"/runs/{later.pk}/compare?with={base.pk}").content.decode()
+    listed = re.findall(r'<tr class="listed"><td><code>(.*?)</code>', html)
+    assert sorted(listed) == ["q60", "q61", "q62"]
+    assert "23 of the 63 cells scored in both runs moved; 40 did not" in html
