@@ -187,6 +187,7 @@ class RunComparison:
     level: float = stats.FDR_LEVEL
     gate: list[stats.GateTest] = field(default_factory=list)  # per variant in both runs, the gate's test
     gate_level: float = stats.GATE_LEVEL
+    movement: stats.Movement = stats.Movement(0, 0, None, None)  # how the tested cells moved as a whole
 
     @property
     def regressions(self) -> list[Pair]:
@@ -197,6 +198,15 @@ class RunComparison:
         failing = {g.key for g in self.gate if g.fails}
         return [p for p in self.pairs if p.a in failing]
 
+    @property
+    def gate_fails(self) -> bool:
+        return any(g.fails for g in self.gate)
+
+    @property
+    def gate_level_words(self) -> str:
+        """The gate's level as the pages and the markdown say it: "0.1% (99.9%)"."""
+        return f"{self.gate_level:.1%} ({1 - self.gate_level:.1%})"
+
     def gate_dict(self) -> dict:
         return {"rule": stats.GATE_RULE, "level": self.gate_level,
                 "variants": {g.key: g.to_dict() for g in self.gate}}
@@ -206,6 +216,7 @@ class RunComparison:
                 "changedPrompts": self.changed_prompts, "leftOut": len(self.changed_prompts),
                 "onlyInRun": self.only_run, "onlyInBase": self.only_base,
                 "changed": {"level": self.level, "tested": self.tested,
+                            "moved": self.movement.moved, "allMovedBy": self.movement.alike,
                             "cells": [{"prompt": c.prompt_id, "variant": c.variant_id, "before": c.before,
                                        "after": c.after, "delta": c.delta, "q": c.q} for c in self.listed]},
                 "gate": self.gate_dict(), "method": stats.METHOD}
@@ -245,7 +256,8 @@ def compare_with_base(run: Run, base: Run) -> RunComparison:
                                    cells_after[change.key][0], change.delta, change.q))
     return RunComparison(run, base, pairs, compare_runs(base, run, cells=(cells_before, cells_after)), listed,
                          len(deltas), changed_ids, [v for v in after_m.variants if v not in before],
-                         [v for v in before_m.variants if v not in after], gate=gate)
+                         [v for v in before_m.variants if v not in after], gate=gate,
+                         movement=stats.movement(deltas))
 
 
 class CannotCompare(ValueError):

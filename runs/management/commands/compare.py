@@ -64,7 +64,7 @@ def markdown(found: run_compare.Decisions, base_url: str = "") -> str:
         if shown_worse > len(worse):
             head += (f" ({shown_worse - len(worse)} variant{'s' if shown_worse - len(worse) != 1 else ''} worse at 95% "
                      f"but not beyond the gate's {1 - stats.GATE_LEVEL:.1%})")
-        lines += [f"### Run {run.pk} against baseline run {base.pk}: {head}", "",
+        lines += [f"### Run {run.pk} against baseline run {base.pk}: {head}", "", gate_line(found), "",
                   "| model variant | baseline | this run | change | 95% interval | prompts | verdict |",
                   "|---|---:|---:|---:|---|---:|---|"]
         rows = [f"| `{_cell(p.a)}` | {_plain(p.mean_b)} | {_plain(p.mean_a)} | {_signed(p.delta)} | {_interval(p)} | "
@@ -90,13 +90,26 @@ def markdown(found: run_compare.Decisions, base_url: str = "") -> str:
                 url = base_url + run_compare.diff_url(run.pk, base.pk, c.prompt_id, c.variant_id)
                 lines.append(f"- [`{_cell(c.prompt_id)}` × `{_cell(c.variant_id)}`]({url}): "
                              f"{_plain(c.before)} → {_plain(c.after)} ({_signed(c.delta)})")
+        moved = result.movement
+        if moved.alike is not None:
+            lines += ["", f"All {moved.tested} cells moved, each by {_signed(moved.alike)}: the whole run shifted "
+                      "alike, so no single cell stands out from the others."]
         elif found.regressions and not cells:
             lines += ["", "No single cell stands out; the regression is spread over many prompts."]
-    lines += ["", "_Better or worse only when the whole 95% interval (a paired bootstrap over prompts) is on one "
-              "side of 0._" + (f" _A regression (the gate) only when a variant is worse beyond doubt: a one-sided "
-                               f"paired sign-flip test, Holm-adjusted over the variants, at the family-wise "
-                               f"{1 - stats.GATE_LEVEL:.1%} level._" if base is not None else "")]
+    gate_note = (f" _A regression (the gate) only when a variant is worse beyond doubt: a one-sided paired sign-flip "
+                 f"test, Holm-adjusted over the variants, at the family-wise {1 - stats.GATE_LEVEL:.1%} level._")
+    lines += ["", "_Better or worse only when the whole 95% interval (a paired bootstrap over prompts; for pass/fail "
+              "scores Newcombe's score interval) is on one side of 0._" + (gate_note if base is not None else "")]
     return "\n".join(lines[:MARKDOWN_LINES]) + "\n"
+
+
+def gate_line(found: run_compare.Decisions) -> str:
+    """The gate's decision and its level, as ``--fail-on-regression`` acts on it."""
+    result = found.result
+    level = result.gate_level_words if result is not None else f"{stats.GATE_LEVEL:.1%}"
+    failing = ", ".join(f"`{_cell(p.a)}`" for p in found.regressions)
+    decision = f"**fails** on {failing} (exit 1)" if failing else "passes (exit 0)"
+    return f"Gate (`--fail-on-regression`, family-wise level {level}): {decision}."
 
 
 def text(found: run_compare.Decisions) -> str:
