@@ -324,6 +324,19 @@ def test_without_headers_a_burst_refused_at_once_is_read_over_the_retry_after():
     assert pacer.interval == pytest.approx(1 / (10 * 0.8))
 
 
+def test_429s_without_a_hint_slow_the_pace_only_down_to_the_cap():
+    """Each 429 without Retry-After stretched the interval by 1.25 with no end: a model with no quota soon waited
+    minutes between calls. The pace learned from 429s stops at one call every MAX_LEARNED_INTERVAL_S."""
+    pacer, clock = _pacer()
+    for _ in range(60):  # a model that only ever answers 429, each after the last hold ended
+        pacer.observe(None, 429)
+        clock.now = pacer.blocked_until + 0.01
+    assert pacer.interval == 10.0  # MAX_LEARNED_INTERVAL_S (before: 1.25 ** 59 s)
+    told_to_wait = Pacer(clock=clock, sleep=clock.sleep, max_hold_s=120)
+    told_to_wait.observe(None, 429, retry_after=90)  # the first 429 asks for 90 s: held 90 s, paced at the cap
+    assert told_to_wait.interval == 10.0 and told_to_wait.blocked_until - clock.now == 90
+
+
 def test_the_margin_must_be_a_share():
     for margin in (0, -1, 1.5):
         with pytest.raises(ValueError):

@@ -39,7 +39,12 @@ that into when the next call may leave. The router asks it before every send
   (its answers in the last minute, over that span or the retry-after,
   whichever is longer), and speeds up by 0.5% per answer; another 429 after
   that hold slows it by 20% again (additive increase, multiplicative
-  decrease). 429s to calls that left before the hold change nothing.
+  decrease), never below one call every ``MAX_LEARNED_INTERVAL_S`` (10 s).
+  429s to calls that left before the hold change nothing.
+
+The router waits here before a call takes one of the provider's concurrency
+slots, never while holding one: a model being paced (or held by its 429s)
+never keeps another model of the same provider from sending.
 
 Everything takes a ``clock`` (monotonic seconds), ``wall`` (Unix time, for
 RFC 3339 resets) and ``sleep``, so tests drive it with a fake clock.
@@ -59,6 +64,10 @@ from typing import Any, Awaitable, Callable, Iterable, Mapping
 
 DEFAULT_MARGIN = 0.97  # pace at this share of a stated limit
 _HOLD_WITHOUT_HINT_S = 1.0  # a 429 that says nothing about when: hold the key this long
+# The slowest pace 429s can teach: one call every this many seconds. Without it every 429 without a Retry-After
+# stretched the interval by 1.25, so a model that only ever answers 429 ("insufficient_quota") soon waited minutes
+# between calls; its calls now fail at this pace and open its circuit breaker (router.py) instead.
+MAX_LEARNED_INTERVAL_S = 10.0
 _AIMD_DECREASE = 0.8
 _AIMD_INCREASE = 1.005
 _RATE_WINDOW_S = 60.0
@@ -272,6 +281,15 @@ class Pacer:
     def active(self) -> bool:
         return self.interval is not None or self.token_rate is not None or self.blocked_until > self.clock()
 
+    def idle(self) -> bool:
+        """Nothing to wait for now: no pace, no hold, no probe under way (``wait`` returns at once)."""
+        return (self._probed and self.interval is None and self.token_rate is None
+                and self.blocked_until <= self.clock())
+
+    def held(self) -> float:
+        """Seconds left of a hold (remaining at 0, or a 429); 0 when calls may go."""
+        return max(0.0, self.blocked_until - self.clock())
+
     def reserve(self, tokens: int = 0) -> float:
         """Book the next slot for a call of ``tokens`` estimated tokens; the seconds to wait for it."""
         now = self.clock()
@@ -385,6 +403,7 @@ class Pacer:
             self.interval = 1.0 / (rate * _AIMD_DECREASE)
         else:
             self.interval = max(hold, _HOLD_WITHOUT_HINT_S)
+        self.interval = min(self.interval, MAX_LEARNED_INTERVAL_S)
         self.inferred = True
         self.next_request_at = max(self.next_request_at, self.blocked_until)
 
