@@ -114,6 +114,8 @@ class _Outcome:
 class _Breaker:
     failures: int = 0  # failed calls in a row (rate limits apart)
     rate_limited: int = 0  # calls in a row that ended on a 429, with no answer between
+    refusals: int = 0  # rounds of 429s in a row with no answer between (a burst at one moment is one round)
+    round_until: float = 0.0  # a 429 before this belongs to the round under way
     open_reason: str | None = None
     open_retryable: bool = False
 
@@ -516,9 +518,11 @@ class Router:
                 semaphore.release()
             outcome.attempts = tried
             if outcome.ok:
-                breaker.failures = breaker.rate_limited = 0
+                breaker.failures = breaker.rate_limited = breaker.refusals = 0
                 tried.append(_attempt(outcome, None, ()))
                 return outcome, attempts
+            if outcome.rate_limited:
+                self._count_refusal(endpoint, breaker, outcome)
             if outcome.adapt is not None and adaptations < 2:
                 self._quirks[endpoint.model_id] = outcome.adapt
                 adaptations += 1
@@ -543,23 +547,44 @@ class Router:
             tried.append(_attempt(outcome, None, redactor))
             return outcome, attempts
 
+    def _count_refusal(self, endpoint: Endpoint, breaker: _Breaker, outcome: _Outcome) -> None:
+        """A 429 answer. The 429s that arrive together (a burst over the limit, answered at one moment) are one
+        round; a round starts with a 429 after the wait the last one asked for (its retry-after, else 1 s). After
+        ``breaker_threshold`` rounds with no answer between, the model is one that only answers 429 (no quota:
+        OpenAI's ``insufficient_quota`` is a 429): its breaker opens with the provider's words."""
+        now = time.monotonic()
+        if now < breaker.round_until:
+            return
+        asked = outcome.retry_after
+        breaker.round_until = now + (asked if asked is not None and asked <= self.settings.retry_after_max_s
+                                     else 1.0)
+        breaker.refusals += 1
+        if breaker.refusals >= self.settings.breaker_threshold:
+            self._open_for_429(endpoint, breaker, breaker.refusals, outcome)
+
+    @staticmethod
+    def _open_for_429(endpoint: Endpoint, breaker: _Breaker, count: int, outcome: _Outcome) -> None:
+        if breaker.open_reason:
+            return
+        breaker.open_reason = (
+            f"Circuit breaker for model '{endpoint.model_id}' is open: it answered only 429 (rate-limited) "
+            f"{count} times in a row with no answer between, so its remaining calls were not sent (check the "
+            f"account's quota and limits); last error: {outcome.reason}")
+        breaker.open_retryable = True
+
     def _count_failure(self, endpoint: Endpoint, breaker: _Breaker, outcome: _Outcome) -> None:
         """A call failed: after ``breaker_threshold`` failed calls in a row the model's breaker opens.
 
         Calls refused as rate-limited (429) are counted apart: a 429 storm that calls get through (with waits)
         is not a broken model, but ``breaker_threshold`` calls in a row that each ended on a 429, with no answer
-        between, are a model that only answers 429 (no quota: OpenAI's ``insufficient_quota`` is a 429). Its
+        between, are a model that only answers 429 (as are that many rounds of 429s: ``_count_refusal``). Its
         breaker opens with the provider's own words, and its remaining calls fail at once instead of holding
         their items until the item budget."""
         threshold = self.settings.breaker_threshold
         if outcome.rate_limited:
             breaker.rate_limited += 1
-            if breaker.rate_limited >= threshold and not breaker.open_reason:
-                breaker.open_reason = (
-                    f"Circuit breaker for model '{endpoint.model_id}' is open: {breaker.rate_limited} calls in a "
-                    f"row were refused as rate-limited with no answer between, so its remaining calls were not "
-                    f"sent (check the account's quota and limits); last error: {outcome.reason}")
-                breaker.open_retryable = True
+            if breaker.rate_limited >= threshold:
+                self._open_for_429(endpoint, breaker, breaker.rate_limited, outcome)
             return
         breaker.failures += 1
         if breaker.failures >= threshold and not breaker.open_reason:
