@@ -116,6 +116,23 @@ class _Breaker:
     rate_limited: int = 0  # calls in a row that ended on a 429, with no answer between
     refusals: int = 0  # rounds of 429s in a row with no answer between (a burst at one moment is one round)
     round_until: float = 0.0  # a 429 before this belongs to the round under way
+    opened: asyncio.Event | None = None  # set when it opens: the model's waiting calls stop waiting
+
+    def open(self, reason: str, retryable: bool) -> None:
+        if self.open_reason:
+            return
+        self.open_reason, self.open_retryable = reason, retryable
+        if self.opened is not None:
+            self.opened.set()
+
+    def event(self) -> asyncio.Event:
+        loop = asyncio.get_running_loop()
+        if self.opened is None or getattr(self.opened, "_evalsite_loop", None) is not loop:
+            self.opened = asyncio.Event()
+            self.opened._evalsite_loop = loop  # type: ignore[attr-defined]
+            if self.open_reason:
+                self.opened.set()
+        return self.opened
     open_reason: str | None = None
     open_retryable: bool = False
 
@@ -474,14 +491,14 @@ class Router:
                 tokens = _estimated_tokens(endpoint, request) if pacer.token_rate is not None else 0
                 if pacer.idle():
                     await pacer.wait(tokens)  # nothing to wait for: no task, no watcher
-                elif await self._wait_or_stop(pacer.wait(tokens)):
-                    return cancelled()
+                elif await self._wait_or_stop(pacer.wait(tokens), breaker=breaker):
+                    return opened() if breaker.open_reason else cancelled()
                 if breaker.open_reason:
                     return opened()
             if not semaphore.locked():
                 await semaphore.acquire()  # a free slot is taken at once
-            elif await self._wait_or_stop(semaphore.acquire(), undo=semaphore.release):
-                return cancelled()
+            elif await self._wait_or_stop(semaphore.acquire(), undo=semaphore.release, breaker=breaker):
+                return opened() if breaker.open_reason else cancelled()
             try:
                 # The breaker may have opened while this call waited for a slot.
                 if breaker.open_reason:
@@ -536,7 +553,12 @@ class Router:
                     tried.append(_attempt(outcome, delay, redactor, keep_body=True))
                     await self._notify_wait(endpoint, outcome.short or outcome.reason, attempts + 1,
                                             settings.max_attempts, delay)
-                    if await self._wait_or_stop(asyncio.sleep(delay)):
+                    if await self._wait_or_stop(asyncio.sleep(delay), breaker=breaker):
+                        if breaker.open_reason:  # opened by the model's other calls meanwhile: this one ends now
+                            tried.append(_attempt(outcome, None, redactor))
+                            shut, _ = opened()
+                            shut.attempts, shut.status = tried, outcome.status
+                            return shut, attempts
                         return cancelled()
                     continue
                 outcome.reason = (f"{outcome.reason} (the provider asked to wait {outcome.retry_after:.0f} s, "
@@ -566,11 +588,10 @@ class Router:
     def _open_for_429(endpoint: Endpoint, breaker: _Breaker, count: int, outcome: _Outcome) -> None:
         if breaker.open_reason:
             return
-        breaker.open_reason = (
+        breaker.open(
             f"Circuit breaker for model '{endpoint.model_id}' is open: it answered only 429 (rate-limited) "
             f"{count} times in a row with no answer between, so its remaining calls were not sent (check the "
-            f"account's quota and limits); last error: {outcome.reason}")
-        breaker.open_retryable = True
+            f"account's quota and limits); last error: {outcome.reason}", True)
 
     def _count_failure(self, endpoint: Endpoint, breaker: _Breaker, outcome: _Outcome) -> None:
         """A call failed: after ``breaker_threshold`` failed calls in a row the model's breaker opens.
@@ -588,10 +609,9 @@ class Router:
             return
         breaker.failures += 1
         if breaker.failures >= threshold and not breaker.open_reason:
-            breaker.open_reason = (
+            breaker.open(
                 f"Circuit breaker for model '{endpoint.model_id}' is open: {breaker.failures} calls in a "
-                f"row failed, so its remaining calls were not sent; last error: {outcome.reason}")
-            breaker.open_retryable = outcome.retryable
+                f"row failed, so its remaining calls were not sent; last error: {outcome.reason}", outcome.retryable)
 
     # -- waiting, and a cancel ending any wait --------------------------------------------------------------
 
@@ -610,34 +630,42 @@ class Router:
             self._stopped, self._stopped_loop, self._watcher = asyncio.Event(), loop, None
         return self._stopped
 
-    async def _wait_or_stop(self, awaitable: Awaitable[Any], *, undo: Callable[[], Any] | None = None) -> bool:
-        """Await ``awaitable`` unless the run is cancelled first: True when it was (``awaitable`` is then
-        cancelled, and ``undo`` called if it finished anyway, as a slot acquired just as the cancel came).
+    async def _wait_or_stop(self, awaitable: Awaitable[Any], *, undo: Callable[[], Any] | None = None,
+                            breaker: _Breaker | None = None) -> bool:
+        """Await ``awaitable`` unless the run is cancelled, or ``breaker`` opens, first: True when one of them
+        came first (``awaitable`` is then cancelled, and ``undo`` called if it finished anyway, as a slot
+        acquired just as the cancel came).
 
         Every wait of a call goes through here: its pace, a provider slot, a retry's back-off. While any call
         waits, one watcher reads ``should_stop`` every ``STOP_POLL_S``, so a cancel ends them all within that,
-        however long they were told to wait."""
-        if self.should_stop is None:
+        however long they were told to wait; a model's breaker opening ends its calls' waits at once."""
+        ends: list[asyncio.Event] = []
+        if self.should_stop is not None:
+            ends.append(self._stop_event())
+        if breaker is not None:
+            ends.append(breaker.event())
+        if not ends:
             await awaitable
             return False
-        stopped = self._stop_event()
         task = asyncio.ensure_future(awaitable)
-        if stopped.is_set():
+        if any(end.is_set() for end in ends):
             return await self._abandon(task, undo)
-        if task.done():
-            return False
-        self._waiting += 1
-        if self._watcher is None or self._watcher.done():
-            self._watcher = asyncio.ensure_future(self._watch(stopped))
-        stop = asyncio.ensure_future(stopped.wait())
+        watching = self.should_stop is not None
+        if watching:
+            self._waiting += 1
+            if self._watcher is None or self._watcher.done():
+                self._watcher = asyncio.ensure_future(self._watch(ends[0]))
+        waits = [asyncio.ensure_future(end.wait()) for end in ends]
         try:
-            await asyncio.wait((task, stop), return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait((task, *waits), return_when=asyncio.FIRST_COMPLETED)
         except BaseException:  # the item itself was stopped (its budget): nothing it waited for is kept
             await self._abandon(task, undo)
             raise
         finally:
-            self._waiting -= 1
-            stop.cancel()
+            if watching:
+                self._waiting -= 1
+            for wait in waits:
+                wait.cancel()
         if task.done():
             task.result()  # a failure while waiting is a bug: raised, never a silent "go"
             return False
