@@ -112,6 +112,8 @@ class _Outcome:
 
 @dataclass(slots=True)
 class _Breaker:
+    open_reason: str | None = None
+    open_retryable: bool = False
     failures: int = 0  # failed calls in a row (rate limits apart)
     rate_limited: int = 0  # calls in a row that ended on a 429, with no answer between
     refusals: int = 0  # rounds of 429s in a row with no answer between (a burst at one moment is one round)
@@ -133,8 +135,6 @@ class _Breaker:
             if self.open_reason:
                 self.opened.set()
         return self.opened
-    open_reason: str | None = None
-    open_retryable: bool = False
 
 
 def _cacheable(request: ChatRequest, text: str | None) -> bool:
