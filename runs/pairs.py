@@ -21,9 +21,11 @@ position-bias figures are shown apart from people's, never mixed into their rati
 
 from __future__ import annotations
 
+import hashlib
 import random
 import re
-from collections import Counter, defaultdict
+import threading
+from collections import Counter, OrderedDict, defaultdict
 from dataclasses import dataclass
 from itertools import combinations
 from urllib.parse import urlencode
@@ -184,11 +186,39 @@ def blueprint_scope(slug: str) -> Scope:
 OUTCOME_OF_WINNER = {"left": "a", "right": "b", "tie": "tie"}
 
 
+FITS_KEPT = 32  # Bradley-Terry fits kept in this process (each a few kilobytes)
+_FITS: OrderedDict[bytes, list[bt.Rating]] = OrderedDict()
+_FITS_LOCK = threading.Lock()
+
+
+def fitted_ratings(comparisons: list[bt.Comparison]) -> list[bt.Rating]:
+    """``bt.ratings(comparisons)``, kept in this process until the judgements change.
+
+    A fit with its bootstrap intervals takes seconds with a hundred models, so a page must not refit on every
+    view. It is kept under the judgements themselves: a fit is fully given by how many times each (model,
+    model, outcome) was judged (the fit and its resamples read only those counts, from a fixed seed), so the
+    key is a digest of those counts. A judgement added, or gone with its run, is a new key and a new fit;
+    nothing else can make a kept fit out of date. The last ``FITS_KEPT`` fits are kept."""
+    tally = Counter((c.a, c.b, c.outcome) for c in comparisons)
+    key = hashlib.blake2b(repr(sorted(tally.items())).encode("utf-8"), digest_size=20).digest()
+    with _FITS_LOCK:
+        kept = _FITS.get(key)
+        if kept is not None:
+            _FITS.move_to_end(key)
+            return kept
+    fitted = bt.ratings(comparisons)
+    with _FITS_LOCK:
+        _FITS[key] = fitted
+        while len(_FITS) > FITS_KEPT:
+            _FITS.popitem(last=False)
+    return fitted
+
+
 def ratings_of(scope: Scope) -> list[bt.Rating]:
     """Bradley-Terry ratings (ties half a win each) from every person's judgement in the scope (an LLM
-    judge's answers have their own table: ``judge_tables``)."""
+    judge's answers have their own table: ``judge_tables``); the fit is kept until they change."""
     rows = scope.people_judgements().values_list("left__variant_id", "right__variant_id", "winner")
-    return bt.ratings([bt.Comparison(a, b, OUTCOME_OF_WINNER[w]) for a, b, w in rows])
+    return fitted_ratings([bt.Comparison(a, b, OUTCOME_OF_WINNER[w]) for a, b, w in rows])
 
 
 def _judged_by(scope: Scope, who: str) -> list[Judged]:

@@ -33,7 +33,7 @@ from .engine.types import Turn
 from .models import JudgingStatus, PairJudgement, PairJudging, Response, Run
 from .pairs import (BLUEPRINT_RUNS, JUDGE_WHO, MAX_JUDGE_ID_CHARS, OUTCOME_OF_WINNER, Candidate, Judged, Refused,
                     Scope, _clean_text, _context, _judged_by, _next_pair, _turns, _who, blueprint_scope, choose_pair,
-                    run_scope)
+                    fitted_ratings, run_scope)
 from .pages import blueprint_of as _spec, with_csp
 
 log = logging.getLogger(__name__)
@@ -301,7 +301,7 @@ def judge_tables(scope: Scope) -> list[JudgeTable]:
             orders[(job_id, min(left, right), max(left, right))].append(CHOICE_OF_WINNER[winner])
         figures = pairwise.position_figures((choices[0], choices[1] if len(choices) > 1 else None)
                                             for choices in orders.values())
-        ratings = bt.ratings([bt.Comparison(a, b, OUTCOME_OF_WINNER[w]) for *_, a, b, w in answers])
+        ratings = fitted_ratings([bt.Comparison(a, b, OUTCOME_OF_WINNER[w]) for *_, a, b, w in answers])
         tables.append(JudgeTable(model_id, ratings, figures, len(answers)))
     return tables
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Iterable, Literal
 
 from .judge import (JUDGE_MAX_TOKENS, JUDGE_TEMPERATURE, _FENCE, _THINKING, _clean_reflection, _short, _sum_known,
-                    _tag, json_object_in, render_transcript)
+                    _tag, all_tags, json_object_in, neutralise, one_verdict, render_transcript, unquoted)
 from .types import ChatRequest, ChatResult, CompleteFn, Turn
 
 Choice = Literal["1", "2", "tie"]  # a position, as the judge answered
@@ -37,7 +37,6 @@ Outcome = Literal["consistent", "same-position", "tie-one-way"]
 
 MAX_RESPONSE_CHARS = 20_000  # each response is shown to the judge up to here (as the Pairs page shows it)
 MAX_TURN_CHARS = 20_000  # each turn of the conversation, likewise
-_TAG_NAMES = ("conversation", "response_1", "response_2", "reflection", "choice")
 
 
 # --------------------------------------------------------------------------
@@ -65,13 +64,9 @@ def clip(text: str, limit: int) -> str:
     return f"{text[:limit]}\n[… clipped here: {len(text) - limit:,} more characters not shown]"
 
 
-_OUR_TAGS = re.compile(rf"<(\s*/?\s*(?:{'|'.join(_TAG_NAMES)})\b)", re.I)
-
-
-def neutralise(text: str) -> str:
-    """Untrusted text with this prompt's own tags made inert (``<choice>`` becomes ``‹choice>``), so a
-    response cannot close its block early, open another, or write an answer in the judge's format."""
-    return _OUR_TAGS.sub(r"‹\1", text)
+# Untrusted text gets every judge tag made inert, look-alikes included: ``judge.neutralise``, the one function
+# both judges use (``<choice>`` becomes ``‹choice>``), so a response cannot close its block early, open another,
+# or write an answer in the judge's format.
 
 
 SYSTEM_PROMPT = (
@@ -182,23 +177,26 @@ def parse_pair_answer(text: str | None) -> PairAnswer:
     if text is None or not text.strip():
         return PairAnswer(error="Empty response")
     body = _FENCE.sub("", _THINKING.sub("", text))
+    # The judge's own choice: never one inside its reflection or in text it quotes (a response's injected tag,
+    # its prompt repeated); two different choices are no choice (as for the rubric judge, judge.one_verdict).
+    outside = unquoted(body)
     reflection = _tag("reflection", body)
-    raw = _tag("choice", body)
-    if raw is None:
-        from_json = _json_choice(body)
+    raws = all_tags("choice", outside)
+    if not raws:
+        from_json = _json_choice(outside)
         if from_json is not None:
-            raw, json_reflection = from_json
-            reflection = reflection if reflection is not None else json_reflection
-    if raw is None:
-        line = _CHOICE_LINE.search(body)
-        if line:
-            raw = line.group(1)
+            raws = [from_json[0]]
+            reflection = reflection if reflection is not None else from_json[1]
+    if not raws:
+        lines = list(_CHOICE_LINE.finditer(outside))
+        if lines:
+            raws = [line.group(1) for line in lines]
             if reflection is None:
-                reflection = body[:line.start()]
-    if raw is not None:
-        choice, problem = _read_choice(raw)
+                reflection = outside[:lines[0].start()]
+    if raws:
+        choice, problem = one_verdict(raws, _read_choice, "choices")
     else:  # no tag, no JSON, no "Choice:" line: only an answer that is nothing but a choice is read
-        rest = re.sub(r"(?is)<\s*reflection\s*>.*?(<\s*/\s*reflection\s*>|\Z)", " ", body).strip()
+        rest = re.sub(r"(?is)<\s*reflection\s*>.*?(<\s*/\s*reflection\s*>|\Z)", " ", outside).strip()
         choice = _read_choice(rest)[0] if _BARE_CHOICE.fullmatch(rest) else None
         problem = f"No <choice> found in the answer: '{_short(body)}'"
     if choice is None:

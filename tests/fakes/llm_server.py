@@ -29,6 +29,8 @@ name has its own request counter, so use distinct names per test:
 
 * ``fail-429-then-ok``, ``fail-500x2-then-ok``: that status for the first call
   (or first N), then normal answers; ``always-503``: that status every time.
+  With ``noquota`` as well (``m-noquota-always-429``), a 429's body is OpenAI's
+  ``insufficient_quota`` error ("no quota"), as a key without quota gets.
   ``always-401`` answers like a provider rejecting a key and *echoes the key
   it was sent* (to test that clients never repeat it).
 * ``retry-after-0.2`` / ``retry-after-ms-150``: send ``Retry-After`` (seconds)
@@ -599,6 +601,10 @@ def _error_body(protocol: str, status: int, model: str, headers: dict[str, str])
         sent = headers.get("authorization", "").removeprefix("Bearer ") or headers.get("x-api-key") \
             or headers.get("x-goog-api-key", "")
         message = f"Incorrect API key provided: {sent}. You can find your API key in your account settings."
+    elif status == 429 and "noquota" in model.split("-"):
+        # A key with no quota left: OpenAI answers 429 with code insufficient_quota, and says so in every answer.
+        return {"error": {"message": "no quota", "type": "insufficient_quota", "param": None,
+                          "code": "insufficient_quota"}}
     else:
         message = f"fake {status} for model {model}"
     if protocol == "anthropic":

@@ -12,13 +12,18 @@ what is worth retrying:
 * a built-in OpenAI-format model that rejects ``max_tokens`` or
   ``temperature`` with a 400 is asked again the way it accepts (and
   remembered for the rest of the run), without using up an attempt;
-* after ``breaker_threshold`` failed calls in a row (rate limits excepted),
-  the model's circuit breaker opens and its remaining calls fail at once
-  with that reason;
+* after ``breaker_threshold`` failed calls in a row, or as many calls in a
+  row that each ended on a 429 with no answer between (counted apart), the
+  model's circuit breaker opens and its remaining calls fail at once with
+  that reason (the provider's own words included);
 * every send first asks the model's :class:`~.pacing.Pacer` (one per provider
   key and model) when it may leave, and every answer's rate-limit headers
   (``x-ratelimit-*``, ``anthropic-ratelimit-*``, ``retry-after``) and 429s
-  teach it the provider's pace (pacing.py).
+  teach it the provider's pace (pacing.py). That wait comes before the call
+  takes a concurrency slot: a model held by its 429s never holds the slots
+  the provider's other models need;
+* a cancel (``should_stop``) ends every wait at once: pacing, a slot, a
+  retry's back-off (one watcher reads the flag while calls wait).
 
 Every expected failure comes back as ``ChatResult.error`` with
 ``retryable``; only bugs raise. Keys and the values of allowed ``${NAME}``
@@ -107,9 +112,29 @@ class _Outcome:
 
 @dataclass(slots=True)
 class _Breaker:
-    failures: int = 0
     open_reason: str | None = None
     open_retryable: bool = False
+    failures: int = 0  # failed calls in a row (rate limits apart)
+    rate_limited: int = 0  # calls in a row that ended on a 429, with no answer between
+    refusals: int = 0  # rounds of 429s in a row with no answer between (a burst at one moment is one round)
+    round_until: float = 0.0  # a 429 before this belongs to the round under way
+    opened: asyncio.Event | None = None  # set when it opens: the model's waiting calls stop waiting
+
+    def open(self, reason: str, retryable: bool) -> None:
+        if self.open_reason:
+            return
+        self.open_reason, self.open_retryable = reason, retryable
+        if self.opened is not None:
+            self.opened.set()
+
+    def event(self) -> asyncio.Event:
+        loop = asyncio.get_running_loop()
+        if self.opened is None or getattr(self.opened, "_evalsite_loop", None) is not loop:
+            self.opened = asyncio.Event()
+            self.opened._evalsite_loop = loop  # type: ignore[attr-defined]
+            if self.open_reason:
+                self.opened.set()
+        return self.opened
 
 
 def _cacheable(request: ChatRequest, text: str | None) -> bool:
@@ -195,6 +220,11 @@ class Router:
         # start one answer late).
         self.pacing_probe = False
         self._pacers: dict[tuple[str, str], Pacer] = {}
+        # A cancel ends every wait (``_wait_or_stop``): set when ``should_stop`` says yes; read by one watcher.
+        self._stopped: asyncio.Event | None = None
+        self._stopped_loop: asyncio.AbstractEventLoop | None = None
+        self._watcher: asyncio.Future | None = None
+        self._waiting = 0
         self._breakers: dict[str, _Breaker] = {}
         self._quirks: dict[str, Quirks] = {}
         self._shown_urls: dict[str, str] = {}  # a URL as the call log shows it
@@ -439,7 +469,8 @@ class Router:
             if not retryable or attempt == self.settings.max_attempts:
                 return reason
             ceiling = min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2 ** (attempt - 1))
-            await asyncio.sleep(ceiling / 2 + random.uniform(0, ceiling / 2))
+            if await self._wait_or_stop(asyncio.sleep(ceiling / 2 + random.uniform(0, ceiling / 2))):
+                return f"{endpoint.label}: embeddings not sent: {NOT_SENT_CANCELLED}"
         return "no attempt was made"  # max_attempts is at least 1; kept for the type checker
 
     # ----------------------------------------------------------------------
@@ -467,24 +498,45 @@ class Router:
         attempts = adaptations = 0
         tried: list[dict] = []  # each attempt, for the call log
         redactor = self.redactor(endpoint)
+
+        def opened() -> tuple[_Outcome, int]:
+            return _Outcome(reason=breaker.open_reason, retryable=breaker.open_retryable), attempts
+
+        def cancelled() -> tuple[_Outcome, int]:
+            first = attempts == 0 and request.purpose == "candidate" and request.turn == 0
+            return _Outcome(reason=NOT_STARTED_CANCELLED if first else NOT_SENT_CANCELLED, retryable=False), attempts
+
         while True:
             if breaker.open_reason:
-                return _Outcome(reason=breaker.open_reason, retryable=breaker.open_retryable), attempts
-            async with semaphore:
+                return opened()
+            tokens = 0
+            pacer = self.pacer(endpoint) if self.pacing else None
+            unpaced = pacer is not None and pacer.idle()  # nothing known of the model's pace yet
+            if pacer is not None:
+                # The model's pace (pacing.py), waited out before taking a slot: a model held by its 429s never
+                # keeps the provider's other models waiting. A cancel ends the wait at once.
+                tokens = _estimated_tokens(endpoint, request) if pacer.token_rate is not None else 0
+                if pacer.idle():
+                    await pacer.wait(tokens)  # nothing to wait for: no task, no watcher
+                elif await self._wait_or_stop(pacer.wait(tokens), breaker=breaker):
+                    return opened() if breaker.open_reason else cancelled()
+                if breaker.open_reason:
+                    return opened()
+            if not semaphore.locked():
+                await semaphore.acquire()  # a free slot is taken at once
+            elif await self._wait_or_stop(semaphore.acquire(), undo=semaphore.release, breaker=breaker):
+                return opened() if breaker.open_reason else cancelled()
+            try:
                 # The breaker may have opened while this call waited for a slot.
                 if breaker.open_reason:
-                    return _Outcome(reason=breaker.open_reason, retryable=breaker.open_retryable), attempts
-                tokens = 0
-                if self.pacing:  # the provider's pace (pacing.py); then the breaker and a cancel are asked again
-                    pacer = self.pacer(endpoint)
-                    tokens = _estimated_tokens(endpoint, request) if pacer.token_rate is not None else 0
-                    if await pacer.wait(tokens) > 0 and breaker.open_reason:
-                        return _Outcome(reason=breaker.open_reason, retryable=breaker.open_retryable), attempts
+                    return opened()
+                if pacer is not None and (pacer.held() > 0 or (unpaced and not pacer.idle())):
+                    # While this call waited for the slot, a 429 held the model, or the first answers stated its
+                    # limit: it is paced (without the slot) like the calls after it, not sent in the opening burst.
+                    continue
                 # After a cancel no request leaves: not a first call, not another turn, not a judge, not a retry.
-                if self.should_stop is not None and await self.should_stop():
-                    first = attempts == 0 and request.purpose == "candidate" and request.turn == 0
-                    return _Outcome(reason=NOT_STARTED_CANCELLED if first else NOT_SENT_CANCELLED,
-                                    retryable=False), attempts
+                if self.should_stop is not None and await self._stop_now():
+                    return cancelled()
                 ticket = None
                 if self.budget is not None:
                     ticket = await self.budget.admit(
@@ -493,9 +545,7 @@ class Router:
                         purpose=request.purpose,
                         about=f"prompt '{request.prompt_id}', trial {request.trial + 1}, turn {request.turn + 1}")
                     if ticket is None:  # over the budget (or a replay's missing answer): not sent, as after a cancel
-                        first = attempts == 0 and request.purpose == "candidate" and request.turn == 0
-                        return _Outcome(reason=NOT_STARTED_CANCELLED if first else NOT_SENT_CANCELLED,
-                                        retryable=False), attempts
+                        return cancelled()
                 attempts += 1
                 outcome = None
                 try:
@@ -508,11 +558,15 @@ class Router:
                         await self.budget.settle(ticket, None if outcome is None or endpoint.custom is not None
                                                  else cost_usd(endpoint.model_id, outcome.usage),
                                                  billed=not refused)
+            finally:
+                semaphore.release()
             outcome.attempts = tried
             if outcome.ok:
-                breaker.failures = 0
+                breaker.failures = breaker.rate_limited = breaker.refusals = 0
                 tried.append(_attempt(outcome, None, ()))
                 return outcome, attempts
+            if outcome.rate_limited:
+                self._count_refusal(endpoint, breaker, outcome)
             if outcome.adapt is not None and adaptations < 2:
                 self._quirks[endpoint.model_id] = outcome.adapt
                 adaptations += 1
@@ -520,27 +574,148 @@ class Router:
                 tried.append(_attempt(outcome, None, redactor, keep_body=True,
                                       note="asked again the way the model accepts"))
                 continue
-            if outcome.retryable and attempts < settings.max_attempts:
+            if outcome.retryable and attempts < settings.max_attempts and not breaker.open_reason:
                 delay = self._delay(outcome, attempts)
                 if delay is not None:
                     tried.append(_attempt(outcome, delay, redactor, keep_body=True))
                     await self._notify_wait(endpoint, outcome.short or outcome.reason, attempts + 1,
                                             settings.max_attempts, delay)
-                    await asyncio.sleep(delay)
+                    if await self._wait_or_stop(asyncio.sleep(delay), breaker=breaker):
+                        if breaker.open_reason:  # opened by the model's other calls meanwhile: this one ends now
+                            tried.append(_attempt(outcome, None, redactor))
+                            shut, _ = opened()
+                            shut.attempts, shut.status = tried, outcome.status
+                            return shut, attempts
+                        return cancelled()
                     continue
                 outcome.reason = (f"{outcome.reason} (the provider asked to wait {outcome.retry_after:.0f} s, "
                                   f"longer than the {settings.retry_after_max_s:.0f} s we wait; try again later)")
-            elif outcome.retryable and settings.max_attempts > 1:
+            elif outcome.retryable and settings.max_attempts > 1 and attempts >= settings.max_attempts:
                 outcome.reason = f"{outcome.reason} (gave up after {attempts} attempts)"
-            if not outcome.rate_limited:
-                breaker.failures += 1
-                if breaker.failures >= settings.breaker_threshold and not breaker.open_reason:
-                    breaker.open_reason = (
-                        f"Circuit breaker for model '{endpoint.model_id}' is open: {breaker.failures} calls in a "
-                        f"row failed, so its remaining calls were not sent; last error: {outcome.reason}")
-                    breaker.open_retryable = outcome.retryable
+            self._count_failure(endpoint, breaker, outcome)
             tried.append(_attempt(outcome, None, redactor))
             return outcome, attempts
+
+    def _count_refusal(self, endpoint: Endpoint, breaker: _Breaker, outcome: _Outcome) -> None:
+        """A 429 answer. The 429s that arrive together (a burst over the limit, answered at one moment) are one
+        round; a round starts with a 429 after the wait the last one asked for (its retry-after, else 1 s). After
+        ``breaker_threshold`` rounds with no answer between, the model is one that only answers 429 (no quota:
+        OpenAI's ``insufficient_quota`` is a 429): its breaker opens with the provider's words."""
+        now = time.monotonic()
+        if now < breaker.round_until:
+            return
+        asked = outcome.retry_after
+        breaker.round_until = now + (asked if asked is not None and asked <= self.settings.retry_after_max_s
+                                     else 1.0)
+        breaker.refusals += 1
+        if breaker.refusals >= self.settings.breaker_threshold:
+            self._open_for_429(endpoint, breaker, breaker.refusals, outcome)
+
+    @staticmethod
+    def _open_for_429(endpoint: Endpoint, breaker: _Breaker, count: int, outcome: _Outcome) -> None:
+        if breaker.open_reason:
+            return
+        breaker.open(
+            f"Circuit breaker for model '{endpoint.model_id}' is open: it answered only 429 (rate-limited) "
+            f"{count} times in a row with no answer between, so its remaining calls were not sent (check the "
+            f"account's quota and limits); last error: {outcome.reason}", True)
+
+    def _count_failure(self, endpoint: Endpoint, breaker: _Breaker, outcome: _Outcome) -> None:
+        """A call failed: after ``breaker_threshold`` failed calls in a row the model's breaker opens.
+
+        Calls refused as rate-limited (429) are counted apart: a 429 storm that calls get through (with waits)
+        is not a broken model, but ``breaker_threshold`` calls in a row that each ended on a 429, with no answer
+        between, are a model that only answers 429 (as are that many rounds of 429s: ``_count_refusal``). Its
+        breaker opens with the provider's own words, and its remaining calls fail at once instead of holding
+        their items until the item budget."""
+        threshold = self.settings.breaker_threshold
+        if outcome.rate_limited:
+            breaker.rate_limited += 1
+            if breaker.rate_limited >= threshold:
+                self._open_for_429(endpoint, breaker, breaker.rate_limited, outcome)
+            return
+        breaker.failures += 1
+        if breaker.failures >= threshold and not breaker.open_reason:
+            breaker.open(
+                f"Circuit breaker for model '{endpoint.model_id}' is open: {breaker.failures} calls in a "
+                f"row failed, so its remaining calls were not sent; last error: {outcome.reason}", outcome.retryable)
+
+    # -- waiting, and a cancel ending any wait --------------------------------------------------------------
+
+    STOP_POLL_S = 0.25  # while calls wait, the run's cancel flag is read this often (should_stop)
+
+    async def _stop_now(self) -> bool:
+        """Ask ``should_stop``; a yes ends every wait under way (``_wait_or_stop``)."""
+        if await self.should_stop():
+            self._stop_event().set()
+            return True
+        return False
+
+    def _stop_event(self) -> asyncio.Event:
+        loop = asyncio.get_running_loop()
+        if self._stopped is None or self._stopped_loop is not loop:  # a router reused on another event loop
+            self._stopped, self._stopped_loop, self._watcher = asyncio.Event(), loop, None
+        return self._stopped
+
+    async def _wait_or_stop(self, awaitable: Awaitable[Any], *, undo: Callable[[], Any] | None = None,
+                            breaker: _Breaker | None = None) -> bool:
+        """Await ``awaitable`` unless the run is cancelled, or ``breaker`` opens, first: True when one of them
+        came first (``awaitable`` is then cancelled, and ``undo`` called if it finished anyway, as a slot
+        acquired just as the cancel came).
+
+        Every wait of a call goes through here: its pace, a provider slot, a retry's back-off. While any call
+        waits, one watcher reads ``should_stop`` every ``STOP_POLL_S``, so a cancel ends them all within that,
+        however long they were told to wait; a model's breaker opening ends its calls' waits at once."""
+        ends: list[asyncio.Event] = []
+        if self.should_stop is not None:
+            ends.append(self._stop_event())
+        if breaker is not None:
+            ends.append(breaker.event())
+        if not ends:
+            await awaitable
+            return False
+        task = asyncio.ensure_future(awaitable)
+        if any(end.is_set() for end in ends):
+            return await self._abandon(task, undo)
+        watching = self.should_stop is not None
+        if watching:
+            self._waiting += 1
+            if self._watcher is None or self._watcher.done():
+                self._watcher = asyncio.ensure_future(self._watch(ends[0]))
+        waits = [asyncio.ensure_future(end.wait()) for end in ends]
+        try:
+            await asyncio.wait((task, *waits), return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # the item itself was stopped (its budget): nothing it waited for is kept
+            await self._abandon(task, undo)
+            raise
+        finally:
+            if watching:
+                self._waiting -= 1
+            for wait in waits:
+                wait.cancel()
+        if task.done():
+            task.result()  # a failure while waiting is a bug: raised, never a silent "go"
+            return False
+        return await self._abandon(task, undo)
+
+    @staticmethod
+    async def _abandon(task: asyncio.Future, undo: Callable[[], Any] | None) -> bool:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        if undo is not None and not task.cancelled() and task.exception() is None:
+            undo()
+        return True
+
+    async def _watch(self, stopped: asyncio.Event) -> None:
+        """Read the cancel flag while calls wait; set ``stopped`` when the run was cancelled."""
+        try:
+            while self._waiting > 0 and not stopped.is_set():
+                if await self.should_stop():
+                    stopped.set()
+                    return
+                await asyncio.sleep(self.STOP_POLL_S)
+        except Exception:  # a flag that cannot be read ends no wait; the calls ask again before they send
+            logger.warning("reading the cancel flag failed while calls waited", exc_info=True)
 
     def _delay(self, outcome: _Outcome, attempts: int) -> float | None:
         """Seconds before the next attempt; None when the provider asks for longer than we wait."""
@@ -636,6 +811,10 @@ class Router:
         reason = f"{status} from {label}" + (f": {message}" if message else "")
         short = f"{status} from {label}"
         if status == 429:
+            # Which 429 it is, in the provider's words: "insufficient_quota: ..." is no quota, not a pace.
+            code = _error_code(data)
+            if code and message and code not in message:
+                reason = f"{status} from {label}: {code}: {message}"
             # Gemini says when in its body (google.rpc.RetryInfo), not in a header.
             retry_after = _retry_after(response.headers)
             if retry_after is None:
@@ -719,6 +898,19 @@ def _adaptation(quirks: Quirks, param: str | None, message: str, api_format: str
                                                                  "deprecated"))
     )):
         return replace(quirks, omit_temperature=True)
+    return None
+
+
+def _error_code(data: Any) -> str | None:
+    """A 429's kind, as OpenAI (``error.code``: ``insufficient_quota``, ``rate_limit_exceeded``) or Anthropic
+    (``error.type``: ``rate_limit_error``) name it; a short word only."""
+    error = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(error, dict):
+        return None
+    for key in ("code", "type"):
+        value = error.get(key)
+        if isinstance(value, str) and 0 < len(value) <= 60 and value.replace("_", "").isalnum():
+            return value
     return None
 
 
