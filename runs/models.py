@@ -399,7 +399,7 @@ class JudgingStatus(models.TextChoices):
 
 
 class PairJudging(models.Model):
-    """An LLM judge asked about pairs of the Pairs page, each pair both ways round (runs/pairs_judging.py; the
+    """An LLM judge asked about pairs of the Pairs page, each pair both ways round (runs/pairs/llm_judge.py; the
     engine's runs/engine/pairwise.py). Its scope is one run, or (``run`` empty) the recent runs of ``blueprint``.
 
     Each readable answer is a ``PairJudgement`` of this job (``judging``); a failed or unreadable asking is

@@ -460,13 +460,13 @@ def run_manifest(revision: BlueprintRevision, bp: SpecBlueprint, resolved, plan:
     asked about each point (``repeats``; a re-asking's index is in its cache key), the scale, trials. The
     engine draws no random numbers (no seed to keep): repeats differ by their trial index, which is in each
     call's cache key. The cache key of every call the run makes is kept in its call log (``cacheKey``)."""
-    from runs.engine.judge import JUDGE_MAX_TOKENS, JUDGE_TEMPERATURE, _system_prompt
+    from runs.engine.judge import JUDGE_MAX_TOKENS, JUDGE_TEMPERATURE, system_prompt
 
     def judge(j):
         if j is None:
             return None
         return {"id": j.id, "model": j.model, "approach": j.approach,
-                "systemPromptSha256": hashlib.sha256(_system_prompt(j, plan).encode("utf-8")).hexdigest()}
+                "systemPromptSha256": hashlib.sha256(system_prompt(j, plan).encode("utf-8")).hexdigest()}
 
     return {
         "version": 1,

@@ -1,7 +1,8 @@
 from django.urls import path
 
-from . import api, api_across, api_compare, insight_views, pairs, pairs_judging, replay, views
+from . import api, api_across, api_compare, insight_views, replay, views
 from .across import views as across_views
+from .pairs import llm_judge as pairs_judging, people as pairs
 
 app_name = "runs"
 

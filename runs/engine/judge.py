@@ -388,7 +388,7 @@ _EXAMPLES = (
 )
 
 
-def _system_prompt(judge: JudgeSpec, plan: JudgePlan) -> str:
+def system_prompt(judge: JudgeSpec, plan: JudgePlan) -> str:
     parts = [
         "You are an expert evaluator. You decide how well a response meets one criterion. "
         "Be precise and brief, and answer in exactly the XML format you are asked for."
@@ -440,7 +440,7 @@ def _user_prompt(task: JudgeTask, judge: JudgeSpec, scale: Scale) -> str:
 
 def build_judge_messages(task: JudgeTask, judge: JudgeSpec, plan: JudgePlan) -> tuple[dict, ...]:
     return (
-        {"role": "system", "content": _system_prompt(judge, plan)},
+        {"role": "system", "content": system_prompt(judge, plan)},
         {"role": "user", "content": _user_prompt(task, judge, plan.scale)},
     )
 
@@ -479,8 +479,8 @@ class JudgeAnswer:
 
 
 # Closed thinking blocks, or one left open when the model ran out of tokens mid-thought.
-_THINKING = re.compile(r"<\s*(think|thinking|reasoning)\s*>.*?(?:<\s*/\s*\1\s*>|\Z)", re.S | re.I)
-_FENCE = re.compile(r"```[\w-]*")
+THINKING = re.compile(r"<\s*(think|thinking|reasoning)\s*>.*?(?:<\s*/\s*\1\s*>|\Z)", re.S | re.I)
+FENCE = re.compile(r"```[\w-]*")
 
 
 @lru_cache(maxsize=None)
@@ -489,7 +489,7 @@ def _tag_patterns(name: str) -> tuple[re.Pattern, re.Pattern]:
             re.compile(rf"<\s*{name}\s*>([^<]*)", re.S | re.I))
 
 
-def _tag(name: str, text: str) -> str | None:
+def tag_text(name: str, text: str) -> str | None:
     """The content of the first ``<name>`` tag; an unclosed tag runs to the next tag or the end."""
     closed_tag, open_tag = _tag_patterns(name)
     closed = closed_tag.search(text)
@@ -535,7 +535,7 @@ def one_verdict(raws: Sequence[str], read: Callable[[str], tuple[str | None, str
     verdicts = {value for value, _ in results}
     if len(verdicts) == 1 and None not in verdicts:
         return results[-1]
-    shown = " and ".join(f"'{_short(raw.strip(), 40)}'" for raw in raws[:4])
+    shown = " and ".join(f"'{shortened(raw.strip(), 40)}'" for raw in raws[:4])
     return None, f"Two verdicts: the answer gives {len(raws)} {what} that differ ({shown})"
 
 
@@ -602,7 +602,7 @@ def _pick_label(raw: str, scale: Scale, *, prefixed_only: bool = False) -> tuple
     """``(label, problem)`` for the text where the classification should be."""
     prefixed, bare = _find_labels(raw, scale, prefixed_only=prefixed_only)
     found = prefixed or bare
-    shown = _short(raw.strip())
+    shown = shortened(raw.strip())
     if len(found) == 1:
         return found[0], None
     if len(found) > 1:
@@ -610,12 +610,12 @@ def _pick_label(raw: str, scale: Scale, *, prefixed_only: bool = False) -> tuple
     return None, f"Invalid classification value: '{shown}'"
 
 
-def _short(text: str, limit: int = 100) -> str:
+def shortened(text: str, limit: int = 100) -> str:
     text = text.strip()
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _clean_reflection(text: str | None) -> str:
+def clean_reflection(text: str | None) -> str:
     if not text:
         return ""
     text = re.sub(r"<\s*/?\s*(reflection|classification)\s*>", " ", text, flags=re.I)
@@ -651,7 +651,7 @@ def _parse_judge_answer(text: str | None, scale: Scale) -> JudgeAnswer:
     """
     if text is None or not text.strip():
         return JudgeAnswer(error="Empty response")
-    body = _FENCE.sub("", _THINKING.sub("", text))
+    body = FENCE.sub("", THINKING.sub("", text))
     # The verdict is the one the judge gives itself: never one inside its reflection or in text it quotes
     # (a response's injected tag, its own prompt repeated). Two different verdicts are no verdict.
     outside = unquoted(body)
@@ -659,7 +659,7 @@ def _parse_judge_answer(text: str | None, scale: Scale) -> JudgeAnswer:
     def read(raw: str) -> tuple[str | None, str | None]:
         return _pick_label(raw, scale)
 
-    reflection = _tag("reflection", body)
+    reflection = tag_text("reflection", body)
     raws = all_tags("classification", outside)
     if not raws:
         from_json = _json_fields(outside)
@@ -678,12 +678,12 @@ def _parse_judge_answer(text: str | None, scale: Scale) -> JudgeAnswer:
         # No tag and no "Classification:" line: accept a single CLASS_ name anywhere outside quotes.
         label, problem = _pick_label(outside, scale, prefixed_only=True)
         if label is None and problem.startswith("Invalid"):
-            problem = f"No classification found in the answer: '{_short(body)}'"
+            problem = f"No classification found in the answer: '{shortened(body)}'"
         if label is not None and reflection is None:
             reflection = re.sub(r"(?i)\bclass_[a-z_]+", " ", outside)
     if label is None:
         return JudgeAnswer(error=problem)
-    return JudgeAnswer(label=label, score=scale.score_of(label), reflection=_clean_reflection(reflection))
+    return JudgeAnswer(label=label, score=scale.score_of(label), reflection=clean_reflection(reflection))
 
 
 # --------------------------------------------------------------------------
@@ -755,7 +755,7 @@ def verdict_name(verdict: dict) -> str:
         else name
 
 
-def _sum_known(values: Iterable[float | int | None]) -> float | int | None:
+def sum_known(values: Iterable[float | int | None]) -> float | int | None:
     known = [v for v in values if v is not None]
     return sum(known) if known else None
 
@@ -772,9 +772,9 @@ def _verdict(judge: JudgeSpec, role: Role, results: list[ChatResult], answer: Ju
         reflection=answer.reflection if answer and error is None else None,
         raw_answers=tuple(r.text for r in results if r.text is not None),
         error=error,
-        latency_ms=_sum_known(r.latency_ms for r in results),
-        input_tokens=_sum_known(r.usage.input_tokens for r in results),
-        output_tokens=_sum_known(r.usage.output_tokens for r in results),
+        latency_ms=sum_known(r.latency_ms for r in results),
+        input_tokens=sum_known(r.usage.input_tokens for r in results),
+        output_tokens=sum_known(r.usage.output_tokens for r in results),
         cost_usd=None if any(c is None for c in costs) else sum(costs),
         calls=len(results),
         cached=bool(results) and all(r.cached for r in results),

@@ -27,8 +27,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Literal
 
-from .judge import (JUDGE_MAX_TOKENS, JUDGE_TEMPERATURE, _FENCE, _THINKING, _clean_reflection, _short, _sum_known,
-                    _tag, all_tags, json_object_in, neutralise, one_verdict, render_transcript, unquoted)
+from .judge import (JUDGE_MAX_TOKENS, JUDGE_TEMPERATURE, FENCE, THINKING, clean_reflection, shortened, sum_known,
+                    tag_text, all_tags, json_object_in, neutralise, one_verdict, render_transcript, unquoted)
 from .types import ChatRequest, ChatResult, CompleteFn, Turn
 
 Choice = Literal["1", "2", "tie"]  # a position, as the judge answered
@@ -148,7 +148,7 @@ def _read_choice(raw: str) -> tuple[Choice | None, str | None]:
         choice = _CHOICE_WORDS.get(word)
         if choice is not None and choice not in found:
             found.append(choice)
-    shown = _short(raw.strip())
+    shown = shortened(raw.strip())
     if len(found) == 1:
         return found[0], None
     if found:
@@ -176,11 +176,11 @@ def parse_pair_answer(text: str | None) -> PairAnswer:
     choice. Never guesses: no choice found, or two named, is an error."""
     if text is None or not text.strip():
         return PairAnswer(error="Empty response")
-    body = _FENCE.sub("", _THINKING.sub("", text))
+    body = FENCE.sub("", THINKING.sub("", text))
     # The judge's own choice: never one inside its reflection or in text it quotes (a response's injected tag,
     # its prompt repeated); two different choices are no choice (as for the rubric judge, judge.one_verdict).
     outside = unquoted(body)
-    reflection = _tag("reflection", body)
+    reflection = tag_text("reflection", body)
     raws = all_tags("choice", outside)
     if not raws:
         from_json = _json_choice(outside)
@@ -198,12 +198,12 @@ def parse_pair_answer(text: str | None) -> PairAnswer:
     else:  # no tag, no JSON, no "Choice:" line: only an answer that is nothing but a choice is read
         rest = re.sub(r"(?is)<\s*reflection\s*>.*?(<\s*/\s*reflection\s*>|\Z)", " ", outside).strip()
         choice = _read_choice(rest)[0] if _BARE_CHOICE.fullmatch(rest) else None
-        problem = f"No <choice> found in the answer: '{_short(body)}'"
+        problem = f"No <choice> found in the answer: '{shortened(body)}'"
     if choice is None:
         return PairAnswer(error=problem)
     reflection = re.sub(r"<\s*/?\s*choice\s*>", " ", reflection or "", flags=re.I)
     reflection = re.sub(r"(?im)^\W*reflection\W*$", " ", reflection)
-    return PairAnswer(choice=choice, reflection=_clean_reflection(reflection))
+    return PairAnswer(choice=choice, reflection=clean_reflection(reflection))
 
 
 # --------------------------------------------------------------------------
@@ -247,7 +247,7 @@ def _pair_verdict(a_first: bool, results: list[ChatResult], answer: PairAnswer |
         raw_answers=tuple(r.text for r in results if r.text is not None),
         error=error,
         calls=len(results),
-        cost_usd=None if any(c is None for c in costs) else _sum_known(costs),
+        cost_usd=None if any(c is None for c in costs) else sum_known(costs),
         cached=bool(results) and all(r.cached for r in results),
     )
 

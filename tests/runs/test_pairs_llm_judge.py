@@ -12,7 +12,7 @@ import pytest
 from django.utils import timezone
 from django.utils.html import escape
 
-from runs import pairs_judging as pairs
+from runs.pairs import llm_judge as pairs
 from runs.models import JudgingStatus, PairJudgement, PairJudging, Response
 from tests.web.test_pairs import make_pairs_run, offered, pairs_blueprint
 from tests.web.test_run_support import make_blueprint

@@ -9,7 +9,7 @@ import re
 import pytest
 import yaml
 
-from runs import pairs
+from runs.pairs import scope as pairs
 from runs import start as run_start
 from runs import work as run_work
 from runs.models import PairJudgement, Response, Run
