@@ -440,8 +440,9 @@ def model_id_problem(value) -> str | None:
     """Why ``value`` can never run as an entry of a model collection (what is wrong and the fix), else None.
 
     Read with the blueprint's own model-id parser (``blueprints.spec.model_ids``): ``provider:model``, variant
-    suffixes such as ``[temp:0.7]`` allowed. An unknown provider is not refused here: a blueprint may define a
-    custom model of that id."""
+    suffixes such as ``[temp:0.7]`` allowed, and the provider one a run can send to
+    (``runs.engine.providers.endpoints.provider_problem``: built in, or ``fixtures``). A blueprint's custom model
+    belongs in that blueprint's ``models:``, not in a collection."""
     from blueprints.spec.model_ids import normalize_model_entry, provider_of, split_variant_suffixes
 
     if not isinstance(value, str) or not value.strip():
@@ -469,7 +470,9 @@ def model_id_problem(value) -> str | None:
                 f"'-', '_' and '.', e.g. {_MODEL_ID_EXAMPLE}")
     if not name.strip():
         return f"'{shown_id(text)}' has no model name after '{head}:': write e.g. {head}:model-name"
-    return None
+    from runs.engine.providers.endpoints import provider_problem  # the rule a run routes by (pure Python)
+
+    return provider_problem(base.strip())
 
 
 def model_ids_problems(model_ids, *, where=lambda n: f"entry {n}") -> list[str]:
@@ -479,7 +482,7 @@ def model_ids_problems(model_ids, *, where=lambda n: f"entry {n}") -> list[str]:
     for n, model_id in enumerate(model_ids, start=1):
         problem = model_id_problem(model_id)
         if problem is not None:
-            problems.append(f"{where(n)}: {problem}.")
+            problems.append(f"{where(n)}: {problem}{'' if problem.endswith(('.', '?')) else '.'}")
     return problems
 
 
