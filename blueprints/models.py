@@ -440,9 +440,8 @@ def model_id_problem(value) -> str | None:
     """Why ``value`` can never run as an entry of a model collection (what is wrong and the fix), else None.
 
     Read with the blueprint's own model-id parser (``blueprints.spec.model_ids``): ``provider:model``, variant
-    suffixes such as ``[temp:0.7]`` allowed, and the provider one a run can send to
-    (``runs.engine.providers.endpoints.provider_problem``: built in, or ``fixtures``). A blueprint's custom model
-    belongs in that blueprint's ``models:``, not in a collection."""
+    suffixes such as ``[temp:0.7]`` allowed. The provider is checked by ``collection_entry_problem`` (here a
+    judge's pairs form may still name any provider: its job says why it cannot be called)."""
     from blueprints.spec.model_ids import normalize_model_entry, provider_of, split_variant_suffixes
 
     if not isinstance(value, str) or not value.strip():
@@ -470,9 +469,23 @@ def model_id_problem(value) -> str | None:
                 f"'-', '_' and '.', e.g. {_MODEL_ID_EXAMPLE}")
     if not name.strip():
         return f"'{shown_id(text)}' has no model name after '{head}:': write e.g. {head}:model-name"
-    from runs.engine.providers.endpoints import provider_problem  # the rule a run routes by (pure Python)
+    return None
 
-    return provider_problem(base.strip())
+
+def collection_entry_problem(value) -> str | None:
+    """Why ``value`` cannot be an entry of a model collection, else None: ``model_id_problem``, then the rule a
+    run routes by (``runs.engine.providers.endpoints.provider_problem``: a built-in provider or ``fixtures``).
+    A collection has no blueprint around it, so no custom model can answer for an unknown provider: a
+    blueprint's custom model belongs in that blueprint's ``models:``."""
+    from blueprints.spec.model_ids import normalize_model_entry, split_variant_suffixes
+    from runs.engine.providers.endpoints import provider_problem  # pure Python: no Django, no runs app
+
+    problem = model_id_problem(value)
+    if problem is not None:
+        return problem
+    text, _ = normalize_model_entry(value)
+    text = text if isinstance(text, str) else value.strip()
+    return provider_problem(split_variant_suffixes(text)[0].strip())
 
 
 def model_ids_problems(model_ids, *, where=lambda n: f"entry {n}") -> list[str]:
@@ -480,7 +493,7 @@ def model_ids_problems(model_ids, *, where=lambda n: f"entry {n}") -> list[str]:
     (``where(n)`` names the n-th entry, counting from 1)."""
     problems = []
     for n, model_id in enumerate(model_ids, start=1):
-        problem = model_id_problem(model_id)
+        problem = collection_entry_problem(model_id)
         if problem is not None:
             problems.append(f"{where(n)}: {problem}{'' if problem.endswith(('.', '?')) else '.'}")
     return problems
