@@ -21,10 +21,17 @@ from blueprints.models import (
     ModelCollection,
     blueprint_id_problem,
     collection_name_problem,
+    shown_id,
     sha256_text,
     suggest_blueprint_id,
 )
-from blueprints.spec.collections import CollectionError, read_collection_file, resolve_models
+from blueprints.spec.collections import (
+    CollectionError,
+    collection_files_near,
+    has_collection_folder,
+    read_collection_file,
+    resolve_models,
+)
 from blueprints.spec.files import iter_blueprint_files, read_text
 from blueprints.spec.ids import blueprint_id_from_path
 from blueprints.spec.model_ids import is_collection_name
@@ -408,7 +415,7 @@ def _missing_collections(revision, lookup) -> list[str]:
     result = getattr(revision, "parsed", None) or revision.parse(collections=lookup)
     if result.blueprint is None or not result.blueprint.models_given:
         return []
-    _, missing = resolve_models(result.blueprint.models, lookup)
+    _, missing = resolve_models(result.blueprint.models, revision.collections(lookup))
     return list(missing)
 
 
@@ -658,14 +665,38 @@ def import_collections(models_dir: Path, *, skip: frozenset = frozenset(), shown
 
 def companion_files(path: Path, text: str, root: Path | None = None) -> dict:
     """The files a blueprint or suite names, kept with its revision: a blueprint's fixtures file, an AgentV
-    suite's tests files, judge prompts and scripts, an AI Eval suite's prompt file (blueprints.spec.companions).
+    suite's tests files, judge prompts and scripts, an AI Eval suite's prompt file (blueprints.spec.companions),
+    and the ``models/<NAME>.json`` of each collection it names (``collections.collection_files_near``: the file
+    a run of it from disk would read), so the stored blueprint resolves its collections as its file does.
 
     Only files inside ``root`` (the imported folder; by default the file's own folder, or for an AI Eval suite
-    in ``tests/`` the project folder above it) are read.
+    in ``tests/`` the project folder above it) are read; collection files are looked for up to ``root`` (every
+    parent folder when None, as ``run_blueprint FILE`` and ``validate_blueprint`` look).
     """
     from blueprints.spec.companions import collect_companions
 
-    return collect_companions(path, text, root)
+    files = collect_companions(path, text, root)
+    if has_collection_folder(path, root):
+        files.update(collection_files_near(path, _collections_named(text, files), root))
+    return files
+
+
+def _collections_named(text: str, files: Mapping) -> list[str]:
+    """The collection names a blueprint asks about (its ``models:``, or CORE when it lists none), as its parse
+    asks them."""
+    from blueprints.parsing import parse_text
+
+    asked: list[str] = []
+
+    def record(name):
+        asked.append(name)
+        return None
+
+    try:
+        parse_text(text, blueprint_id=None, collections=record, files=dict(files))
+    except Exception:  # noqa: BLE001 - the import's own parse says what is wrong with the text
+        return []
+    return list(dict.fromkeys(asked))
 
 
 # --------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from django.utils.http import urlencode
 from django.utils.text import slugify
 
 from blueprints.parsing import parse_text
+from blueprints.spec.collections import lookup_for_files
 from blueprints.spec.model_ids import is_collection_name
 
 # --- ids -------------------------------------------------------------------------------
@@ -248,7 +249,8 @@ class Blueprint(models.Model):
 
         Text (and companion files) identical to the current revision's makes no new
         revision. The blueprint must be saved first. ``collections`` is a lookup for
-        the parser (``ModelCollection.lookup()`` when not given). ``files`` None keeps
+        the parser (``ModelCollection.lookup()`` when not given), asked after the collection
+        files among ``files`` (``BlueprintRevision.collections``). ``files`` None keeps
         the current revision's companion files (an edit in the browser changes only
         the text). Any dialect is read (``parse_any``); the revision records which,
         with the import report and the fields kept aside.
@@ -259,7 +261,7 @@ class Blueprint(models.Model):
         current = self.current_revision
         if current is not None and current.sha256 == digest and current.files == files:
             return current, False
-        lookup = collections if collections is not None else ModelCollection.lookup()
+        lookup = lookup_for_files(files, collections if collections is not None else ModelCollection.lookup())
         result = parse_text(text, blueprint_id=self.slug, collections=lookup, files=files)
         bp = result.blueprint
         report = dict(import_report or {})
@@ -426,9 +428,16 @@ class BlueprintRevision(models.Model):
     def short_sha(self) -> str:
         return self.sha256[:10]
 
+    def collections(self, stored=None):
+        """The collection lookup for this revision, by the one rule (blueprints.spec.collections): the
+        ``models/<NAME>.json`` files kept with it (its file came with them) first, then ``stored`` (the stored
+        collections, ``ModelCollection.lookup()``, when not given)."""
+        return lookup_for_files(self.files, stored if stored is not None else ModelCollection.lookup())
+
     def parse(self, collections=None):
-        lookup = collections if collections is not None else ModelCollection.lookup()
-        return parse_text(self.text, blueprint_id=self.blueprint.slug, collections=lookup, files=self.files or {})
+        """The revision parsed; ``collections`` (the stored ones when not given) answer after its own."""
+        return parse_text(self.text, blueprint_id=self.blueprint.slug, collections=self.collections(collections),
+                          files=self.files or {})
 
 
 MODEL_ID_MAX_LENGTH = 200  # as a blueprint's `models:` (blueprints.spec.header_reader.MAX_MODEL_ID_CHARS)

@@ -211,7 +211,7 @@ def _current(slug: str):
     """A blueprint, its current revision, that revision parsed, and its preview (None where there is none)."""
     blueprint = get_object_or_404(Blueprint.objects.select_related("current_revision"), slug=slug)
     revision = blueprint.current_revision
-    lookup = ModelCollection.lookup()
+    lookup = revision.collections() if revision else ModelCollection.lookup()  # its own collections first
     result = revision.parse(lookup) if revision else None
     preview = previews.build_preview(result.blueprint, lookup) if result and result.blueprint else None
     return blueprint, revision, result, preview

@@ -1,0 +1,120 @@
+"""One rule for collections from every door: a file's own models/ folder first, then the collections stored in
+evalsite (run_blueprint FILE, validate_blueprint, the blueprint page and its run form, the start of a run); a file
+stored by run_blueprint keeps the collection files it came with, so its page resolves them as its file did."""
+
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+
+from blueprints.models import Blueprint, ModelCollection
+from runs.models import Run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+WALK = ("title: Walk\nmodels: [WALK4]\nfixtures: {responses: {p: {default: hello}}}\n---\n"
+        "- id: p\n  prompt: Say hello.\n  should: [$contains: hello]\n")
+
+
+def run_blueprint(*args) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command("run_blueprint", *map(str, args), stdout=out, stderr=err)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_run_blueprint_file_runs_a_collection_stored_in_evalsite(tmp_path):
+    ModelCollection.store("WALK4", ["fixtures:a", "fixtures:b"], source="edited in evalsite")
+    path = tmp_path / "walk.yml"
+    path.write_text(WALK)
+
+    code, out, err = run_blueprint(path)
+
+    assert code == 0, err
+    assert "fixtures:a[temp:0]  1.000" in out and "fixtures:b[temp:0]  1.000" in out
+    assert Run.objects.get().resolved_models == ["fixtures:a", "fixtures:b"]
+
+
+def test_a_dry_run_resolves_a_stored_collection_too(tmp_path):
+    ModelCollection.store("WALK4", ["fixtures:a", "fixtures:b"])
+    path = tmp_path / "walk.yml"
+    path.write_text(WALK)
+
+    code, out, err = run_blueprint(path, "--dry-run")
+
+    assert code == 0, err
+    assert "(2 responses)" in out and "2 from fixtures" in out
+
+
+def test_a_files_own_models_folder_wins_over_the_stored_collection(tmp_path):
+    ModelCollection.store("WALK4", ["fixtures:stored"])
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "WALK4.json").write_text('["fixtures:own"]')
+    (tmp_path / "evals").mkdir()
+    path = tmp_path / "evals" / "walk.yml"
+    path.write_text(WALK)
+
+    code, _, err = run_blueprint(path)
+    validated = io.StringIO()
+    call_command("validate_blueprint", str(path), stdout=validated)
+
+    assert code == 0, err
+    assert Run.objects.get().resolved_models == ["fixtures:own"]
+    assert "OK (1 prompt, 1 point, 1 model)" in validated.getvalue()
+
+
+def test_an_unknown_collection_still_stops_run_blueprint_with_both_places_named(tmp_path):
+    path = tmp_path / "walk.yml"
+    path.write_text(WALK)
+
+    code, _, err = run_blueprint(path)
+
+    assert code == 2
+    assert "unknown model collection: WALK4" in err and "models/WALK4.json beside the blueprint" in err
+
+
+def test_the_run_form_of_a_blueprint_stored_by_run_blueprint_uses_the_collections_its_file_came_with(tmp_path,
+                                                                                                     client):
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "WALK4.json").write_text('["fixtures:a", "fixtures:b"]')
+    (tmp_path / "models" / "OTHER.json").write_text('["fixtures:c"]')  # not named: not kept
+    (tmp_path / "blueprints").mkdir()
+    path = tmp_path / "blueprints" / "walk.yml"
+    path.write_text(WALK)
+
+    assert run_blueprint(path)[0] == 0
+    blueprint = Blueprint.objects.get(slug="walk")
+    assert not ModelCollection.objects.exists()  # nothing stored on the Collections page
+    assert blueprint.current_revision.files == {"../models/WALK4.json": '["fixtures:a", "fixtures:b"]'}
+
+    page = client.get("/blueprints/walk/").text
+    form = page.split('<section id="run-form"')[1].split("</form>")[0]
+    assert "is not known" not in page
+    assert 'name="models" value="fixtures:a"' in form and 'name="models" value="fixtures:b"' in form
+
+    client.post("/runs/start", {"blueprint": "walk", "revision": "1", "models": ["fixtures:a", "fixtures:b"]})
+    api = client.post("/api/runs", json.dumps({"blueprintId": "walk"}), content_type="application/json")
+    assert api.status_code < 300, api.content
+    assert [run.resolved_models for run in Run.objects.order_by("pk")] == [["fixtures:a", "fixtures:b"]] * 3
+
+
+def test_a_changed_collection_file_makes_a_new_revision_and_the_page_follows_it(tmp_path, client):
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "WALK4.json").write_text('["fixtures:a"]')
+    path = tmp_path / "walk.yml"
+    path.write_text(WALK)
+    assert run_blueprint(path)[0] == 0
+
+    (tmp_path / "models" / "WALK4.json").write_text('["fixtures:a", "fixtures:b"]')
+    code, _, err = run_blueprint(path)
+
+    assert code == 0, err
+    blueprint = Blueprint.objects.get(slug="walk")
+    assert blueprint.revisions.count() == 2
+    assert Run.objects.order_by("pk").last().resolved_models == ["fixtures:a", "fixtures:b"]
+    form = client.get("/blueprints/walk/").text.split('<section id="run-form"')[1].split("</form>")[0]
+    assert 'name="models" value="fixtures:b"' in form
