@@ -164,13 +164,96 @@ def import_files(files: Iterable[tuple[str, str, dict]], *, via: str, folder_nam
                                             f"{problem} Rename the file so that its id is, for example, "
                                             f"'{suggest_blueprint_id(slug)}'."))
             continue
-        taken = "" if choice == "revision" else _taken_by_another_suite(slug, path, source, text, companions)
-        if taken:
-            conflict = _conflict(slug, path, text, companions, folder_name)
-            outcome.items.append(ImportItem(path, slug, "refused", taken, conflict=conflict))
+        if choice.startswith("id:"):  # the person named a free id: a blueprint of its own, whatever holds this text
+            outcome.items.append(_import_one(path, slug, text, companions, via=via, lookup=lookup, source=source))
             continue
-        outcome.items.append(_import_one(path, slug, text, companions, via=via, lookup=lookup, source=source))
+        found = identify(path, text, companions, slug=slug, folder_name=folder_name, choice=choice,
+                         others=frozenset(slugs.values()) - {slug})
+        if found.refusal:
+            outcome.items.append(ImportItem(path, found.slug, "refused", found.refusal, conflict=found.conflict))
+            continue
+        outcome.items.append(_import_one(path, found.slug, text, found.files, via=via, lookup=lookup, source=source,
+                                         note=found.note))
     return outcome
+
+
+@dataclass
+class Identity:
+    """Which blueprint a file is (``identify``): its id, the files to store with it, what to say about it; or
+    why it is asked about instead (``refusal``, with the ``conflict`` the browser asks)."""
+
+    slug: str
+    files: Mapping = field(default_factory=dict)
+    note: str = ""
+    refusal: str = ""
+    conflict: Conflict | None = None
+
+
+def identify(path: str, text: str, companions: Mapping | None = None, *, slug: str | None = None,
+             folder_name: str = "", choice: str = "", others: frozenset = frozenset()) -> Identity:
+    """The one identity rule, for every door that brings a file (the import page, ``import_blueprints``,
+    ``run_blueprint FILE``): which blueprint ``path`` with ``text`` is.
+
+    1. The blueprint of its id (from its path, ``slug``) holds the same text: that one.
+    2. That blueprint came from this same file (``same_source``): a new revision of it.
+    3. The same text is the current revision of exactly one other blueprint: that one, said so ("the same text
+       as 'sub__a'"): a folder imported, then one of its files chosen alone (whose id is its name alone), is
+       the folder's blueprint, not a second one. Several hold it: asked, naming them. Blueprints of the other
+       files of the same import (``others``) are theirs, not candidates.
+    4. Else its id: a new blueprint, or asked when the id belongs to another suite (``_taken_by_another_suite``).
+
+    The same text is unchanged when it brings no file its blueprint's revision lacks or holds otherwise (a file
+    chosen alone comes without the folder's companion and collection files); else it makes a new revision with
+    the files it came with. ``choice`` (the browser's answer): ``"revision"`` a new revision of its id's
+    blueprint, ``"revision:<id>"`` of that blueprint.
+    """
+    slug = slug if slug is not None else _import_id(path, text, folder_name)
+    companions = companions if companions is not None else {}
+    source = source_path(path, folder_name)
+    if choice == "revision":
+        return Identity(slug, companions)
+    if choice.startswith("revision:"):
+        target = Blueprint.objects.filter(slug=choice[len("revision:"):]).first()
+        if target is None:
+            return Identity(slug, refusal=f"the blueprint '{shown_id(choice[len('revision:'):])}' is gone; import "
+                                          f"the file again")
+        return Identity(target.slug, companions)
+    digest = sha256_text(text)
+    existing = Blueprint.objects.filter(slug=slug).select_related("current_revision").first()
+    current = existing.current_revision if existing is not None else None
+    if current is not None and current.sha256 == digest:
+        return Identity(slug, _kept_files(current.files, companions))
+    if current is not None and any(same_source(before, source) for before, _ in _recorded_sources(existing)):
+        return Identity(slug, companions)  # the same file, changed
+    same = list(Blueprint.objects.filter(current_revision__sha256=digest).exclude(slug__in={slug, *others})
+                .select_related("current_revision").order_by("slug")[:6])
+    if len(same) == 1:
+        other = same[0]
+        recorded = _recorded_sources(other)
+        where = f" (imported from '{recorded[0][1]}')" if recorded else ""
+        return Identity(other.slug, _kept_files(other.current_revision.files, companions),
+                        note=f"the same text as '{other.slug}'{where}, so it is that blueprint, not a second one")
+    if same:
+        names = ", ".join(f"'{b.slug}'" for b in same[:5]) + (" and more" if len(same) > 5 else "")
+        free = slug if existing is None else free_id(slug)
+        conflict = _conflict(same[0].slug, path, text, companions, folder_name)
+        conflict.suggested_id = free
+        return Identity(same[0].slug, refusal=f"the same text is already stored as {names}: say which blueprint "
+                                              f"it is (a new revision of one of them), or import it as a new "
+                                              f"blueprint with its own id ('{free}')", conflict=conflict)
+    taken = _taken_by_another_suite(slug, path, source, text, companions)
+    if taken:
+        return Identity(slug, refusal=taken, conflict=_conflict(slug, path, text, companions, folder_name))
+    return Identity(slug, companions)
+
+
+def _kept_files(current: Mapping | None, incoming: Mapping) -> Mapping:
+    """The files a revision of the same text keeps: its own when ``incoming`` brings nothing they lack or hold
+    otherwise (then nothing changes), else ``incoming``."""
+    current = dict(current or {})
+    if all(current.get(key) == value for key, value in dict(incoming).items()):
+        return current
+    return incoming
 
 
 # A suite file of these names says nothing about which suite it is (AgentV's EVAL.yaml):
@@ -255,8 +338,8 @@ def _taken_by_another_suite(slug: str, path: str, source: str, text: str, compan
     if existing is None or existing.current_revision is None:
         return ""
     current = existing.current_revision
-    if current.sha256 == sha256_text(text) and (current.files or {}) == dict(companions or {}):
-        return ""  # the same file, whichever door imported it first: unchanged
+    if current.sha256 == sha256_text(text):
+        return ""  # the same text, whichever door imported it first (identify: unchanged, or its files changed)
     recorded = _recorded_sources(existing)
     if any(same_source(before, source) for before, _ in recorded):
         return ""
@@ -387,7 +470,7 @@ def _relpath(path: str, start: str) -> str:
     return posixpath.relpath(posixpath.normpath(path), posixpath.normpath(start or "."))
 
 
-def _import_one(path, slug, text, companions, *, via, lookup, source="") -> ImportItem:
+def _import_one(path, slug, text, companions, *, via, lookup, source="", note="") -> ImportItem:
     with transaction.atomic():
         blueprint, created = Blueprint.objects.get_or_create(slug=slug, defaults={"title": ""})
         revision, changed = blueprint.save_revision(
@@ -398,14 +481,14 @@ def _import_one(path, slug, text, companions, *, via, lookup, source="") -> Impo
         status = "created"
     else:
         status = "updated" if changed else "unchanged"
-    message = ""
+    message = note
     if not revision.is_valid:
-        message = f"saved as a draft: {revision.error_count} error{'s' if revision.error_count != 1 else ''}"
+        message = (f"{message}; " if message else "") + f"saved as a draft: {revision.error_count} error{'s' if revision.error_count != 1 else ''}"
     else:
         missing = _missing_collections(revision, lookup)
         if missing:
             names = ", ".join(missing)
-            message = (f"names the model collection{'s' if len(missing) > 1 else ''} {names}, which evalsite does not "
+            message = (f"{message}; " if message else "") + (f"names the model collection{'s' if len(missing) > 1 else ''} {names}, which evalsite does not "
                        f"have: import {' and '.join(f'models/{n}.json' for n in missing)} with it, or add "
                        f"{'them' if len(missing) > 1 else 'it'} on the Collections page; until then it cannot run")
     return ImportItem(path, slug, status, message, blueprint, revision)

@@ -118,3 +118,22 @@ def test_a_changed_collection_file_makes_a_new_revision_and_the_page_follows_it(
     assert Run.objects.order_by("pk").last().resolved_models == ["fixtures:a", "fixtures:b"]
     form = client.get("/blueprints/walk/").text.split('<section id="run-form"')[1].split("</form>")[0]
     assert 'name="models" value="fixtures:b"' in form
+
+
+def test_run_blueprint_on_a_file_of_an_imported_folder_runs_the_folders_blueprint(tmp_path):
+    """import_blueprints gives suite/geo/walk.yml the id geo__walk; run_blueprint alone would call it walk (no
+    blueprints/ folder above it): the same text finds its blueprint, and it is said."""
+    (tmp_path / "suite" / "geo").mkdir(parents=True)
+    (tmp_path / "suite" / "models").mkdir()
+    (tmp_path / "suite" / "models" / "WALK4.json").write_text('["fixtures:a"]')
+    path = tmp_path / "suite" / "geo" / "walk.yml"
+    path.write_text(WALK)
+    call_command("import_blueprints", str(tmp_path / "suite"), stdout=io.StringIO())
+
+    code, _, err = run_blueprint(path)
+
+    assert code == 0, err
+    assert list(Blueprint.objects.values_list("slug", flat=True)) == ["geo__walk"]
+    assert "walk.yml -> geo__walk: unchanged; the same text as 'geo__walk' (imported from 'geo/walk.yml')" in err
+    assert Run.objects.get().blueprint.slug == "geo__walk"
+    assert Blueprint.objects.get().revisions.count() == 1  # the folder's revision kept its collection file too
