@@ -219,28 +219,31 @@ def identify(path: str, text: str, companions: Mapping | None = None, *, slug: s
                                           f"the file again")
         return Identity(target.slug, companions)
     digest = sha256_text(text)
-    existing = Blueprint.objects.filter(slug=slug).select_related("current_revision").first()
+    existing = (Blueprint.objects.filter(slug=slug).select_related("current_revision")
+                .only("pk", "slug", "current_revision__sha256", "current_revision__files").first())
     current = existing.current_revision if existing is not None else None
     if current is not None and current.sha256 == digest:
         return Identity(slug, _kept_files(current.files, companions))
     if current is not None and any(same_source(before, source) for before, _ in _recorded_sources(existing)):
         return Identity(slug, companions)  # the same file, changed
     same = list(Blueprint.objects.filter(current_revision__sha256=digest).exclude(slug__in={slug, *others})
-                .select_related("current_revision").order_by("slug")[:6])
+                .order_by("slug").values_list("slug", "current_revision__files")[:6])
     if len(same) == 1:
-        other = same[0]
-        recorded = _recorded_sources(other)
+        other, files = same[0]
+        recorded = _recorded_sources(Blueprint.objects.get(slug=other))
         where = f" (imported from '{recorded[0][1]}')" if recorded else ""
-        return Identity(other.slug, _kept_files(other.current_revision.files, companions),
-                        note=f"the same text as '{other.slug}'{where}, so it is that blueprint, not a second one")
+        return Identity(other, _kept_files(files, companions),
+                        note=f"the same text as '{other}'{where}, so it is that blueprint, not a second one")
     if same:
-        names = ", ".join(f"'{b.slug}'" for b in same[:5]) + (" and more" if len(same) > 5 else "")
+        names = ", ".join(f"'{other}'" for other, _ in same[:5]) + (" and more" if len(same) > 5 else "")
         free = slug if existing is None else free_id(slug)
-        conflict = _conflict(same[0].slug, path, text, companions, folder_name)
+        conflict = _conflict(same[0][0], path, text, companions, folder_name)
         conflict.suggested_id = free
-        return Identity(same[0].slug, refusal=f"the same text is already stored as {names}: say which blueprint "
-                                              f"it is (a new revision of one of them), or import it as a new "
-                                              f"blueprint with its own id ('{free}')", conflict=conflict)
+        return Identity(same[0][0], refusal=f"the same text is already stored as {names}: say which blueprint "
+                                            f"it is (a new revision of one of them), or import it as a new "
+                                            f"blueprint with its own id ('{free}')", conflict=conflict)
+    if existing is None:
+        return Identity(slug, companions)
     taken = _taken_by_another_suite(slug, path, source, text, companions)
     if taken:
         return Identity(slug, refusal=taken, conflict=_conflict(slug, path, text, companions, folder_name))
