@@ -116,3 +116,28 @@ def test_an_uploaded_collection_file_naming_an_unknown_provider_is_skipped(clien
     assert "CORE, entry 1: &#x27;opnai:gpt-4o&#x27; names an unknown provider" in page.text
     assert "did you mean &#x27;openai:gpt-4o&#x27;?" in page.text
     assert not ModelCollection.objects.exists()
+
+
+def test_the_api_saves_a_collection_and_refuses_a_provider_no_run_can_send_to(client):
+    import json
+
+    def put(name, data, content_type="application/json"):
+        return client.put(f"/api/collections/{name}", json.dumps(data), content_type=content_type)
+
+    created = put("CORE", {"models": ["openai:gpt-4.1-mini", "openrouter:google/gemini-2.5-pro"]})
+    refused = put("CORE", {"models": ["openai:gpt-4.1-mini", "foo:bar-baz", "opnai:gpt-4o"]})
+
+    assert created.status_code == 201 and created.json()["models"][1] == "openrouter:google/gemini-2.5-pro"
+    assert refused.status_code == 400 and refused.json()["error"].startswith("Nothing was saved")
+    problems = refused.json()["problems"]
+    assert problems[0].startswith("models[1]: 'foo:bar-baz' names an unknown provider 'foo'")
+    assert "'openrouter:foo/bar-baz'" in problems[0]
+    assert problems[1].startswith("models[2]: 'opnai:gpt-4o'") and "did you mean 'openai:gpt-4o'?" in problems[1]
+    assert ModelCollection.objects.get(name="CORE").models == ["openai:gpt-4.1-mini",
+                                                                "openrouter:google/gemini-2.5-pro"]
+    assert put("CORE", {"models": ["openai:gpt-4.1-nano"]}).status_code == 200
+    assert put("core", {"models": []}).json()["error"].startswith("'core' is not a usable collection name")
+    assert put("CORE", {"models": "openai:x"}).status_code == 400
+    assert put("CORE", {"models": ["openai:x"] * 2001}).status_code == 400
+    assert put("CORE", {"models": []}, content_type="text/plain").status_code == 415
+    assert ModelCollection.objects.get(name="CORE").models == ["openai:gpt-4.1-nano"]
