@@ -239,9 +239,11 @@ def identify(path: str, text: str, companions: Mapping | None = None, *, slug: s
         free = slug if existing is None else free_id(slug)
         conflict = _conflict(same[0][0], path, text, companions, folder_name)
         conflict.suggested_id = free
-        return Identity(same[0][0], refusal=f"the same text is already stored as {names}: say which blueprint "
-                                            f"it is (a new revision of one of them), or import it as a new "
-                                            f"blueprint with its own id ('{free}')", conflict=conflict)
+        return Identity(same[0][0], refusal=f"the same text is already stored as {names}, so which blueprint it "
+                                            f"is cannot be told: on the import page, choose (a new revision of "
+                                            f"'{same[0][0]}', or a new blueprint with its own id, '{free}'); on "
+                                            f"the command line, run one of them by its id or delete the copies "
+                                            f"you do not need (library delete blueprint ID)", conflict=conflict)
     if existing is None:
         return Identity(slug, companions)
     taken = _taken_by_another_suite(slug, path, source, text, companions)
