@@ -226,8 +226,7 @@ def identify(path: str, text: str, companions: Mapping | None = None, *, slug: s
         return Identity(slug, _kept_files(current.files, companions))
     if current is not None and any(same_source(before, source) for before, _ in _recorded_sources(existing)):
         return Identity(slug, companions)  # the same file, changed
-    same = list(Blueprint.objects.filter(current_revision__sha256=digest).exclude(slug__in={slug, *others})
-                .order_by("slug").values_list("slug", "current_revision__files")[:6])
+    same = same_text(text, exclude={slug, *others})
     if len(same) == 1:
         other, files = same[0]
         recorded = _recorded_sources(Blueprint.objects.get(slug=other))
@@ -250,6 +249,31 @@ def identify(path: str, text: str, companions: Mapping | None = None, *, slug: s
     if taken:
         return Identity(slug, refusal=taken, conflict=_conflict(slug, path, text, companions, folder_name))
     return Identity(slug, companions)
+
+
+def same_text(text: str, *, exclude=()) -> list[tuple[str, dict]]:
+    """``(id, companion files)`` of the blueprints (at most 6, by id) whose current revision has this very text
+    (its sha256), but those in ``exclude``."""
+    return list(Blueprint.objects.filter(current_revision__sha256=sha256_text(text)).exclude(slug__in=set(exclude))
+                .order_by("slug").values_list("slug", "current_revision__files")[:6])
+
+
+def import_pasted(text: str) -> ImportItem:
+    """Text pasted on the import page: a new blueprint (its id from its title), unless a blueprint holds this very
+    text already (then it is that one, said so), or several do (then it is refused, naming them)."""
+    from blueprints.editing import create_from_text
+
+    same = same_text(text)
+    if len(same) == 1:
+        blueprint = Blueprint.objects.select_related("current_revision").get(slug=same[0][0])
+        return ImportItem("pasted text", blueprint.slug, "unchanged", f"the same text as '{blueprint.slug}', so it "
+                          "is that blueprint, not a second one", blueprint, blueprint.current_revision)
+    if same:
+        names = ", ".join(f"'{slug}'" for slug, _ in same[:5]) + (" and more" if len(same) > 5 else "")
+        return ImportItem("pasted text", None, "refused", f"the same text is already stored as {names}: open the "
+                          "one you mean, or make a copy on purpose with New blueprint (an id of its own)")
+    blueprint, revision = create_from_text(text, summary="Pasted into evalsite")
+    return ImportItem("pasted text", blueprint.slug, "created", blueprint=blueprint, revision=revision)
 
 
 def _kept_files(current: Mapping | None, incoming: Mapping) -> Mapping:

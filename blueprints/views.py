@@ -161,11 +161,8 @@ def import_blueprints(request):
         if data["files"]:
             _merge(outcome, importing.import_uploads(data["files"]))
         pasted = data["text"]
-        if pasted.strip():
-            blueprint, revision = editing.create_from_text(pasted.replace("\r\n", "\n"),
-                                                            summary="Pasted into evalsite")
-            outcome.items.append(importing.ImportItem("pasted text", blueprint.slug, "created",
-                                                     blueprint=blueprint, revision=revision))
+        if pasted.strip():  # the same text as a stored blueprint is that blueprint (importing.identify's rule)
+            outcome.items.append(importing.import_pasted(pasted.replace("\r\n", "\n")))
         form = ImportForm()
     return render(request, "blueprints/import.html", _import_context(form, outcome))
 

@@ -331,3 +331,18 @@ def test_the_same_text_with_new_companion_files_is_a_new_revision_of_its_bluepri
     blueprint = Blueprint.objects.get()
     assert code == 0 and "EVAL.yaml -> screening: updated (revision 2)" in out
     assert blueprint.current_revision.files == {"judges/safety.md": JUDGE} and blueprint.current_revision.is_valid
+
+
+def test_pasting_the_text_of_a_stored_blueprint_finds_it(client):
+    post_folder(client, {"suite/geo/capitals.yml": SAME})
+
+    page = client.post("/import/", {"text": SAME})
+
+    assert list(Blueprint.objects.values_list("slug", flat=True)) == ["geo__capitals"]
+    assert "the same text as &#x27;geo__capitals&#x27;, so it is that blueprint, not a second one" in page.text
+    Blueprint.objects.create(slug="copy", title="").save_revision(SAME)
+    asked = client.post("/import/", {"text": SAME})
+    assert "the same text is already stored as &#x27;copy&#x27;, &#x27;geo__capitals&#x27;" in asked.text
+    assert Blueprint.objects.count() == 2
+    other = client.post("/import/", {"text": SAME.replace("Capitals", "Cities")})
+    assert "New blueprint" in other.text and Blueprint.objects.filter(title="Cities").exists()
