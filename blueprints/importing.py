@@ -27,8 +27,11 @@ from blueprints.models import (
 )
 from blueprints.spec.collections import (
     CollectionError,
+    collection_file_name,
     collection_files_near,
     has_collection_folder,
+    lookup_for_files,
+    lookup_in_files,
     read_collection_file,
     resolve_models,
 )
@@ -278,11 +281,21 @@ def import_pasted(text: str) -> ImportItem:
 
 def _kept_files(current: Mapping | None, incoming: Mapping) -> Mapping:
     """The files a revision of the same text keeps: its own when ``incoming`` brings nothing they lack or hold
-    otherwise (then nothing changes), else ``incoming``."""
+    otherwise (then nothing changes), else ``incoming``. A collection file the revision lacks brings nothing when
+    the revision resolves that collection to the same models already (a revision stored before collection files
+    were kept, whose collection is on the Collections page as in the file)."""
     current = dict(current or {})
-    if all(current.get(key) == value for key, value in dict(incoming).items()):
-        return current
-    return incoming
+    resolves = None
+    for key, value in dict(incoming).items():
+        if current.get(key) == value:
+            continue
+        name = collection_file_name(key)
+        if name is not None and key not in current:
+            resolves = resolves or lookup_for_files(current, ModelCollection.lookup())
+            if resolves(name) == lookup_in_files({key: value})(name):
+                continue
+        return incoming
+    return current
 
 
 # A suite file of these names says nothing about which suite it is (AgentV's EVAL.yaml):

@@ -98,6 +98,12 @@ def lookup_for_file(blueprint_path: str | Path, stored: Stored = None) -> Lookup
 _KEPT_FILE = re.compile(r"((?:\.\./)*)models/([A-Z0-9_-]+)\.json")
 
 
+def collection_file_name(key) -> str | None:
+    """The collection a kept file stands for (``../models/CORE.json`` -> ``CORE``), else None."""
+    match = _KEPT_FILE.fullmatch(key) if isinstance(key, str) else None
+    return match.group(2) if match else None
+
+
 def lookup_in_files(files: Mapping[str, str] | None) -> Lookup:
     """The collections kept with a revision (its ``files``, see ``collection_files_near``): the nearest file of
     each name (fewest ``../``); a file that is not a JSON list of model ids answers nothing, as on disk."""

@@ -137,3 +137,21 @@ def test_run_blueprint_on_a_file_of_an_imported_folder_runs_the_folders_blueprin
     assert "walk.yml -> geo__walk: unchanged; the same text as 'geo__walk' (imported from 'geo/walk.yml')" in err
     assert Run.objects.get().blueprint.slug == "geo__walk"
     assert Blueprint.objects.get().revisions.count() == 1  # the folder's revision kept its collection file too
+
+
+def test_a_blueprint_stored_before_collection_files_were_kept_is_unchanged_while_they_agree(tmp_path):
+    ModelCollection.store("WALK4", ["fixtures:a"])
+    Blueprint.objects.create(slug="walk", title="").save_revision(WALK, summary="imported before")
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "WALK4.json").write_text('["fixtures:a"]')
+    path = tmp_path / "walk.yml"
+    path.write_text(WALK)
+
+    same = run_blueprint(path)
+    (tmp_path / "models" / "WALK4.json").write_text('["fixtures:b"]')
+    changed = run_blueprint(path)
+
+    assert same[0] == 0 and changed[0] == 0, changed[2]
+    revisions = Blueprint.objects.get(slug="walk").revisions.order_by("number")
+    assert [r.files for r in revisions] == [{}, {"models/WALK4.json": '["fixtures:b"]'}]
+    assert [run.resolved_models for run in Run.objects.order_by("pk")] == [["fixtures:a"], ["fixtures:b"]]
