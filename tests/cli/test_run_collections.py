@@ -4,6 +4,7 @@ stored by run_blueprint keeps the collection files it came with, so its page res
 
 import io
 import json
+import re
 
 import pytest
 from django.core.management import call_command
@@ -15,6 +16,14 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 WALK = ("title: Walk\nmodels: [WALK4]\nfixtures: {responses: {p: {default: hello}}}\n---\n"
         "- id: p\n  prompt: Say hello.\n  should: [$contains: hello]\n")
+
+
+def run_form(client, slug: str) -> str:
+    """The blueprint page's run form (or the fragment the page loads it from, where it has one)."""
+    page = client.get(f"/blueprints/{slug}/").text
+    form = page.split('<section id="run-form"')[1].split("</section>")[0]
+    loaded = re.search(r'hx-get="(/runs/form/[^"]+)"', form)
+    return client.get(loaded.group(1)).text if loaded else form
 
 
 def run_blueprint(*args) -> tuple[int, str, str]:
@@ -91,9 +100,8 @@ def test_the_run_form_of_a_blueprint_stored_by_run_blueprint_uses_the_collection
     assert not ModelCollection.objects.exists()  # nothing stored on the Collections page
     assert blueprint.current_revision.files == {"../models/WALK4.json": '["fixtures:a", "fixtures:b"]'}
 
-    page = client.get("/blueprints/walk/").text
-    form = page.split('<section id="run-form"')[1].split("</form>")[0]
-    assert "is not known" not in page
+    form = run_form(client, "walk")
+    assert "is not known" not in form and "unknown model collection" not in form
     assert 'name="models" value="fixtures:a"' in form and 'name="models" value="fixtures:b"' in form
 
     client.post("/runs/start", {"blueprint": "walk", "revision": "1", "models": ["fixtures:a", "fixtures:b"]})
@@ -116,8 +124,7 @@ def test_a_changed_collection_file_makes_a_new_revision_and_the_page_follows_it(
     blueprint = Blueprint.objects.get(slug="walk")
     assert blueprint.revisions.count() == 2
     assert Run.objects.order_by("pk").last().resolved_models == ["fixtures:a", "fixtures:b"]
-    form = client.get("/blueprints/walk/").text.split('<section id="run-form"')[1].split("</form>")[0]
-    assert 'name="models" value="fixtures:b"' in form
+    assert 'name="models" value="fixtures:b"' in run_form(client, "walk")
 
 
 def test_run_blueprint_on_a_file_of_an_imported_folder_runs_the_folders_blueprint(tmp_path):
