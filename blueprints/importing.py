@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from blueprints.models import (
+    COLLECTIONS_NAMED,
     Blueprint,
     BlueprintRevision,
     ModelCollection,
@@ -32,6 +33,7 @@ from blueprints.spec.collections import (
     has_collection_folder,
     lookup_for_files,
     lookup_in_files,
+    own_then_stored,
     read_collection_file,
     resolve_models,
 )
@@ -119,7 +121,8 @@ class ImportOutcome:
 
 
 def import_files(files: Iterable[tuple[str, str, dict]], *, via: str, folder_name: str = "",
-                 choices: Mapping[str, str] | None = None) -> ImportOutcome:
+                 choices: Mapping[str, str] | None = None, on_disk: Mapping[str, Path] | None = None,
+                 root: Path | None = None) -> ImportOutcome:
     """Import ``(path, text, companion files)`` triples; each path gives its blueprint's id.
 
     The id is the path's, as upstream (``sub/name.yml`` -> ``sub__name``, a leading
@@ -130,6 +133,9 @@ def import_files(files: Iterable[tuple[str, str, dict]], *, via: str, folder_nam
     another file (or made in evalsite) is refused, with a ``Conflict`` to ask about, unless
     ``choices`` (by path, what the person chose in the browser) says ``"revision"`` (a new
     revision of that blueprint) or ``"id:<new id>"`` (import under it).
+
+    ``on_disk`` (by path): where a file read from a folder (``root``) is; the collection files it came with are
+    added to its companion files as it is imported (``with_collections``: one parse, the revision's).
     """
     outcome = ImportOutcome()
     files = _store_collection_files(list(files), outcome)
@@ -167,6 +173,8 @@ def import_files(files: Iterable[tuple[str, str, dict]], *, via: str, folder_nam
                                             f"{problem} Rename the file so that its id is, for example, "
                                             f"'{suggest_blueprint_id(slug)}'."))
             continue
+        if on_disk and path in on_disk:
+            companions = with_collections(on_disk[path], text, companions, root, blueprint_id=slug)
         if choice.startswith("id:"):  # the person named a free id: a blueprint of its own, whatever holds this text
             outcome.items.append(_import_one(path, slug, text, companions, via=via, lookup=lookup, source=source))
             continue
@@ -548,16 +556,19 @@ def import_folder(folder: Path, *, via: str = "import_blueprints") -> ImportOutc
     """A blueprint repository: its `models/*.json` as collections, then every blueprint file below it."""
     folder = folder.resolve()
     outcome = ImportOutcome()
-    files = _read_folder(folder, outcome)
-    outcome.items.extend(import_files(files, via=via, folder_name=folder.name).items)
+    on_disk: dict = {}
+    files = _read_folder(folder, outcome, on_disk=on_disk)
+    outcome.items.extend(import_files(files, via=via, folder_name=folder.name, on_disk=on_disk, root=folder).items)
     return outcome
 
 
-def _read_folder(folder: Path, outcome: ImportOutcome, *, shown=None) -> list[tuple[str, str, dict]]:
+def _read_folder(folder: Path, outcome: ImportOutcome, *, shown=None,
+                 on_disk: dict | None = None) -> list[tuple[str, str, dict]]:
     """``(relative path, text, companion files)`` of each suite below ``folder`` (resolved), as the command line and
     the browser's folder upload both read it: `models/*.json` at its top are stored as collections first (in
     ``outcome``), links to files outside it and files that are not UTF-8 text are refused there.
-    ``shown(path)``: how a collection's source is recorded (its path, by default)."""
+    ``shown(path)``: how a collection's source is recorded (its path, by default); ``on_disk`` (filled): where each
+    suite is, for ``import_files`` to find the collection files it came with when it imports it."""
     models_dir = folder / "models"
     linked = [p for p in sorted(models_dir.glob("*.json")) if _outside(p, folder)] if models_dir.is_dir() else []
     for path in linked:  # refused as a linked blueprint is: its content is not the folder's to give
@@ -580,7 +591,9 @@ def _read_folder(folder: Path, outcome: ImportOutcome, *, shown=None) -> list[tu
         except OSError as exc:
             outcome.items.append(ImportItem(relative, None, "refused", f"cannot read '{relative}': {exc}"))
             continue
-        files.append((relative, text, companion_files(path, text, folder)))
+        files.append((relative, text, companion_files(path, text, folder, collections=False)))
+        if on_disk is not None:
+            on_disk[relative] = path
     return files
 
 
@@ -625,12 +638,13 @@ def import_uploads(uploads: Iterable[tuple[str, bytes | None]], *, folder_name: 
                                                 f"files ({exc.strerror or exc})"))
                 kept.pop(relative)
         found = ImportOutcome()
-        files = _read_folder(root, found, shown=lambda path: path.relative_to(root).as_posix())
+        on_disk: dict = {}
+        files = _read_folder(root, found, shown=lambda path: path.relative_to(root).as_posix(), on_disk=on_disk)
         order = {relative: n for n, relative in enumerate(kept)}  # as chosen: messages name files in that order
         files.sort(key=lambda f: order.get(f[0], len(order)))
         if not folder_name:
             files = _attach_by_name(files, kept)
-    imported = import_files(files, via=via, folder_name=folder_name)
+        imported = import_files(files, via=via, folder_name=folder_name, on_disk=on_disk, root=root)
     outcome.collections = found.collections + imported.collections
     outcome.items.extend(found.items)
     outcome.items.extend(imported.items)
@@ -788,7 +802,8 @@ def import_collections(models_dir: Path, *, skip: frozenset = frozenset(), shown
     return results
 
 
-def companion_files(path: Path, text: str, root: Path | None = None) -> dict:
+def companion_files(path: Path, text: str, root: Path | None = None, *, blueprint_id: str | None = None,
+                    collections: bool = True) -> dict:
     """The files a blueprint or suite names, kept with its revision: a blueprint's fixtures file, an AgentV
     suite's tests files, judge prompts and scripts, an AI Eval suite's prompt file (blueprints.spec.companions),
     and the ``models/<NAME>.json`` of each collection it names (``collections.collection_files_near``: the file
@@ -796,29 +811,53 @@ def companion_files(path: Path, text: str, root: Path | None = None) -> dict:
 
     Only files inside ``root`` (the imported folder; by default the file's own folder, or for an AI Eval suite
     in ``tests/`` the project folder above it) are read; collection files are looked for up to ``root`` (every
-    parent folder when None, as ``run_blueprint FILE`` and ``validate_blueprint`` look).
+    parent folder when None, as ``run_blueprint FILE`` and ``validate_blueprint`` look). ``blueprint_id``: the id
+    it will be imported under, when known (the parse that finds its collections is then the revision's).
     """
     from blueprints.spec.companions import collect_companions
 
     files = collect_companions(path, text, root)
-    if has_collection_folder(path, root):
-        files.update(collection_files_near(path, _collections_named(text, files), root))
-    return files
+    return with_collections(path, text, files, root, blueprint_id=blueprint_id) if collections else files
 
 
-def _collections_named(text: str, files: Mapping) -> list[str]:
+def with_collections(path: Path, text: str, files: dict, root: Path | None = None, *,
+                     blueprint_id: str | None = None) -> dict:
+    """``files`` (a suite's companion files) with the ``models/<NAME>.json`` of each collection the text names,
+    found near ``path`` up to ``root`` (``collections.collection_files_near``)."""
+    if not has_collection_folder(path, root):
+        return files
+    found = collection_files_near(path, _collections_named(path, text, files, root, blueprint_id), root)
+    if not found:
+        return files
+    out = type(files)(files) if isinstance(files, dict) else dict(files)
+    if hasattr(files, "problems"):
+        out.problems = dict(files.problems)
+    out.update(found)
+    return out
+
+
+def _collections_named(path: Path, text: str, files: Mapping, root, blueprint_id) -> list[str]:
     """The collection names a blueprint asks about (its ``models:``, or CORE when it lists none), as its parse
-    asks them."""
+    asks them: as a revision of this very text recorded them (``COLLECTIONS_NAMED``), else parsed here, with the
+    answers its revision's parse will get (the collection files near it, then the stored collections), so that
+    parse is this one (blueprints/parsing.py keeps it)."""
     from blueprints.parsing import parse_text
 
+    known = (BlueprintRevision.objects.filter(sha256=sha256_text(text), **{"import_report__has_key":
+                                                                          COLLECTIONS_NAMED})
+             .values_list(f"import_report__{COLLECTIONS_NAMED}", flat=True).first())
+    if isinstance(known, list) and all(isinstance(name, str) for name in known):
+        return known
     asked: list[str] = []
+    lookup = own_then_stored(lambda name: lookup_in_files(collection_files_near(path, [name], root))(name),
+                             ModelCollection.lookup())
 
     def record(name):
         asked.append(name)
-        return None
+        return lookup(name)
 
     try:
-        parse_text(text, blueprint_id=None, collections=record, files=dict(files))
+        parse_text(text, blueprint_id=blueprint_id, collections=record, files=dict(files))
     except Exception:  # noqa: BLE001 - the import's own parse says what is wrong with the text
         return []
     return list(dict.fromkeys(asked))

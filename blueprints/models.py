@@ -140,6 +140,7 @@ def check_collection_name(name) -> None:
         raise ValidationError(problem, code="invalid_name")
 
 DIALECT_WEVAL = "weval"
+COLLECTIONS_NAMED = "collectionsNamed"  # import_report key: the collection names a revision's text asks about
 _TITLE_LINE = re.compile(r"^(?:title|configTitle)\s*:\s*(.+?)\s*$", re.M)
 
 
@@ -262,11 +263,20 @@ class Blueprint(models.Model):
         if current is not None and current.sha256 == digest and current.files == files:
             return current, False
         lookup = lookup_for_files(files, collections if collections is not None else ModelCollection.lookup())
-        result = parse_text(text, blueprint_id=self.slug, collections=lookup, files=files)
+        asked: list[str] = []
+
+        def recording(name):
+            asked.append(name)
+            return lookup(name)
+
+        result = parse_text(text, blueprint_id=self.slug, collections=recording, files=files)
         bp = result.blueprint
         report = dict(import_report or {})
         if result.import_report is not None:
             report.update(result.import_report)
+        # The collections this text names (its models:, or CORE): an import of the same text reads them from
+        # here rather than parse it once more to find which collection files came with it.
+        report[COLLECTIONS_NAMED] = list(dict.fromkeys(asked))
         with transaction.atomic():
             last = self.revisions.order_by("-number").values_list("number", flat=True).first() or 0
             revision = BlueprintRevision.objects.create(

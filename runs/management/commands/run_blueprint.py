@@ -142,7 +142,7 @@ class Command(BaseCommand):
         if path.is_file():
             text = read_text(path)
             slug = blueprint_id_for_file(str(path))
-            companions = importing.companion_files(path, text)
+            companions = importing.companion_files(path, text, blueprint_id=slug)
             outcome = importing.import_files([(f"{slug.replace('__', '/')}{path.suffix}", text, companions)],
                                    via="run_blueprint")
             item = outcome.items[0]
