@@ -415,6 +415,8 @@ class BlueprintRevision(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["blueprint", "number"], name="revision_number_unique"),
         ]
+        # An import looks a text up by its sha256 (importing.identify, same_text: the same text finds its blueprint).
+        indexes = [models.Index(fields=["sha256"], name="revision_sha256")]
 
     def __str__(self):
         return f"{self.blueprint_id} r{self.number}"
