@@ -531,17 +531,18 @@ def _import_one(path, slug, text, companions, *, via, lookup, source="", note=""
         status = "created"
     else:
         status = "updated" if changed else "unchanged"
-    message = note
+    messages = [note] if note else []
     if not revision.is_valid:
-        message = (f"{message}; " if message else "") + f"saved as a draft: {revision.error_count} error{'s' if revision.error_count != 1 else ''}"
+        messages.append(f"saved as a draft: {revision.error_count} error{'s' if revision.error_count != 1 else ''}")
     else:
         missing = _missing_collections(revision, lookup)
         if missing:
             names = ", ".join(missing)
-            message = (f"{message}; " if message else "") + (f"names the model collection{'s' if len(missing) > 1 else ''} {names}, which evalsite does not "
-                       f"have: import {' and '.join(f'models/{n}.json' for n in missing)} with it, or add "
-                       f"{'them' if len(missing) > 1 else 'it'} on the Collections page; until then it cannot run")
-    return ImportItem(path, slug, status, message, blueprint, revision)
+            messages.append(f"names the model collection{'s' if len(missing) > 1 else ''} {names}, which evalsite "
+                            f"does not have: import {' and '.join(f'models/{n}.json' for n in missing)} with it, or "
+                            f"add {'them' if len(missing) > 1 else 'it'} on the Collections page; until then it "
+                            f"cannot run")
+    return ImportItem(path, slug, status, "; ".join(messages), blueprint, revision)
 
 
 def _missing_collections(revision, lookup) -> list[str]:
@@ -843,8 +844,7 @@ def _collections_named(path: Path, text: str, files: Mapping, root, blueprint_id
     parse is this one (blueprints/parsing.py keeps it)."""
     from blueprints.parsing import parse_text
 
-    known = (BlueprintRevision.objects.filter(sha256=sha256_text(text), **{"import_report__has_key":
-                                                                          COLLECTIONS_NAMED})
+    known = (BlueprintRevision.objects.filter(sha256=sha256_text(text), import_report__has_key=COLLECTIONS_NAMED)
              .values_list(f"import_report__{COLLECTIONS_NAMED}", flat=True).first())
     if isinstance(known, list) and all(isinstance(name, str) for name in known):
         return known
