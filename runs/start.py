@@ -131,7 +131,7 @@ def plan_start(blueprint: Blueprint, *, revision: BlueprintRevision | None = Non
     revision = revision or blueprint.current_revision
     if revision is None:
         raise RunRefused("the blueprint has no saved text yet")
-    lookup = collections or ModelCollection.lookup()
+    lookup = revision.collections(collections)  # the collections its file came with, then the stored ones
     bp = parsed
     if bp is None:
         result = revision.parse(collections=lookup)

@@ -16,13 +16,14 @@ made, with the reason.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 import httpx
 
-from blueprints.spec.model_ids import provider_of
+from blueprints.spec.model_ids import provider_of, split_variant_suffixes
 from blueprints.spec.schema import CustomModel
 
 from .cache import cache_key
@@ -100,23 +101,42 @@ class Endpoint:
                          trial=trial, repeat=repeat)
 
 
+def provider_problem(model_id: str) -> str | None:
+    """Why a run could never send ``model_id`` (a routing id that is no custom model's) anywhere: no provider
+    prefix, a provider that is neither built in nor ``fixtures``, no model name after the prefix; None when it
+    names a known provider. The rule ``resolve_endpoint`` applies before it looks for a key, and the one model
+    collections are checked by (blueprints.models.model_id_problem). Says the fix, with the nearest known
+    provider when the prefix looks like a misspelling of one."""
+    provider = provider_of(model_id)
+    if provider is None:
+        return (f"'{model_id}' has no provider prefix; write it as provider:model, e.g. openai:gpt-4o-mini, or "
+                f"define it as a custom model with a url")
+    known = [*PROVIDERS, FIXTURES_PREFIX]
+    name = split_variant_suffixes(model_id.strip())[0].partition(":")[2].strip()
+    if provider not in known:
+        near = difflib.get_close_matches(provider, known, n=1, cutoff=0.6)
+        fix = (f"did you mean '{near[0]}:{name}'?" if near and name else
+               f"reach it through a router (e.g. 'openrouter:{provider}/{name or 'model'}') or, for your own "
+               f"endpoint, define a custom model with a url")
+        return f"'{model_id}' names an unknown provider '{provider}' (known providers: {', '.join(known)}); {fix}"
+    if not name:
+        return f"'{model_id}' has no model name after '{provider}:'"
+    return None
+
+
 def resolve_endpoint(model_id: str, settings: ProviderSettings,
                      custom_models: Mapping[str, CustomModel]) -> Endpoint | Problem:
     """The endpoint for a routing id, or the problem that stops the call."""
     if model_id in custom_models:
         return _custom_endpoint(custom_models[model_id], settings)
+    problem = provider_problem(model_id)
     provider = provider_of(model_id)
-    if provider is None:
-        return Problem(model_id, f"model '{model_id}' has no provider prefix; write it as provider:model, "
-                                 f"e.g. openai:gpt-4o-mini, or define it as a custom model with a url")
-    if provider not in PROVIDERS:
-        known = ", ".join([*PROVIDERS, FIXTURES_PREFIX])
-        return Problem(model_id, f"model '{model_id}' names an unknown provider '{provider}'; known providers: "
-                                 f"{known}; for your own endpoint, define a custom model with a url")
+    if problem is None and provider not in PROVIDERS:  # fixtures: every caller answers those before this
+        problem = f"'{model_id}' answers from a blueprint's fixtures, not from an endpoint"
+    if problem is not None:
+        return Problem(model_id, f"model {problem}")
     info = PROVIDERS[provider]
     model_name = model_id.split(":", 1)[1].strip()
-    if not model_name:
-        return Problem(model_id, f"model '{model_id}' has no model name after '{provider}:'")
     key = settings.api_key(provider)
     if not key:
         variable = key_variable_names(provider)
