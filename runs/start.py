@@ -13,7 +13,7 @@ from typing import Sequence
 from django.conf import settings
 from django.db import transaction
 
-from blueprints.models import Blueprint, BlueprintRevision, ModelCollection
+from blueprints.models import Blueprint, BlueprintRevision
 from blueprints.spec.collections import resolve_models
 from blueprints.spec.schema import Blueprint as SpecBlueprint
 from blueprints.spec.schema import CustomModel

@@ -33,7 +33,6 @@ from blueprints.models import Blueprint
 
 from . import actions, call_views, compare as run_compare, grid, heatmap as heat_map, repeats, response_page, trust, \
     verdicts
-from . import spec as run_spec
 from . import start as run_start
 from . import work as run_work
 from .exports import grid_to_csv, run_to_csv, run_to_json

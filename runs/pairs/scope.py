@@ -31,10 +31,8 @@ from itertools import combinations
 from urllib.parse import urlencode
 
 from django.db.models import QuerySet
-from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods
 
 from blueprints.models import Blueprint
 
