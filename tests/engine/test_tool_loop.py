@@ -237,3 +237,22 @@ def test_the_setup_reads_mode_steps_and_enabled():
     setup = setup_from(tools, {"mode": "native", "maxSteps": 3})
     assert setup.max_steps == 3 and setup.answer("a", {}).result == 1
     assert setup_from(tools, {"mode": "auto"}).max_steps == 8
+
+
+@pytest.mark.parametrize("steps", [1, 3, 4])
+def test_the_most_it_can_cost_is_never_below_the_calls_a_tool_loop_makes(server, steps):
+    from runs.engine.estimate import estimate_run
+    from runs.engine.judge import JudgePlan
+
+    many = [[{"name": "search", "arguments": {"query": "Article 2"}}]] * 6  # a model that never stops calling
+    for rules in ([{"match": "Article", "steps": many, "reply": "x"}],
+                  [{"match": "Article", "steps": STEPS, "reply": "Done."}]):
+        response = _run(server, "openai:gpt-4o-mini", steps=steps, rules=rules)
+        made = len(server.requests())
+        server.reset()
+        bp = parse_blueprint(BLUEPRINT.format(model="openai:gpt-4o-mini", mode="native", steps=steps),
+                             path="t.yml").blueprint
+        estimate = estimate_run(bp, ["openai:gpt-4o-mini"], JudgePlan(judges=()))
+        assert made == response.attempts
+        assert estimate.generation_calls >= made
+        assert estimate.generation_calls == steps  # the bound is the step limit, one turn
