@@ -297,8 +297,19 @@ def render_transcript(turns: Iterable[Turn]) -> str:
         if role == "assistant":
             role = "assistant (generated)" if turn.generated or turn.content is None else "assistant (fixed)"
         content = TO_BE_GENERATED if turn.content is None else turn.content
+        if turn.tool_calls:  # a native tool loop's step: the calls are what the model said
+            calls = "\n".join(f"[calls tool {c.get('name')} with {_json_brief(c.get('arguments'))}]"
+                              for c in turn.tool_calls)
+            content = f"{content}\n{calls}" if content else calls
+        elif role == "tool" and turn.tool is not None:
+            role = f"tool {turn.tool.get('name')} (mocked)"
         blocks.append(f"{role}: {content}")
     return f"\n{TRANSCRIPT_SEPARATOR}\n".join(blocks)
+
+
+def _json_brief(value, limit: int = 2_000) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 _PARAPHRASES = (

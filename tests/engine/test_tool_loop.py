@@ -256,3 +256,13 @@ def test_the_most_it_can_cost_is_never_below_the_calls_a_tool_loop_makes(server,
         assert made == response.attempts
         assert estimate.generation_calls >= made
         assert estimate.generation_calls == steps  # the bound is the step limit, one turn
+
+
+def test_an_llm_judge_reads_the_trajectory_in_the_transcript(server):
+    from runs.engine.judge import render_transcript
+
+    response = _run(server, "anthropic:claude-3-5-haiku")
+    transcript = render_transcript(response.conversation)
+    assert '[calls tool search with {"query": "Article 2"}]' in transcript
+    assert "tool retrieve (mocked): " in transcript and "The second article." in transcript
+    assert transcript.rstrip().endswith('assistant (generated): The title is "Article 2".')
