@@ -348,7 +348,7 @@ TOOL_SHOWN_CHARS = 20_000
 
 
 def _with_trajectory(turns: list[dict], calls) -> list[dict]:
-    """A native tool loop's steps as the page shows them (docs/results.md "Tool use"): each call's arguments
+    """A native tool loop's steps as the page shows them (docs/results.md, the response page): each call's arguments
     and each result as JSON text (shortened), its outcome in words, failures marked."""
     outcomes = {c.get("id"): c for c in calls or () if isinstance(c, dict)}
     for turn in turns:
