@@ -230,8 +230,8 @@ def gemini_contents(turns: list[dict]) -> list[dict]:
                 value = content
             response = {"error": content} if turn.get("is_error") else {"result": value}
             call: dict[str, Any] = {"name": str(turn.get("name") or ""), "response": response}
-            if turn.get("tool_call_id"):
-                call["id"] = str(turn["tool_call_id"])
+            if turn.get("tool_call_id") and not str(turn["tool_call_id"]).startswith("gemini-"):
+                call["id"] = str(turn["tool_call_id"])  # an id Gemini gave (ours, "gemini-N", are not sent)
             part = {"functionResponse": call}
             if out and out[-1]["role"] == "user" and all("functionResponse" in p for p in out[-1]["parts"]):
                 out[-1]["parts"].append(part)
