@@ -399,7 +399,7 @@ def _keyed(complete: CompleteFn, made: list[dict], options: PipelineOptions, ite
         if entry is not None:
             key = _noted_key.get() if request.use_cache else None  # the key the router's cache was asked with
             entry.update(cacheKey=key if key is not None else options.call_key(request), trial=request.trial,
-                         turn=request.turn)
+                         turn=request.turn, **({"tools": True} if request.tools else {}))
             call_log.keep_answer(entry, result)
         return result
 
@@ -420,6 +420,9 @@ def _replayed(options: PipelineOptions, item: WorkItem) -> CompleteFn:
             recorded = list(options.recorded_calls(item))
         key = options.call_key(request) if options.call_key is not None else None
         original = call_log.take_recorded(recorded, key, request)
+        if original is None and call_log.traced_instead(recorded, key, request):
+            # The original's router refused the tools (nothing sent): the loop falls back to trace-only again.
+            return ChatResult(error="the original run sent this model no tools", no_native_tools=True, attempts=0)
         result = call_log.replayed_result(original) if original is not None else None
         if result is None:
             if options.missing_answer is not None:

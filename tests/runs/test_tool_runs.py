@@ -126,3 +126,23 @@ def test_a_call_no_mock_answers_fails_the_response_with_its_reason_through_the_a
     assert trial["status"] == "failed"
     cell = results["evalsite"]["responses"]["native-retrieve"]["anthropic:tool-b[temp:0]"]
     assert cell["state"] == "failed" and cell["passed"] is not True
+
+
+def test_a_tool_run_replays_call_for_call_to_the_same_exports_natively_and_traced(fake_tools):
+    from blueprints.importing import import_files
+    from runs import start as run_start
+    from runs.replay import missing_answers, replay_run
+    from tests.runs.test_replay import normalised_json
+
+    blueprint = import_files([("tools.yml", blueprint_text(fake_tools), {})], via="test").items[0].blueprint
+    original = run_start.start_run(blueprint)
+    original.refresh_from_db()
+    assert original.status == "done", (original.status, original.error)
+    sent = len(fake_tools.requests())
+    assert missing_answers(original) == []
+    replay = replay_run(original)
+    assert replay.status == "done" and len(fake_tools.requests()) == sent  # nothing sent
+    assert normalised_json(replay) == normalised_json(original)
+    rows = {r.variant_id: r for r in Response.objects.filter(run=replay, prompt_id="native-retrieve")}
+    assert [c["outcome"] for c in rows["openai:tool-a[temp:0]"].tool_calls] == ["result", "result"]
+    assert rows["custom:traced[temp:0]"].conversation[-1]["tools"].startswith("trace-only")
