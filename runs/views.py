@@ -343,7 +343,8 @@ def _conversation(response: Response, prompt, run: Run, spec) -> list[dict]:
 
 TOOL_OUTCOMES = {"result": "result", "error": "tool error", "no-mock": "failed: no mock answered",
                  "bad-arguments": "failed: arguments break the schema", "unknown-tool": "failed: no such tool",
-                 "step-limit": "not answered: step limit reached"}
+                 "step-limit": "not answered: step limit reached",
+                 "too-many-calls": "not answered: too many calls at once"}
 TOOL_SHOWN_CHARS = 20_000
 
 
@@ -356,13 +357,15 @@ def _with_trajectory(turns: list[dict], calls) -> list[dict]:
             turn["shown_calls"] = [{
                 "name": c.get("name"), "args": _json_text(c.get("arguments")),
                 "outcome": (outcomes.get(c.get("id")) or {}).get("outcome"),
+                "unanswered": (outcomes.get(c.get("id")) or {}).get("reason")
+                if (outcomes.get(c.get("id")) or {}).get("outcome") in ("step-limit", "too-many-calls") else None,
             } for c in turn["tool_calls"] if isinstance(c, dict)]
         tool = turn.get("tool")
         if isinstance(tool, dict):
             outcome = tool.get("outcome")
             turn["step"] = {
                 "name": tool.get("name"), "number": tool.get("step"), "outcome": TOOL_OUTCOMES.get(outcome, outcome),
-                "failed": outcome in ("no-mock", "bad-arguments", "unknown-tool", "step-limit"),
+                "failed": outcome in ("no-mock", "bad-arguments", "unknown-tool", "step-limit", "too-many-calls"),
                 "args": _json_text(tool.get("arguments")), "check": tool.get("check"), "mock": tool.get("mock"),
                 "reason": tool.get("reason"),
                 "answer": _json_text(tool["result"]) if "result" in tool else tool.get("error") or "",

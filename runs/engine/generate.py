@@ -64,7 +64,7 @@ from typing import Iterable
 from blueprints.spec.model_ids import effective_id
 from blueprints.spec.schema import Blueprint, CustomModel, Prompt
 from runs.engine.points.tool_trace import parse_tool_trace
-from runs.engine.tools import ToolSetup, setup_from
+from runs.engine.tools import MAX_CALLS_PER_STEP, ToolSetup, setup_from
 from runs.engine.types import ChatRequest, CompleteFn, GeneratedResponse, Turn, Usage
 
 DEFAULT_TEMPERATURE = 0.0
@@ -223,6 +223,13 @@ async def generate(
                 conversation.append(Turn("assistant", text, generated=True, tool_calls=calls, tools="native"))
                 if text:
                     generated.append(text)
+                if len(calls) > MAX_CALLS_PER_STEP:
+                    for call in calls[:MAX_CALLS_PER_STEP]:
+                        loop.record(call, turn_index, steps, None, "too-many-calls")
+                    totals.error, totals.retryable = (
+                        f"the model made {len(calls):,} tool calls in one answer, more than the {MAX_CALLS_PER_STEP} "
+                        "a step may make; none was answered"), False
+                    return None
                 if steps >= loop.setup.max_steps:
                     for call in calls:
                         loop.record(call, turn_index, steps, None)
@@ -305,6 +312,10 @@ def _failed(prompt, variant_id, trial, conversation, remaining, totals, turn_num
     )
 
 
+UNANSWERED = {"step-limit": "not answered: the step limit was reached",
+              "too-many-calls": f"not answered: more than {MAX_CALLS_PER_STEP} calls in one answer"}
+
+
 class _Loop:
     """A response's tool use: the mode (native until a model without native tools falls back), and every call
     of the trajectory in order, each with its step."""
@@ -332,13 +343,13 @@ class _Loop:
         self.native = False
         self.note = "toolUse.mode auto: " + (reason.split(";")[0] or "this model takes no native tools")
 
-    def record(self, call: dict, turn: int, step: int, answer) -> dict:
+    def record(self, call: dict, turn: int, step: int, answer, unanswered: str = "step-limit") -> dict:
         """The step as stored (a tool turn's record, and the call in ``tool_calls``); ``answer`` None: a call
-        the step limit left unanswered."""
+        left unanswered (the step limit, too many calls at once), and why."""
         entry = {"id": call["id"], "name": call["name"], "arguments": call["arguments"], "turn": turn + 1,
                  "step": step}
         if answer is None:
-            entry.update(outcome="step-limit", check=None, reason="not answered: the step limit was reached")
+            entry.update(outcome=unanswered, check=None, reason=UNANSWERED[unanswered])
         else:
             entry.update(outcome=answer.outcome, check=answer.check, mock=answer.mock)
             if answer.outcome == "result":

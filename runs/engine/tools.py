@@ -33,6 +33,7 @@ DEFAULT_MAX_STEPS = 8  # model calls in one turn's loop when toolUse.maxSteps is
 MAX_STEPS = 50  # the most toolUse.maxSteps may say (a blueprint cannot ask for an unbounded loop)
 MAX_ARGUMENT_CHARS = 100_000  # a call's arguments as JSON; past this the call is refused, unread
 MAX_RESULT_CHARS = 100_000  # what one mock answer sends back, as text
+MAX_CALLS_PER_STEP = 32  # calls in one model answer (parallel calls); more fails the response, unanswered
 
 # Step outcomes, as stored and shown.
 RESULT, ERROR = "result", "error"  # a mock answered (a result, or a tool error it was written to give)

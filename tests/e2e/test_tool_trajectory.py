@@ -38,6 +38,10 @@ tools:
   prompt: Look up document 99.
   should:
     - $tool_called: retrieve
+- id: endless
+  prompt: Search until you are sure.
+  should:
+    - $tool_called: search
 """
 
 
@@ -47,6 +51,8 @@ def _make(fake):
                                               [{"name": "retrieve", "arguments": {"docId": "42"}}]],
          "reply": 'The title is "Article 2".'},
         {"match": "document 99", "tool_calls": [{"name": "retrieve", "arguments": {"docId": "99"}}], "reply": "?"},
+        {"match": "until you are sure", "steps": [[{"name": "search", "arguments": {"query": "Article"}}]] * 6,
+         "reply": "?"},
     ])
     blueprint = Blueprint.objects.create(slug="trajectory", title="Trajectory")
     blueprint.save_revision(BLUEPRINT)
@@ -90,4 +96,10 @@ def test_the_response_page_shows_the_trajectory_folded_with_failures_marked(page
     expect(failed).to_contain_text("failed: no mock answered")
     expect(failed).to_contain_text("no mock of retrieve matches the arguments")
     expect(page.locator("#rendered")).to_contain_text("Nothing was generated")
+
+    page.goto(f"{live_server.url}/runs/{run.pk}/responses/{rows['endless'].pk}/")
+    expect(page.locator("li.msg-tool")).to_have_count(3)  # steps 1-3 answered; the 4th call was not
+    expect(page.locator("li.tool-call.tool-failed")).to_have_count(1)
+    expect(page.locator("li.tool-call.tool-failed")).to_contain_text("not answered: the step limit was reached")
+    expect(page.locator("#rendered")).to_contain_text("toolUse.maxSteps allows 4 model calls in a turn")
     assert dialogs == [] and problems == []

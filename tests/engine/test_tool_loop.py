@@ -266,3 +266,11 @@ def test_an_llm_judge_reads_the_trajectory_in_the_transcript(server):
     assert '[calls tool search with {"query": "Article 2"}]' in transcript
     assert "tool retrieve (mocked): " in transcript and "The second article." in transcript
     assert transcript.rstrip().endswith('assistant (generated): The title is "Article 2".')
+
+
+def test_a_flood_of_parallel_calls_in_one_answer_fails_the_response_unanswered(server):
+    flood = [{"name": "search", "arguments": {"query": f"Article {i}"}} for i in range(500)]
+    response = _run(server, "openai:gpt-4o-mini", rules=[{"match": "Article", "tool_calls": flood, "reply": "x"}])
+    assert response.text is None and "500 tool calls in one answer, more than the 32" in response.error
+    assert len(response.tool_calls) == 32 and {c["outcome"] for c in response.tool_calls} == {"too-many-calls"}
+    assert len(server.requests()) == 1
