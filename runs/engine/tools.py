@@ -186,6 +186,8 @@ def schema_problem(schema: Any, arguments: Any, limits: Limits = DEFAULT_LIMITS)
         error = next(iter(sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))), None)
     except RegexTimeout as exc:
         return str(exc)
+    except RecursionError:
+        return "the arguments are nested too deeply to check"
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path)

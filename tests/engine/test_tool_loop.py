@@ -274,3 +274,24 @@ def test_a_flood_of_parallel_calls_in_one_answer_fails_the_response_unanswered(s
     assert response.text is None and "500 tool calls in one answer, more than the 32" in response.error
     assert len(response.tool_calls) == 32 and {c["outcome"] for c in response.tool_calls} == {"too-many-calls"}
     assert len(server.requests()) == 1
+
+
+def test_hostile_arguments_are_refused_with_a_reason_never_an_exception():
+    from runs.engine.tools import setup_from
+
+    recursive = {"type": "object", "properties": {"x": {"$ref": "#"}}, "$defs": {}}
+    setup = setup_from([{"name": "t", "schema": recursive, "default": {"result": 1}},
+                        {"name": "p", "schema": {"type": "object", "properties": {
+                            "s": {"type": "string", "pattern": "^(a+)+$"}}}, "default": {"result": 1}}],
+                       {"mode": "native"})
+    deep: dict = {}
+    node = deep
+    for _ in range(3_000):
+        node["x"] = {}
+        node = node["x"]
+    answer = setup.answer("t", deep)
+    assert answer.failed and answer.outcome == "bad-arguments"
+    huge = setup.answer("t", {"x": {}, "pad": "y" * 200_000})
+    assert huge.failed and "more than the limit of 100,000" in huge.reason
+    slow = setup.answer("p", {"s": "a" * 40 + "!"})
+    assert slow.failed and ("took longer than" in slow.reason or "does not match" in slow.reason)
