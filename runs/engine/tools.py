@@ -230,22 +230,18 @@ def _shown(arguments: Any) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def setup_from(tools: Any, tool_use: Any, *, limits: Limits = DEFAULT_LIMITS,
-               imported: bool = False) -> ToolSetup | None:
+def setup_from(tools: Any, tool_use: Any, *, limits: Limits = DEFAULT_LIMITS) -> ToolSetup | None:
     """The setup a blueprint's ``tools`` and ``toolUse`` ask for, or None (trace-only: nothing is sent).
 
-    Native or auto tool use needs declared tools and ``toolUse.mode`` ``native`` or ``auto`` (an imported
-    suite that declares tools with mocks counts as ``auto``). ``toolUse.enabled: false`` turns tool use off.
-    The values are the reader's, already checked (blueprints/spec/header_reader.py)."""
+    Native or auto tool use needs declared tools and ``toolUse.mode`` ``native`` or ``auto``;
+    ``toolUse.enabled: false`` turns tool use off. The values are the reader's, already checked
+    (blueprints/spec/header_reader.py)."""
     if not isinstance(tools, list) or not tools:
         return None
     use = tool_use if isinstance(tool_use, Mapping) else {}
     if use.get("enabled") is False:
         return None
     mode = use.get("mode")
-    if mode is None and imported and any(isinstance(t, Mapping) and ("mocks" in t or "default" in t)
-                                         for t in tools):
-        mode = "auto"
     if mode not in ("native", "auto"):
         return None
     steps = use.get("maxSteps")
