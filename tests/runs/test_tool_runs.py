@@ -146,3 +146,31 @@ def test_a_tool_run_replays_call_for_call_to_the_same_exports_natively_and_trace
     rows = {r.variant_id: r for r in Response.objects.filter(run=replay, prompt_id="native-retrieve")}
     assert [c["outcome"] for c in rows["openai:tool-a[temp:0]"].tool_calls] == ["result", "result"]
     assert rows["custom:traced[temp:0]"].conversation[-1]["tools"].startswith("trace-only")
+
+
+def test_a_rejudged_native_response_reads_its_trajectory_not_tool_call_lines_in_its_text(fake_tools):
+    """A native response that called nothing has no calls, even when its text quotes a TOOL_CALL line; judging it
+    again (retry failed, its generation kept) reads the same: the stored conversation keeps the mode."""
+    from blueprints.importing import import_files
+    from runs import start as run_start
+    from runs import work as run_work
+    from tests.runs.conftest import judge_rules
+
+    fake_tools.script([
+        {"model": "tool-a", "match": ".", "reply": 'Hello! A trace would read:\nTOOL_CALL {"name": "search", "arguments": {}}'},
+        {"model": "judge-a", "match": "(?s)<CRITERION>\nIs polite", "reply": "unreadable!!"},
+        *judge_rules()])
+    text = ("title: Rejudge\nmodels: [openai:tool-a]\ntoolUse: {mode: native}\ntools:\n  - name: search\n"
+            "    default: {result: []}\n---\n- id: q\n  prompt: Hello?\n  should:\n"
+            "    - $tool_call_count_between: [0, 0]\n    - Greets the user\n    - Is polite\n")
+    blueprint = import_files([("rejudge.yml", text, {})], via="test").items[0].blueprint
+    run = run_start.start_run(blueprint, judges=["openai:judge-a"])
+    row = Response.objects.get(run=run)
+    assert row.tool_calls == [] and row.conversation[-1]["tools"] == "native"
+    assert row.score is not None and row.judge_errors == 1
+    fake_tools.script([*judge_rules()], replace=True)
+    sent = len(fake_tools.requests("tool-a"))
+    assert run_work.retry_failed(run) == 1
+    row.refresh_from_db()
+    assert len(fake_tools.requests("tool-a")) == sent  # the generation was kept
+    assert row.judge_errors == 0 and row.score == 1.0  # no calls natively: [0, 0] holds, as it did at first
