@@ -58,9 +58,10 @@ fixtures) is generated trace-only, and the response says so (``tool_note``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable
 
+from blueprints.spec.limits import Limits
 from blueprints.spec.model_ids import effective_id
 from blueprints.spec.schema import Blueprint, CustomModel, Prompt
 from runs.engine.points.tool_trace import parse_tool_trace
@@ -170,12 +171,14 @@ async def generate(
     max_tokens: int | None = None,
     use_cache: bool = True,
     trial: int = 0,
+    limits: Limits | None = None,
 ) -> GeneratedResponse:
     """Generate one prompt's response with one model variant. Never raises for a failed call.
 
     ``use_cache`` False bypasses the cache for this call (a run without
     cache); the prompt's or blueprint's ``noCache`` bypasses it too.
-    ``max_tokens`` None leaves each provider's default (reference 5.8).
+    ``max_tokens`` None leaves each provider's default (reference 5.8). ``limits`` bound a tool loop's mock
+    patterns (the operator's regex time limit; None: the defaults).
     """
     variant_id = variant.id_for(prompt)
     temperature = variant.temperature_for(prompt)
@@ -193,7 +196,10 @@ async def generate(
         conversation.append(Turn("system", system))
     generated: list[str] = []
     totals = _Totals()
-    loop = _Loop(variant.tools)
+    setup = variant.tools
+    if setup is not None and limits is not None:
+        setup = replace(setup, limits=limits)
+    loop = _Loop(setup)
 
     async def generate_turn() -> str | None:
         turn_index = loop.turns

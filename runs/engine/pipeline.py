@@ -200,7 +200,8 @@ async def process_item(item: WorkItem, *, complete: CompleteFn, judges: JudgePla
     if item.fresh:
         complete = _refreshing(complete)
     response = item.existing or await generate(item.prompt, item.variant, complete, max_tokens=options.max_tokens,
-                                               use_cache=options.use_cache, trial=item.trial)
+                                               use_cache=options.use_cache, trial=item.trial,
+                                               limits=(options.config or DEFAULT_CONFIG).limits)
     if _cancelled(response.error):  # a later turn was refused: the generation is incomplete
         return ItemResult(item, response, None, stopped=True)
     if (should_stop is not None and not response.error and _scoring_sends_requests(item.prompt, options)
