@@ -223,7 +223,7 @@ async def generate(
                 return None
             text = (result.text or "").strip() if native else result.text
             if native and result.tool_calls:
-                calls = tuple({"id": c.get("id") or f"call-{steps}-{i}", "name": c.get("name"),
+                calls = tuple({"id": _call_id(c.get("id"), turn_index, steps, i), "name": c.get("name"),
                                "arguments": c.get("arguments")} for i, c in enumerate(result.tool_calls))
                 history.append({"role": "assistant", "content": text, "tool_calls": [dict(c) for c in calls]})
                 conversation.append(Turn("assistant", text, generated=True, tool_calls=calls, tools="native"))
@@ -316,6 +316,15 @@ def _failed(prompt, variant_id, trial, conversation, remaining, totals, turn_num
         tool_calls=tuple(loop.calls) if loop is not None and loop.native else (),
         tool_mode=loop.mode if loop is not None else None, tool_note=loop.note if loop is not None else "",
     )
+
+
+def _call_id(given, turn: int, step: int, index: int) -> str:
+    """A call's id, unique in the response: the provider's, or ours (Gemini's calls may have none; ours keep the
+    ``gemini-`` prefix, which formats.py does not send back)."""
+    if isinstance(given, str) and given and not given.startswith(("gemini-", "call-")):
+        return given
+    prefix = "gemini" if isinstance(given, str) and given.startswith("gemini-") else "call"
+    return f"{prefix}-{turn + 1}-{step}-{index}"
 
 
 UNANSWERED = {"step-limit": "not answered: the step limit was reached",

@@ -315,3 +315,13 @@ def test_the_operators_regex_time_limit_bounds_a_mock_pattern(server):
     response = asyncio.run(go(Limits(regex_timeout_s=0.05)))
     assert time.monotonic() - started < 0.9  # the default limit is 1 s
     assert response.error and "took longer than 0.05 s" in response.error
+
+
+def test_every_call_of_a_gemini_trajectory_has_an_id_of_its_own(server):
+    response = _run(server, "google:gemini-2.5-flash")
+    ids = [c["id"] for c in response.tool_calls]
+    assert len(set(ids)) == 2 and all(i.startswith("gemini-") for i in ids)
+    # None of our own ids is sent back to Gemini as if it had given it.
+    sent = server.requests()[2]["body"]["contents"]
+    assert all("id" not in p.get("functionResponse", {}) and "id" not in p.get("functionCall", {})
+               for c in sent for p in c["parts"])
