@@ -431,8 +431,10 @@ class HeaderReader:
             else:
                 ok = True
                 seen: set[str] = set()
+                use = h.get("toolUse") if isinstance(h.get("toolUse"), dict) else {}
+                sent = use.get("mode") in ("native", "auto") and use.get("enabled") is not False
                 for index, tool in enumerate(tools):
-                    ok = self.read_tool(tools, index, seen) and ok
+                    ok = self.read_tool(tools, index, seen, sent) and ok
                 if ok:
                     bp.tools = tools
         if "toolUse" in h and h["toolUse"] is not None:
@@ -462,8 +464,9 @@ class HeaderReader:
                            "write e.g. `maxSteps: 4`", "tools")
             bp.tool_use = use
 
-    def read_tool(self, tools: list, index: int, seen: set[str]) -> bool:
-        """One entry of `tools`; False when it cannot be used."""
+    def read_tool(self, tools: list, index: int, seen: set[str], sent: bool) -> bool:
+        """One entry of `tools`; False when it cannot be used. ``sent``: the tools go to providers (native or
+        auto), so their names must be ones the providers take."""
         tool = tools[index]
         path = ("tools", index)
         if not isinstance(tool, dict) or not isinstance(tool.get("name"), str) or not tool["name"].strip():
@@ -473,7 +476,7 @@ class HeaderReader:
         name = tool["name"]
         self.notes.unknown_keys(tool, TOOL_KEYS, path, f"tool `{name}`")
         ok = True
-        if not TOOL_NAME.fullmatch(name):
+        if sent and not TOOL_NAME.fullmatch(name):
             self.error(f"tool name {short(name)} cannot be sent to providers: use letters, digits, `_` and `-` "
                        "(at most 64)", tool, "name", (*path, "name"), "for example `name: search_docs`", "tools")
             ok = False

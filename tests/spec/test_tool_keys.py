@@ -85,3 +85,9 @@ def test_the_corpus_auto_blueprint_reads_without_the_not_supported_warning():
     messages = [w.message for w in result.warnings]
     assert not any("is not supported" in m for m in messages)
     assert sum("has no `mocks` and no `default`" in m for m in messages) == 3
+
+
+def test_a_trace_only_tool_name_is_never_sent_so_any_name_reads():
+    text = GOOD.replace("mode: native", "mode: trace-only").replace("  - name: clock", "  - name: 'clock time'")
+    _, problems = _problems(text)
+    assert problems == []
