@@ -491,11 +491,12 @@ class HeaderReader:
             ok = False
         if "schema" in tool and tool["schema"] is not None:
             problem = tool_schema_error(tool["schema"])
-            if problem:
-                self.error(f"tool `{name}`: {problem}", tool, "schema", (*path, "schema"),
-                           "write a JSON Schema such as `{type: object, properties: {query: {type: string}}, "
-                           "required: [query]}`", "tools")
-                ok = False
+            if problem:  # an error when the schema is sent and checks arguments; trace-only, a warning
+                (self.error if sent else self.warn)(
+                    f"tool `{name}`: {problem}", tool, "schema", (*path, "schema"),
+                    "write a JSON Schema such as `{type: object, properties: {query: {type: string}}, "
+                    "required: [query]}`", "tools")
+                ok = ok and not sent
         if "mocks" in tool and tool["mocks"] is not None:
             mocks = tool["mocks"]
             if not isinstance(mocks, list):

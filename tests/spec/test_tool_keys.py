@@ -91,3 +91,10 @@ def test_a_trace_only_tool_name_is_never_sent_so_any_name_reads():
     text = GOOD.replace("mode: native", "mode: trace-only").replace("  - name: clock", "  - name: 'clock time'")
     _, problems = _problems(text)
     assert problems == []
+
+
+def test_a_trace_only_schema_problem_is_a_warning_never_a_refusal():
+    text = GOOD.replace("mode: native", "mode: trace-only").replace("{query: {type: string}}", "{query: {type: strnig}}")
+    result, problems = _problems(text)
+    assert [p[:4] for p in problems] == [("warning", 7, 13, "tools[0].schema")]
+    assert result.blueprint is not None and not result.errors
