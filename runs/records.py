@@ -81,7 +81,7 @@ def assessment_fields(assessment: ResponseAssessment) -> dict:
 def _generation_fields(response) -> dict:
     """The Response columns of what the candidate generated, and what it took."""
     return dict(
-        conversation=[{"role": t.role, "content": t.content, "generated": t.generated} for t in response.conversation],
+        conversation=[t.to_dict() for t in response.conversation],  # a tool loop's steps included
         text=response.text, final_text=response.final_text, tool_calls=list(response.tool_calls),
         latency_ms=response.latency_ms, input_tokens=response.usage.input_tokens,
         output_tokens=response.usage.output_tokens, cost_usd=response.cost_usd, cached=response.cached,

@@ -15,6 +15,7 @@ also send a Content-Security-Policy that allows nothing from elsewhere.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from datetime import timezone as dt_timezone
 
@@ -352,7 +353,44 @@ def _conversation(response: Response, prompt, run: Run, spec) -> list[dict]:
     turns = [dict(t) for t in response.conversation]
     if not turns and prompt is not None:
         turns = _authored_turns(prompt, run, spec, response)
-    return _with_previews(turns)
+    return _with_trajectory(_with_previews(turns), response.tool_calls)
+
+
+TOOL_OUTCOMES = {"result": "result", "error": "tool error", "no-mock": "failed: no mock answered",
+                 "bad-arguments": "failed: arguments break the schema", "unknown-tool": "failed: no such tool",
+                 "step-limit": "not answered: step limit reached",
+                 "too-many-calls": "not answered: too many calls at once"}
+TOOL_SHOWN_CHARS = 20_000
+
+
+def _with_trajectory(turns: list[dict], calls) -> list[dict]:
+    """A native tool loop's steps as the page shows them (docs/results.md, the response page): each call's arguments
+    and each result as JSON text (shortened), its outcome in words, failures marked."""
+    outcomes = {c.get("id"): c for c in calls or () if isinstance(c, dict)}
+    for turn in turns:
+        if isinstance(turn.get("tool_calls"), list):
+            turn["shown_calls"] = [{
+                "name": c.get("name"), "args": _json_text(c.get("arguments")),
+                "outcome": (outcomes.get(c.get("id")) or {}).get("outcome"),
+                "unanswered": (outcomes.get(c.get("id")) or {}).get("reason")
+                if (outcomes.get(c.get("id")) or {}).get("outcome") in ("step-limit", "too-many-calls") else None,
+            } for c in turn["tool_calls"] if isinstance(c, dict)]
+        tool = turn.get("tool")
+        if isinstance(tool, dict):
+            outcome = tool.get("outcome")
+            turn["step"] = {
+                "name": tool.get("name"), "number": tool.get("step"), "outcome": TOOL_OUTCOMES.get(outcome, outcome),
+                "failed": outcome in ("no-mock", "bad-arguments", "unknown-tool", "step-limit", "too-many-calls"),
+                "args": _json_text(tool.get("arguments")), "check": tool.get("check"), "mock": tool.get("mock"),
+                "reason": tool.get("reason"),
+                "answer": _json_text(tool["result"]) if "result" in tool else tool.get("error") or "",
+            }
+    return turns
+
+
+def _json_text(value) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2, default=str)
+    return text if len(text) <= TOOL_SHOWN_CHARS else text[:TOOL_SHOWN_CHARS] + " …"
 
 
 def _with_previews(turns: list[dict]) -> list[dict]:

@@ -286,12 +286,21 @@ def _stored_generation(row: Response) -> GeneratedResponse:
     """A generation kept from an earlier attempt (retry-failed re-judges it without generating again)."""
     return GeneratedResponse(
         prompt_id=row.prompt_id, model_variant_id=row.variant_id,
-        conversation=tuple(Turn(t["role"], t.get("content"), t.get("generated", False)) for t in row.conversation),
+        conversation=tuple(Turn.from_dict(t) for t in row.conversation),
+        tool_mode=_tool_mode(row.conversation),
         text=row.text, final_text=row.final_text, tool_calls=tuple(row.tool_calls), trial=row.trial,
         # What generation recorded stays: metric checks judged again read the same numbers.
         cached=row.cached, latency_ms=row.latency_ms, cost_usd=row.cost_usd,
         usage=Usage(row.input_tokens, row.output_tokens),
     )
+
+
+def _tool_mode(conversation: list[dict]) -> str | None:
+    """The tool mode a stored generation used (its generated turns say it), so a re-judge reads the same calls."""
+    modes = [t.get("tools") for t in conversation if isinstance(t, dict) and t.get("tools")]
+    if not modes:
+        return None
+    return "native" if modes[-1] == "native" else "trace-only"
 
 
 def build_router(run: Run, bp: SpecBlueprint, *, on_wait=None, should_stop=None, budget=None) -> Router:

@@ -135,6 +135,8 @@ def keep_answer(entry: dict, result: ChatResult) -> None:
     if not result.ok or not isinstance(text, str):
         return
     entry["attemptCount"] = result.attempts
+    if result.tool_calls:  # a native tool loop's step: its calls are the answer as much as its text
+        entry["toolCalls"] = [dict(c) for c in result.tool_calls]
     if len(text) > MAX_ANSWER_CHARS:
         entry["textNotKept"] = len(text)
     else:
@@ -168,7 +170,7 @@ def take_recorded(recorded: list[dict], key: str | None, request: ChatRequest) -
     found = None
     for entry in recorded:
         if (entry.get("cacheKey") == key and entry.get("purpose") == request.purpose
-                and (entry.get("turn") or 0) == request.turn):
+                and (entry.get("turn") or 0) == request.turn and bool(entry.get("tools")) == bool(request.tools)):
             if entry.get("label") == request.label:
                 found = entry
                 break
@@ -185,10 +187,12 @@ def replayed_result(entry: dict) -> ChatResult | None:
     if answer_problem(entry) is not None:
         return None
     attempts = entry.get("attemptCount")
+    calls = entry.get("toolCalls")
     return ChatResult(text=entry["text"], usage=Usage(entry.get("input_tokens"), entry.get("output_tokens")),
                       latency_ms=entry.get("latency_ms"), cost_usd=entry.get("cost_usd"),
                       cached=bool(entry.get("cached")), finish_reason=entry.get("finish_reason"),
-                      attempts=attempts if isinstance(attempts, int) else 0)
+                      attempts=attempts if isinstance(attempts, int) else 0,
+                      tool_calls=tuple(c for c in calls if isinstance(c, dict)) if isinstance(calls, list) else ())
 
 
 # --- what calls spent ----------------------------------------------------------------------------
@@ -222,3 +226,10 @@ def spent(entries) -> dict:
             "inputTokens": sum(e.get("input_tokens") or 0 for e in made),
             "outputTokens": sum(e.get("output_tokens") or 0 for e in made),
             "costUsd": float(sum(known)) if known or not unknown else None, "unknownCostCalls": unknown}
+
+
+def traced_instead(recorded: list[dict], key: str | None, request: ChatRequest) -> bool:
+    """Whether the original run sent this request without tools (its model took none, toolUse.mode auto)."""
+    return bool(request.tools) and key is not None and any(
+        e.get("cacheKey") == key and e.get("purpose") == request.purpose and (e.get("turn") or 0) == request.turn
+        and not e.get("tools") for e in recorded)

@@ -459,7 +459,10 @@ def estimate_run(
             model = candidates[variant.base_model_id]
             out = answer_tokens if answer_tokens is not None else max_out[variant.base_model_id]
             expected = model.answer_tokens
-            probe_this = probe is not None and not model.canned and uses_cache(prompt, variant)
+            # A native tool loop (toolUse native/auto) may make up to maxSteps model calls a turn, none cached.
+            loop = variant.tools.max_steps if variant.tools is not None and not model.canned else 1
+            calls_here = turns * loop
+            probe_this = probe is not None and not model.canned and uses_cache(prompt, variant) and loop == 1
             for trial in range(n_trials):
                 responses += 1
                 hits, conversation = (0, None)
@@ -469,11 +472,11 @@ def estimate_run(
                     model.canned_answers += turns
                 else:
                     model.cached += hits
-                    model.calls += turns - hits
-                    model.input_tokens += sum(prompt_tokens + i * out for i in range(hits, turns))
-                    model.output_tokens += (turns - hits) * out
-                    model.expected_input_tokens += sum(prompt_tokens + i * expected for i in range(hits, turns))
-                    model.expected_output_tokens += (turns - hits) * expected
+                    model.calls += calls_here - hits
+                    model.input_tokens += sum(prompt_tokens + i * out for i in range(hits, calls_here))
+                    model.output_tokens += (calls_here - hits) * out
+                    model.expected_input_tokens += sum(prompt_tokens + i * expected for i in range(hits, calls_here))
+                    model.expected_output_tokens += (calls_here - hits) * expected
                 if points and judges:
                     cached = _cached_judgings(prompt, conversation, plan, probe) \
                         if probe is not None and conversation is not None else set()

@@ -298,6 +298,13 @@ def render_transcript(turns: Iterable[Turn]) -> str:
         if role == "assistant":
             role = "assistant (generated)" if turn.generated or turn.content is None else "assistant (fixed)"
         content = TO_BE_GENERATED if turn.content is None else turn.content
+        if turn.tool_calls:  # a native tool loop's step: the calls are what the model said
+            calls = "\n".join(
+                neutralise(f"[calls tool {c.get('name')} with {_json_brief(c.get('arguments'))}]")
+                for c in turn.tool_calls)
+            content = f"{content}\n{calls}" if content else calls
+        elif role == "tool" and turn.tool is not None:
+            role = neutralise(f"tool {turn.tool.get('name')} (mocked)")
         blocks.append(f"{role}: {content}")
     return f"\n{TRANSCRIPT_SEPARATOR}\n".join(blocks)
 
@@ -366,6 +373,11 @@ def neutralise(text: str) -> str:
     return "".join(out)
 
 
+def _json_brief(value, limit: int = 2_000) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 _PARAPHRASES = (
     "Mentions that the Earth orbits the Sun.",
     "Should say the Earth goes around the Sun.",
@@ -418,7 +430,7 @@ def _user_prompt(task: JudgeTask, judge: JudgeSpec, scale: Scale) -> str:
     which = "the following criterion" if judge.approach == "standard" else "THIS SPECIFIC criterion"
     guideline = "\n".join(f"- {c.label}: {c.description}" for c in scale.classes)
     # The response, and every turn, is fenced as untrusted: no tag of ours (or a look-alike) survives in it.
-    turns = tuple(Turn(t.role, None if t.content is None else neutralise(t.content), t.generated)
+    turns = tuple(replace(t, content=None if t.content is None else neutralise(t.content))
                   for t in task.conversation)
     return (
         "Below is the transcript of a conversation, then the text the assistant generated in it, then one "

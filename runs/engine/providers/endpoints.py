@@ -63,6 +63,9 @@ class Problem:
     variable: str | None = None
 
 
+NATIVE_TOOL_FORMATS = ("openai_chat", "anthropic", "gemini")
+
+
 @dataclass(frozen=True, slots=True)
 class Endpoint:
     model_id: str  # the routing id: no variant suffixes
@@ -75,6 +78,12 @@ class Endpoint:
     default_max_tokens: int | None = DEFAULT_MAX_TOKENS
     custom: CustomModel | None = None
     secrets: tuple[str, ...] = field(default=(), repr=False)  # values to hide in messages
+
+    @property
+    def native_tools(self) -> bool:
+        """Whether evalsite sends this endpoint tool definitions (runs/engine/tools.py): the three chat formats of
+        the built-in providers. Custom models and text completions are traced (TOOL_CALL lines) instead."""
+        return self.custom is None and self.api_format in NATIVE_TOOL_FORMATS
 
     @property
     def label(self) -> str:
@@ -259,8 +268,11 @@ class Quirks:
 
 
 def build_request(endpoint: Endpoint, messages: Iterable[dict], *, temperature: float | None,
-                  max_tokens: int | None, quirks: Quirks = Quirks()) -> tuple[str, dict[str, str], dict]:
-    """URL, headers and JSON body of one call. ``max_tokens`` None uses the endpoint's default."""
+                  max_tokens: int | None, quirks: Quirks = Quirks(),
+                  tools: Iterable[dict] = ()) -> tuple[str, dict[str, str], dict]:
+    """URL, headers and JSON body of one call. ``max_tokens`` None uses the endpoint's default. ``tools`` are
+    sent only where ``endpoint.native_tools`` (the router refuses a request with tools elsewhere)."""
+    tools = tuple(tools) if endpoint.native_tools else ()
     messages = list(messages)
     limit = max_tokens if max_tokens is not None else endpoint.default_max_tokens
     if endpoint.custom is not None:
@@ -270,12 +282,12 @@ def build_request(endpoint: Endpoint, messages: Iterable[dict], *, temperature: 
     fmt = endpoint.api_format
     if fmt == "openai_chat":
         body = openai_chat_body(endpoint.model_name, messages, temperature=temperature, max_tokens=limit,
-                                max_tokens_key=quirks.max_tokens_key)
+                                max_tokens_key=quirks.max_tokens_key, tools=tools)
     elif fmt == "anthropic":
         body = anthropic_body(endpoint.model_name, messages, temperature=temperature,
-                              max_tokens=limit if limit is not None else DEFAULT_MAX_TOKENS)
+                              max_tokens=limit if limit is not None else DEFAULT_MAX_TOKENS, tools=tools)
     elif fmt == "gemini":
-        body = gemini_body(messages, temperature=temperature, max_tokens=limit)
+        body = gemini_body(messages, temperature=temperature, max_tokens=limit, tools=tools)
     else:
         body = openai_completions_body(endpoint.model_name, messages, temperature=temperature, max_tokens=limit)
     return endpoint.url, dict(endpoint.headers), body

@@ -102,6 +102,7 @@ class _Outcome:
     body: str | None = None  # the answer's raw body, for the call log
     url: str = ""
     sent: dict | None = None  # the JSON body as sent
+    tool_calls: tuple = ()  # the answer's native tool calls (tools were sent)
     sent_bytes: bytes | None = None  # the same, encoded, as it left
     attempts: list | None = None  # every attempt, for the call log (set on the last outcome)
 
@@ -296,13 +297,18 @@ class Router:
         started = time.perf_counter()
         model_id = parse_for_api_call(request.model_id).original_model_id
         if model_id not in self.custom_models and provider_of(model_id) == FIXTURES_PREFIX:
+            if request.tools:
+                return _no_native_tools("fixtures", started)
             return self._from_fixtures(request, model_id, started)
         endpoint = self.endpoint(model_id)
         if isinstance(endpoint, Problem):
             return ChatResult(error=endpoint.message, retryable=False, attempts=0, latency_ms=_ms(started))
+        if request.tools and not endpoint.native_tools:
+            return _no_native_tools(endpoint.label, started)
 
         key = None
-        if self.cache is not None and request.use_cache:
+        # A tool loop's calls are not cached: the cache key holds each message's role and text only.
+        if self.cache is not None and request.use_cache and not request.tools:
             key = endpoint.answer_key(request.messages, temperature=request.temperature,
                                       max_tokens=request.max_tokens, trial=request.trial, repeat=request.repeat)
             if not self.fresh and not request.refresh:
@@ -341,7 +347,8 @@ class Router:
                 "model_id": endpoint.model_id,
             })
         result = ChatResult(text=outcome.text, usage=outcome.usage, latency_ms=outcome.latency_ms,
-                            attempts=attempts, cost_usd=cost, finish_reason=outcome.finish_reason)
+                            attempts=attempts, cost_usd=cost, finish_reason=outcome.finish_reason,
+                            tool_calls=outcome.tool_calls)
         self._log_call(request, endpoint, result, outcome)
         return result
 
@@ -741,7 +748,7 @@ class Router:
         label = endpoint.label
         quirks = self._quirks.get(endpoint.model_id, Quirks())
         url, headers, body = build_request(endpoint, request.messages, temperature=request.temperature,
-                                           max_tokens=request.max_tokens, quirks=quirks)
+                                           max_tokens=request.max_tokens, quirks=quirks, tools=request.tools)
         headers["content-type"] = "application/json"
         content = json.dumps(body, ensure_ascii=False).encode("utf-8")
         timeout = self.settings.timeout_s
@@ -767,7 +774,7 @@ class Router:
             detail = str(exc) or type(exc).__name__
             return _Outcome(reason=f"connection to {label} failed: {detail}", short=f"connection error to {label}",
                             retryable=True, latency_ms=_ms(started), url=url, sent=body)
-        outcome = self._read_answer(endpoint, response, quirks, _ms(started))
+        outcome = self._read_answer(endpoint, response, quirks, _ms(started), tools_sent=bool(request.tools))
         outcome.status, outcome.url, outcome.sent, outcome.sent_bytes = response.status_code, url, body, content
         if self.pacing:
             raw = response._raw_headers if isinstance(response, Answer) else response.headers.raw
@@ -778,7 +785,7 @@ class Router:
         return outcome
 
     def _read_answer(self, endpoint: Endpoint, response: httpx.Response | Answer, quirks: Quirks,
-                     latency: float) -> _Outcome:
+                     latency: float, tools_sent: bool = False) -> _Outcome:
         label = endpoint.label
         status = response.status_code
         try:
@@ -791,16 +798,16 @@ class Router:
                 return _Outcome(reason=f"{label} answered with malformed JSON (HTTP {status})",
                                 short=f"malformed answer from {label}", retryable=True, latency_ms=latency)
             try:
-                parsed = parse_answer(endpoint.api_format, data)
+                parsed = parse_answer(endpoint.api_format, data, tools_sent=tools_sent)
             except BadAnswer as exc:
                 return _Outcome(reason=f"unexpected answer from {label}: {exc.reason}",
                                 short=f"unexpected answer from {label}", retryable=exc.retryable, latency_ms=latency)
-            if not parsed.text:
+            if not parsed.text and not parsed.tool_calls:
                 why = f" (finish reason: {parsed.finish_reason})" if parsed.finish_reason else ""
                 return _Outcome(reason=f"{label} returned an empty answer{why}", usage=parsed.usage,
                                 latency_ms=latency)
             return _Outcome(text=parsed.text, usage=parsed.usage, finish_reason=parsed.finish_reason,
-                            latency_ms=latency)
+                            latency_ms=latency, tool_calls=parsed.tool_calls)
         return self._http_error(endpoint, response, data, quirks, latency)
 
     def _http_error(self, endpoint: Endpoint, response: httpx.Response | Answer, data: Any, quirks: Quirks,
@@ -856,6 +863,14 @@ class Router:
                 await result
         except Exception:
             logger.warning("response cache write failed; the answer is kept but not cached", exc_info=True)
+
+
+def _no_native_tools(label: str, started: float) -> ChatResult:
+    """A request with tools for a model evalsite sends none to: nothing is sent (toolUse.mode auto traces)."""
+    return ChatResult(error=f"{label} takes no native tool definitions from evalsite (only the built-in OpenAI-, "
+                            "Anthropic- and Gemini-format providers do); use `toolUse.mode: auto` to fall back to "
+                            "trace-only TOOL_CALL lines", retryable=False, attempts=0, latency_ms=_ms(started),
+                      no_native_tools=True)
 
 
 def _attempt(outcome: _Outcome, waited_s: float | None, secrets: Redactor | Iterable[str], *,
