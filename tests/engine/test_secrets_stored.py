@@ -13,7 +13,7 @@ import pytest
 from runs.exports import run_to_csv, run_to_json
 from runs.models import PointAssessment, Response
 from tests.engine.test_secrets import REDACTED, SECRET, leaks
-from tests.web.test_run_support import (  # noqa: F401
+from tests.web.run_support import (  # noqa: F401
     FAKE_KEY, fake_llm, fake_llm_server, fake_provider, make_blueprint, make_run)
 
 pytestmark = pytest.mark.django_db(transaction=True)

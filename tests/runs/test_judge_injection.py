@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from runs.models import PointAssessment, Response
-from tests.web.test_run_support import fake_llm, fake_llm_server, fake_provider, make_blueprint, make_run  # noqa: F401
+from tests.web.run_support import fake_llm, fake_llm_server, fake_provider, make_blueprint, make_run  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

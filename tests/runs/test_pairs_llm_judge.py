@@ -15,7 +15,7 @@ from django.utils.html import escape
 from runs.pairs import llm_judge as pairs
 from runs.models import JudgingStatus, PairJudgement, PairJudging, Response
 from tests.web.test_pairs import make_pairs_run, offered, pairs_blueprint
-from tests.web.test_run_support import make_blueprint
+from tests.web.run_support import make_blueprint
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

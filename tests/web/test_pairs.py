@@ -15,7 +15,7 @@ from runs import work as run_work
 from runs.models import PairJudgement, Response, Run
 
 from .conftest import htmx
-from .test_run_support import make_blueprint
+from .run_support import make_blueprint
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
