@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import combinations
 
+from runs.engine import bounds as deal_breakers
 from runs.engine import stats
 from runs.engine.matrix import Matrix
 from runs.engine.scoring import round2
@@ -261,6 +262,7 @@ class Decisions:
     pairs: list[Pair]
     result: RunComparison | None = None  # with a base
     models: dict[str, stats.MeanInterval] = field(default_factory=dict)  # without one: each variant's mean
+    bounds: dict[str, deal_breakers.Bound] = field(default_factory=dict)  # run's should-not failure-rate bounds
 
     @property
     def regressions(self) -> list[Pair]:
@@ -277,6 +279,7 @@ class Decisions:
                                               "gate")})
         else:
             out["models"] = {v: m.to_dict() for v, m in self.models.items()}
+        out["bounds"] = {v: b.to_dict() for v, b in self.bounds.items()}
         return out
 
 
@@ -291,12 +294,18 @@ def decisions(run: Run, base: Run | None = None) -> Decisions:
             columns.setdefault(variant_id, {})[index] = cell.score
         models = stats.mean_intervals(columns, {i: p.weight for i, p in enumerate(prompts)},
                                       items=range(len(prompts)))
-        return Decisions(run, None, variant_pairs(matrix, prompts), models={v: models[v] for v in matrix.variants})
+        return Decisions(run, None, variant_pairs(matrix, prompts), models={v: models[v] for v in matrix.variants},
+                         bounds=deal_breakers.matrix_bounds(matrix))
     if base.blueprint_id != run.blueprint_id:
         raise CannotCompare(f"run {base.pk} is of another blueprint ({base.blueprint.slug}) than run {run.pk} "
                             f"({run.blueprint.slug}); compare runs of the same blueprint")
     result = compare_with_base(run, base)
-    return Decisions(run, base, result.pairs, result)
+    return Decisions(run, base, result.pairs, result, bounds=run_bounds(run))
+
+
+def run_bounds(run: Run) -> dict[str, deal_breakers.Bound]:
+    """Per model variant of ``run``, its should-not failure-rate bound (``engine/bounds.py``), off its matrix."""
+    return deal_breakers.matrix_bounds(run_matrix(run, parsed_blueprint(run.revision).prompts))
 
 
 def diff_url(run_id: int, base_id: int, prompt_id: str, variant_id: str) -> str:

@@ -37,6 +37,7 @@ from . import actions, call_views, compare as run_compare, grid, heatmap as heat
 from . import spec as run_spec
 from . import start as run_start
 from . import work as run_work
+from runs.engine.bounds import matrix_bounds
 from .exports import grid_to_csv, run_to_csv, run_to_json
 from .pages import blueprint_of as _spec, with_csp
 from .models import Annotation, PointAssessment, Response, Run, RunStatus
@@ -608,6 +609,8 @@ def compare(request, run_id):
         deltas = [c.delta for c in changes if c.delta is not None]
         context.update({
             "base": base, "page": page, "result": result, "listed": result.listed[:run_compare.LISTED_MAX],
+            "bounds": list(run_compare.run_bounds(run).values()),
+            "base_bounds": list(run_compare.run_bounds(base).values()),
             "counts": {"worse": sum(1 for d in deltas if d < 0), "better": sum(1 for d in deltas if d > 0),
                        "same": sum(1 for d in deltas if d == 0), "unmatched": len(changes) - len(deltas)},
         })
@@ -617,6 +620,7 @@ def compare(request, run_id):
             matrix = _matrix(run, spec)
             intervals = grid.model_intervals(matrix)
             context.update({"pairs": run_compare.variant_pairs(matrix, spec.prompts),
+                            "bounds": list(matrix_bounds(matrix).values()),
                             "models": [(v, intervals[v]) for v in matrix.variants if v in intervals]})
     return render(request, _fragment(request, "runs/compare.html", "changes"), context)
 
@@ -631,7 +635,8 @@ def _models_part(request, run: Run):
     intervals = grid.model_intervals(matrix)
     variants = [(c, stats[c.variant_id], intervals.get(c.variant_id)) for c in heat_map.columns(matrix)
                 if c.variant_id in stats]
-    return render(request, "runs/run_detail.html#variants", {"run": run, "variants": variants, "intervals": True})
+    return render(request, "runs/run_detail.html#variants", {"run": run, "variants": variants, "intervals": True,
+                                                              "bounds": list(matrix_bounds(matrix).values())})
 
 
 @require_safe
