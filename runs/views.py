@@ -604,6 +604,7 @@ def compare(request, run_id):
             base = None
     if base is not None:
         result = run_compare.compare_with_base(run, base)
+        run_compare.with_robustness(run, result.pairs, base, result.changed_prompts)
         changes = result.changes
         page = Paginator(changes, run_compare.COMPARE_PAGE_SIZE).get_page(request.GET.get("page"))
         deltas = [c.delta for c in changes if c.delta is not None]
@@ -619,7 +620,7 @@ def compare(request, run_id):
         if spec is not None:
             matrix = _matrix(run, spec)
             intervals = grid.model_intervals(matrix)
-            context.update({"pairs": run_compare.variant_pairs(matrix, spec.prompts),
+            context.update({"pairs": run_compare.with_robustness(run, run_compare.variant_pairs(matrix, spec.prompts)),
                             "bounds": list(matrix_bounds(matrix).values()),
                             "models": [(v, intervals[v]) for v in matrix.variants if v in intervals]})
     return render(request, _fragment(request, "runs/compare.html", "changes"), context)
@@ -635,8 +636,13 @@ def _models_part(request, run: Run):
     intervals = grid.model_intervals(matrix)
     variants = [(c, stats[c.variant_id], intervals.get(c.variant_id)) for c in heat_map.columns(matrix)
                 if c.variant_id in stats]
+    order = matrix.variants  # each model against the next one down the table: what would flip that decision
+    neighbours = {(a, b) for a, b in zip(order, order[1:])}
+    pairs = run_compare.with_robustness(run, [p for p in run_compare.variant_pairs(matrix, spec.prompts)
+                                              if (p.a, p.b) in neighbours])
     return render(request, "runs/run_detail.html#variants", {"run": run, "variants": variants, "intervals": True,
-                                                              "bounds": list(matrix_bounds(matrix).values())})
+                                                              "bounds": list(matrix_bounds(matrix).values()),
+                                                              "robust_pairs": pairs})
 
 
 @require_safe

@@ -76,6 +76,13 @@ def markdown(found: run_compare.Decisions, base_url: str = "") -> str:
         keep += [r for r, p in zip(rows, found.pairs) if p.verdict != "worse"][:budget - len(keep)]
         rows = keep + [f"| … {len(found.pairs) - len(keep)} more pairs | | | | | | |"]
     lines += rows
+    robust = [p.robustness.line for p in found.pairs if p.robustness is not None]
+    room = MARKDOWN_LINES - len(lines) - 12  # keep room for the cells that got worse and the notes
+    if robust and room > 2:
+        lines += ["", "What would flip it (each verdict decided again under each alternative, from stored results):"]
+        lines += [f"- {_cell(line)}" for line in robust[:room - 2]]
+        if len(robust) > room - 2:
+            lines.append(f"- … {len(robust) - (room - 2)} more pairs (`--json` has them all)")
     if base is not None and found.result is not None:
         result = found.result
         if result.changed_prompts:
@@ -113,6 +120,8 @@ def text(found: run_compare.Decisions) -> str:
     for p in found.pairs:
         label = p.a if found.base is not None else f"{p.a} - {p.b}"
         out.append(f"  {label}: {_signed(p.delta)} [{_interval(p)}] n={p.n} {p.verdict}")
+        if p.robustness is not None:
+            out.append(f"    {p.robustness.line}")
     if found.base is not None:
         failing = ", ".join(p.a for p in found.regressions)
         out.append(f"  gate ({stats.GATE_RULE}): " + (f"fails on {failing}" if failing else "passes"))
@@ -131,7 +140,7 @@ class Command(BaseCommand):
         parser.add_argument("--base", type=int, metavar="BASE", help="a baseline run of the same blueprint")
         shape = parser.add_mutually_exclusive_group()
         shape.add_argument("--json", action="store_true", help='print {"pairs": [{"a", "b", "delta", "low", "high", '
-                           '"verdict", "n"}, ...]} and more')
+                           '"verdict", "n", "robustness"}, ...], "bounds": ...} and more')
         shape.add_argument("--markdown", action="store_true", help="print a summary for a pull-request comment")
         parser.add_argument("--base-url", default="", metavar="URL",
                             help="make the markdown's links absolute (the site's address, e.g. https://evals.example)")
