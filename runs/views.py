@@ -38,6 +38,7 @@ from . import spec as run_spec
 from . import start as run_start
 from . import work as run_work
 from runs.engine.bounds import matrix_bounds
+from . import followup
 from .exports import grid_to_csv, run_to_csv, run_to_json
 from .pages import blueprint_of as _spec, with_csp
 from .models import Annotation, PointAssessment, Response, Run, RunStatus
@@ -227,6 +228,11 @@ def _run_context(request, run: Run) -> dict:
         "failures": (Response.objects.filter(run=run, status="failed").order_by("-finished_at")
                      .only("pk", "prompt_id", "variant_id", "error")[:5]),
     }
+    if followup.is_followup(run):
+        context["followup_of"] = {"run": run.options["followupOf"], **(run.options.get("followupPair") or {}),
+                                  "prompts": (run.options.get("followupPlan") or {}).get("prompts") or [],
+                                  "verdict": followup.verdict(run).to_dict()}
+    context["followups"] = list(followup.followups_of(run)[:20])
     if run.is_finished:
         context.update(_heatmap_context(request, run, spec))
         context["verdict_tables"] = verdicts.run_verdict_rows(matrix)
@@ -620,10 +626,35 @@ def compare(request, run_id):
         if spec is not None:
             matrix = _matrix(run, spec)
             intervals = grid.model_intervals(matrix)
-            context.update({"pairs": run_compare.with_robustness(run, run_compare.variant_pairs(matrix, spec.prompts)),
+            pairs = run_compare.with_robustness(run, run_compare.variant_pairs(matrix, spec.prompts))
+            context["followup_suggestions"] = [followup.suggest(run, p.a, p.b) for p in pairs
+                                               if p.verdict == "cant_tell"][:FOLLOWUPS_SHOWN] if run.is_finished else []
+            context.update({"pairs": pairs,
                             "bounds": list(matrix_bounds(matrix).values()),
                             "models": [(v, intervals[v]) for v in matrix.variants if v in intervals]})
     return render(request, _fragment(request, "runs/compare.html", "changes"), context)
+
+
+FOLLOWUPS_SHOWN = 5  # "can't tell" pairs the compare page suggests a follow-up for
+
+
+@require_POST
+def start_followup(request, run_id):
+    """One click on the compare page: a follow-up run of a "can't tell" pair (runs/followup.py), with a budget."""
+    run = _run_or_404(run_id)
+    budget = request.POST.get("budget_usd") or None
+    try:
+        if budget is not None:
+            budget = run_start.check_budget(budget)
+        follow, _ = followup.start(run, request.POST.get("a", ""), request.POST.get("b", ""), budget_usd=budget,
+                                   source="web")
+    except ValueError as exc:
+        messages.error(request, f"Cannot start the follow-up: {exc}.")
+        return redirect("runs:compare", run.pk)
+    except run_spec.RunRefused as exc:
+        messages.error(request, f"Cannot start the follow-up: {exc}")
+        return redirect("runs:compare", run.pk)
+    return redirect("runs:detail", follow.pk)
 
 
 def _models_part(request, run: Run):

@@ -117,3 +117,28 @@ def test_bad_input_names_the_place_and_the_fix(fake_provider, priced):
     assert code == 2 and "--budget" in err
     code, _, err = command(987654, "--a", A, "--b", B)
     assert code == 2 and "no run 987654" in err
+
+
+def test_one_click_on_the_compare_page_starts_it_and_the_run_pages_link_the_two(fake_provider, priced, client):
+    import re
+    from html import unescape
+
+    run = _original(fake_provider)
+    html = client.get(f"/runs/{run.pk}/compare").content.decode()
+    text = " ".join(unescape(re.sub(r"<[^>]+>", " ", html)).split())
+    found = followup.suggest(run, A, B)
+    assert found.line in text and 'action="/runs/%d/followup"' % run.pk in html
+    answer = client.post(f"/runs/{run.pk}/followup", {"a": A, "b": B, "budget_usd": "-2"}, follow=True)
+    assert "the budget is a number of US dollars above 0" in answer.content.decode() and Run.objects.count() == 1
+    answer = client.post(f"/runs/{run.pk}/followup", {"a": A, "b": B, "budget_usd": ""})
+    follow = Run.objects.exclude(pk=run.pk).get()
+    assert answer.status_code == 302 and answer["Location"] == f"/runs/{follow.pk}/"
+    assert follow.budget_usd is None and follow.source == "web"  # the budget a test can run: test_a_budget_caps
+    page = " ".join(unescape(re.sub(r"<[^>]+>", " ", client.get(f"/runs/{follow.pk}/").content.decode())).split())
+    result = followup.verdict(follow)
+    assert f"Follow-up of run {run.pk}" in page and f"after {result.n} paired answers" in page
+    original = client.get(f"/runs/{run.pk}/").content.decode()
+    assert f'href="/runs/{follow.pk}/"' in original and "Follow-ups of this run" in original
+    # an empty or unknown choice is refused with its reason, never read as "every variant"
+    answer = client.post(f"/runs/{run.pk}/followup", {"a": "", "b": B}, follow=True)
+    assert "has no model variant" in answer.content.decode() and Run.objects.count() == 2
