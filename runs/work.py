@@ -376,7 +376,7 @@ async def _execute(run: Run, claimed: list[int], token: str, progress: Progress,
 
 
 def _followup_look():
-    from .followup import after_batch
+    from .followup_look import after_batch
 
     return after_batch
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from . import stats
 from .assess import PointAssessment, verdict_layer
-from .matrix import ResponseRecord, _prompt_rule, cell_outcome
+from .matrix import ResponseRecord, cell_outcome
 from .scoring import ScoredPoint, calculate, group_kind, round2
 
 KINDS = ("judge", "tag", "group", "weights", "trials", "style")
@@ -209,9 +209,13 @@ def flat_points(row: PointRow) -> Scored:
 Columns = dict[str, dict[str, float | None]]
 
 
-def _rule_key(rule: dict) -> tuple:
-    verdicts = rule["verdicts"]
-    return (rule["aggregation"], None if verdicts is None else repr(verdicts), rule["use_verdicts"], rule["threshold"])
+def _rule_key(prompt) -> tuple:
+    """What a cell's score depends on besides its trials: its prompt's rule (``matrix.cell_outcome``)."""
+    if prompt is None:
+        return (None,)
+    verdicts = prompt.verdicts
+    return (prompt.trial_aggregation, None if verdicts is None else repr(verdicts), bool(prompt.has_verdicts),
+            prompt.trial_threshold)
 
 
 class Side:
@@ -237,8 +241,7 @@ class Side:
         self.mixed = any({p.kind for p in a.points} >= {"judged", "function"} for a in kept)
         self.weighted_points = any(p.multiplier not in (None, 1, 1.0) for a in kept for p in a.points)
         self.many_trials = any(len(t) > 1 for t in self.cells.values())
-        self.rules = [_prompt_rule(p) for p in prompts]
-        self.rule_keys = [_rule_key(r) for r in self.rules]
+        self.rule_keys = [_rule_key(p) for p in prompts]
         self.cell_memo: dict = {}
         self._base: Columns | None = None
 
@@ -246,14 +249,13 @@ class Side:
         return self.prompts[index].id if 0 <= index < len(self.prompts) else str(index)
 
     def _cell(self, index: int, trials: tuple[tuple[int, float | None, str | None], ...]) -> float | None:
-        """A cell's score from its trials by its prompt's rule (``matrix.cell_outcome``)."""
+        """A cell's score from its trials by its prompt's rule (``matrix.cell_outcome``); equal cells once."""
         inside = 0 <= index < len(self.prompts)
         key = (self.rule_keys[index] if inside else None, trials)
         found = self.cell_memo.get(key, self)
         if found is self:
             records = [ResponseRecord(index, "", trial, score, verdict=verdict) for trial, score, verdict in trials]
-            found = self.cell_memo[key] = cell_outcome(records, self.prompts[index] if inside else None,
-                                                       self.rules[index] if inside else None).score
+            found = self.cell_memo[key] = cell_outcome(records, self.prompts[index] if inside else None).score
         return found
 
     def base(self) -> Columns:
