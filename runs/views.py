@@ -18,6 +18,7 @@ from __future__ import annotations
 from datetime import datetime
 from datetime import timezone as dt_timezone
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Q
@@ -646,8 +647,14 @@ def start_followup(request, run_id):
     try:
         if budget is not None:
             budget = run_start.check_budget(budget)
-        follow, _ = followup.start(run, request.POST.get("a", ""), request.POST.get("b", ""), budget_usd=budget,
-                                   source="web")
+        found = followup.suggest(run, request.POST.get("a", ""), request.POST.get("b", ""))
+        large = found.calls >= settings.EVALSITE_CONFIRM_CALLS or (found.cost_most or 0) >= settings.EVALSITE_CONFIRM_USD
+        if large and (budget is None or budget >= settings.EVALSITE_CONFIRM_USD):
+            raise ValueError(f"this follow-up may make {found.calls:,} calls"
+                             + (f" (at most ${found.cost_most:.2f})" if found.cost_most is not None else "")
+                             + f"; set a budget under ${settings.EVALSITE_CONFIRM_USD:g} to start it with one click, or "
+                             "start it with manage.py followup")
+        follow, _ = followup.start(run, found.a, found.b, budget_usd=budget, source="web", suggestion=found)
     except ValueError as exc:
         messages.error(request, f"Cannot start the follow-up: {exc}.")
         return redirect("runs:compare", run.pk)

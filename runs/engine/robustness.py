@@ -309,6 +309,14 @@ class Side:
         return self.base()  # tags and prompt weights change what is compared, not the cells
 
 
+NAME_MAX = 60  # a tag or a judge as a line names it (both come from a blueprint or a model's id)
+
+
+def _short(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= NAME_MAX else text[:NAME_MAX - 1] + "…"
+
+
 def _judge_name(judge_id: str, all_ids: Sequence[str]) -> str:
     """A judge as a line names it: its id without the model, unless two judges share that id."""
     short = judge_id[:judge_id.rfind("(")] if judge_id.endswith(")") and "(" in judge_id else judge_id
@@ -321,13 +329,13 @@ def alternatives_for(sides: Sequence[Side], prompts: Sequence) -> list[Alternati
     out: list[Alternative] = []
     judges = sorted({j for s in sides for j in s.judges})
     if len(judges) >= 2:
-        out += [Alternative("judge", f"judge {_judge_name(j, judges)} alone decides", j) for j in judges]
+        out += [Alternative("judge", f"judge {_short(_judge_name(j, judges))} alone decides", j) for j in judges]
     counts: dict[str, int] = {}
     for p in prompts:
         for tag in dict.fromkeys(p.tags or ()):
             counts[tag] = counts.get(tag, 0) + 1
     tags = sorted((t for t, n in counts.items() if n < len(prompts)), key=lambda t: (-counts[t], t))[:TAGS_MAX]
-    out += [Alternative("tag", f"without the tag '{t}'", t) for t in tags]
+    out += [Alternative("tag", f"without the tag '{_short(t)}'", t) for t in tags]
     groups = set().union(*(s.groups for s in sides)) if sides else set()
     if len(groups) >= 2:  # leaving out the only kind of group there is leaves nothing
         out += [Alternative("group", f"without {GROUP_WORDS[g]}", g) for g in ("required", "should", "should_not")

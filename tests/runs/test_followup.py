@@ -142,3 +142,11 @@ def test_one_click_on_the_compare_page_starts_it_and_the_run_pages_link_the_two(
     # an empty or unknown choice is refused with its reason, never read as "every variant"
     answer = client.post(f"/runs/{run.pk}/followup", {"a": "", "b": B}, follow=True)
     assert "has no model variant" in answer.content.decode() and Run.objects.count() == 2
+
+
+def test_a_large_follow_up_needs_a_budget_to_start_with_one_click(fake_provider, priced, client, settings):
+    run = _original(fake_provider)
+    settings.EVALSITE_CONFIRM_CALLS = 10
+    answer = client.post(f"/runs/{run.pk}/followup", {"a": A, "b": B}, follow=True)
+    assert "set a budget under $5 to start it with one click" in answer.content.decode()
+    assert Run.objects.count() == 1

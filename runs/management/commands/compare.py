@@ -15,6 +15,7 @@ be compared (no such run, another blueprint).
 from __future__ import annotations
 
 import json
+import re
 
 from django.core.management.base import BaseCommand
 
@@ -45,6 +46,11 @@ def _interval(pair) -> str:
 
 def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _inline(text: str) -> str:
+    """Text from a blueprint or a model id as plain markdown: no link, emphasis, code or HTML of its own."""
+    return re.sub(r"([\\`*_\[\]()<>#!|~])", r"\\\1", " ".join(str(text).split()))
 
 
 def markdown(found: run_compare.Decisions, base_url: str = "") -> str:
@@ -80,7 +86,7 @@ def markdown(found: run_compare.Decisions, base_url: str = "") -> str:
     room = MARKDOWN_LINES - len(lines) - 12  # keep room for the cells that got worse and the notes
     if robust and room > 2:
         lines += ["", "What would flip it (each verdict decided again under each alternative, from stored results):"]
-        lines += [f"- {_cell(line)}" for line in robust[:room - 2]]
+        lines += [f"- {_inline(line)}" for line in robust[:room - 2]]
         if len(robust) > room - 2:
             lines.append(f"- … {len(robust) - (room - 2)} more pairs (`--json` has them all)")
     if base is not None and found.result is not None:
