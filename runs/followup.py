@@ -24,7 +24,7 @@ from runs.engine import sequential, stats
 from runs.engine.estimate import estimate_run
 
 from . import start as run_start
-from .compare import prompt_weights, scores_by_variant
+from .compare import scores_by_variant, variant_pairs
 from .followup_look import STOP_REASON, after_batch, is_followup, paired_differences, verdict  # noqa: F401
 from .models import Response, ResponseStatus, Run
 from .records import run_matrix
@@ -106,7 +106,7 @@ def suggest(run: Run, a: str, b: str) -> Suggestion:
     if a == b:
         raise FollowupRefused("a follow-up compares two different model variants; --a and --b are the same")
     scores = scores_by_variant(matrix)
-    comparison = stats.compare_scores(scores[a], scores[b], prompt_weights(bp.prompts))
+    comparison = _shown(matrix, bp.prompts, a, b)
     diffs = {pid: scores[a][pid] - scores[b][pid] for pid in scores[a]
              if scores[a][pid] is not None and scores[b].get(pid) is not None}
     plan = sequential.plan(diffs, comparison.delta)
@@ -115,6 +115,19 @@ def suggest(run: Run, a: str, b: str) -> Suggestion:
     if plan.prompts:
         _price(found, bp, matrix)
     return found
+
+
+def _shown(matrix, prompts, a: str, b: str) -> stats.Comparison:
+    """The pair's comparison as the compare page shows it (``compare.variant_pairs``), ``a`` minus ``b``."""
+    for pair in variant_pairs(matrix, prompts):
+        if (pair.a, pair.b) == (a, b):
+            return pair.comparison
+        if (pair.a, pair.b) == (b, a):  # the page puts the better mean first: the same figures the other way round
+            c = pair.comparison
+            flipped = {"better": "worse", "worse": "better"}.get(c.verdict, c.verdict)
+            return stats.Comparison(None if c.delta is None else -c.delta, None if c.high is None else -c.high,
+                                    None if c.low is None else -c.low, c.n, flipped, c.mean_b, c.mean_a)
+    raise FollowupRefused(f"no comparison of {a!r} and {b!r}: pass two model variants of the run")
 
 
 def _planned(run: Run, bp, variants: dict):

@@ -150,3 +150,15 @@ def test_a_large_follow_up_needs_a_budget_to_start_with_one_click(fake_provider,
     answer = client.post(f"/runs/{run.pk}/followup", {"a": A, "b": B}, follow=True)
     assert "set a budget under $5 to start it with one click" in answer.content.decode()
     assert Run.objects.count() == 1
+
+
+def test_the_suggestion_reads_the_pairs_figures_the_compare_page_shows_either_way_round(fake_provider, priced):
+    from runs import compare as run_compare
+
+    run = _original(fake_provider)
+    (pair,) = run_compare.decisions(run).pairs
+    assert (pair.a, pair.b) == (A, B)
+    ab, ba = followup.suggest(run, A, B), followup.suggest(run, B, A)
+    assert (ab.comparison.delta, ab.comparison.low, ab.comparison.verdict) == (pair.delta, pair.low, pair.verdict)
+    assert (ba.comparison.delta, ba.comparison.low, ba.comparison.high) == (-pair.delta, -pair.high, -pair.low)
+    assert ba.plan.prompts == ab.plan.prompts and ba.calls == ab.calls
