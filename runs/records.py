@@ -704,3 +704,36 @@ def scan_answers(run: Run, prompts, judged: dict[int, tuple[int, int]]) -> list[
                               None if error else (final_text or ""), reasons, output_tokens,
                               max_tokens if isinstance(max_tokens, int) else None, answers, unreadable))
     return out
+
+
+# --- what would flip a decision (runs/engine/robustness.py) ----------------------------------------------------------
+
+
+def robustness_answers(run: Run, matrix: Matrix):
+    """Every response of a run as ``robustness.Answer``: the matrix's records and each response's point rows with
+    each primary judge's first answer, read in one query of the columns it needs (no model objects; the verdicts'
+    JSON is read here, without the ORM's per-row converters: a 10,000-response run has 30,000 and more rows)."""
+    import json
+
+    from django.db import connection
+
+    from runs.engine.robustness import PointRow, stored_answers
+
+    points: dict[int, list] = {}
+    query = (PointAssessment.objects.filter(response__run_id=run.pk).order_by("response_id", "position")
+             .values_list("response_id", "kind", "path_id", "multiplier", "inverted", "score", "verdicts",
+                          "override__score"))
+    sql, params = query.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        while rows := cursor.fetchmany(5000):
+            for response_id, kind, path_id, multiplier, inverted, score, verdicts, override in rows:
+                if isinstance(verdicts, (str, bytes)):
+                    verdicts = json.loads(verdicts)
+                judges = tuple((str(v.get("judgeId") or ""), v.get("score") if v.get("error") is None else None)
+                               for v in verdicts or () if isinstance(v, dict)
+                               and (v.get("role") or "primary") == "primary" and not v.get("repeat"))
+                points.setdefault(response_id, []).append(PointRow(
+                    kind, path_id or None, multiplier, bool(inverted),
+                    override if override is not None else score, judges, override is not None))
+    return stored_answers((t for cell in matrix.cells.values() for t in cell.trials), points)

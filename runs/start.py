@@ -333,7 +333,8 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
               trials: int | None = None, source: str = "web", collections=None, enqueue: bool = True,
               budget_usd: float | None = None, judge_repeats: int | None = None,
               planned: StartPlan | None = None, add_judges: Sequence[str] = (),
-              backup_judge: str | None = None) -> Run:
+              backup_judge: str | None = None, only_prompts: list[int] | None = None,
+              only_variants: list[str] | None = None, extra_options: dict | None = None) -> Run:
     """Create a run and its items; with ``enqueue``, hand it to the workers once the transaction commits.
 
     ``budget_usd``: the run's spending cap (docs/runs.md, "Budget"); refused when a model it would call has
@@ -348,7 +349,11 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
     the others give the judges' flip rate (runs/engine/repeats.py); refused (RunRefused) outside 1 to 5.
     ``planned``: ``plan_start``'s answer for these same choices, when the caller has it already (the start
     view estimated the run first); else it is planned here.
+    ``only_prompts`` (prompt positions) and ``only_variants`` (variant ids) make items for those alone (a follow-up
+    run, runs/followup.py); an empty list makes none and is refused. ``extra_options`` are kept in the run's options.
     """
+    if only_prompts is not None and not only_prompts or only_variants is not None and not only_variants:
+        raise RunRefused("no prompt or no model variant was chosen: choose at least one of each")
     planned = planned or plan_start(blueprint, revision=revision, models=models, judges=judges,
                                     keep_judges=keep_judges, collections=collections, judge_repeats=judge_repeats,
                                     add_judges=add_judges, backup_judge=backup_judge)
@@ -369,17 +374,21 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
                      "problems": problems, "embeddingModel": embedding_model,
                      "requestedModels": models or None, "requestedJudges": judges or None,
                      "keptJudges": keep_judges, **({"addedJudges": list(add_judges)} if add_judges else {}),
-                     **({"backupJudge": backup_judge} if backup_judge is not None else {})},
+                     **({"backupJudge": backup_judge} if backup_judge is not None else {}), **(extra_options or {})},
             budget_usd=budget_usd,
             manifest=run_manifest(revision, bp, resolved, plan, per_prompt=per_prompt, trials=override,
                                   fresh=fresh, embedding_model=embedding_model),
         )
         variants = run.variants(bp)
+        wanted_prompts = None if only_prompts is None else set(only_prompts)
+        wanted_variants = None if only_variants is None else set(only_variants)
         rows = [
             dict(run_id=run.pk, prompt_id=prompt.id, prompt_index=index, variant_id=variant.id_for(prompt),
                  model_id=variant.base_model_id, variant_index=v, temperature=variant.temperature_for(prompt),
                  system_index=variant.sp_idx, trial=trial)
-            for index, prompt in enumerate(bp.prompts) for v, variant in enumerate(variants)
+            for index, prompt in enumerate(bp.prompts) if wanted_prompts is None or index in wanted_prompts
+            for v, variant in enumerate(variants)
+            if wanted_variants is None or variant.id_for(prompt) in wanted_variants
             for trial in range(per_prompt[index])
         ]
         insert(Response, rows)

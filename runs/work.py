@@ -366,7 +366,8 @@ async def _execute(run: Run, claimed: list[int], token: str, progress: Progress,
     if top_up and not rerunning and not isinstance(gate, CacheOnlyGate):  # a re-run, a replay: only its items
         options.more_items = _more_items(run, bp, token, stop, deadline=time.monotonic() + refill_window_s())
         options.keep_in_flight = settings.EVALSITE_CHUNK_SIZE
-    saver = _Saver(run.pk, token, progress.on_item)
+    followup = isinstance(run.options, dict) and bool(run.options.get("followupOf")) and not rerunning
+    saver = _Saver(run.pk, token, progress.on_item, after=_followup_look() if followup else None)
     saver.start(every_s=0.5)
     try:
         async with build_router(run, bp, on_wait=waits.on_wait, should_stop=stop.should_stop,
@@ -385,6 +386,12 @@ async def _execute(run: Run, claimed: list[int], token: str, progress: Progress,
         await stop.settle_gate()
         await stop.close()
         await sync_to_async(connections.close_all)()
+
+
+def _followup_look():
+    from .followup_look import after_batch
+
+    return after_batch
 
 
 def _more_items(run: Run, bp: SpecBlueprint, token: str, stop: "_StopCheck", *, deadline: float):
@@ -407,8 +414,11 @@ class _Saver:
     still moves as work finishes while the database sees a fraction of the writes.
     """
 
-    def __init__(self, run_id: int, token: str, on_item=None, size: int = 25):
+    def __init__(self, run_id: int, token: str, on_item=None, size: int = 25, after=None):
         self.run_id, self.token, self.on_item, self.size = run_id, token, on_item, size
+        # Called after each stored batch, on the thread that stored it: a follow-up run's look at its own results
+        # (runs/followup.py), which stops the run once its anytime-valid interval decides.
+        self.after = after
         self.pending: list[ItemResult] = []
         self._closing = asyncio.Event()
         self._timer: asyncio.Task | None = None
@@ -429,6 +439,8 @@ class _Saver:
         if self.on_item:
             for row in rows:
                 self.on_item(row)
+        if self.after is not None and rows:
+            await sync_to_async(self.after)(self.run_id)
 
     async def close(self) -> None:
         """Store what is left. The timer is asked to stop, never cancelled: a cancel landing while its

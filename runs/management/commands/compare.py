@@ -15,6 +15,7 @@ be compared (no such run, another blueprint).
 from __future__ import annotations
 
 import json
+import re
 
 from django.core.management.base import BaseCommand
 
@@ -47,6 +48,11 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _inline(text: str) -> str:
+    """Text from a blueprint or a model id as plain markdown: no link, emphasis, code or HTML of its own."""
+    return re.sub(r"([\\`*_\[\]()<>#!|~])", r"\\\1", " ".join(str(text).split()))
+
+
 def markdown(found: run_compare.Decisions, base_url: str = "") -> str:
     """A summary for a pull-request comment: at most ``MARKDOWN_LINES`` lines, each regression linked to its diffs."""
     run, base = found.run, found.base
@@ -76,6 +82,13 @@ def markdown(found: run_compare.Decisions, base_url: str = "") -> str:
         keep += [r for r, p in zip(rows, found.pairs) if p.verdict != "worse"][:budget - len(keep)]
         rows = keep + [f"| … {len(found.pairs) - len(keep)} more pairs | | | | | | |"]
     lines += rows
+    robust = [p.robustness.line for p in found.pairs if p.robustness is not None]
+    room = MARKDOWN_LINES - len(lines) - 12  # keep room for the cells that got worse and the notes
+    if robust and room > 2:
+        lines += ["", "What would flip it (each verdict decided again under each alternative, from stored results):"]
+        lines += [f"- {_inline(line)}" for line in robust[:room - 2]]
+        if len(robust) > room - 2:
+            lines.append(f"- … {len(robust) - (room - 2)} more pairs (`--json` has them all)")
     if base is not None and found.result is not None:
         result = found.result
         if result.changed_prompts:
@@ -126,6 +139,8 @@ def text(found: run_compare.Decisions) -> str:
     for p in found.pairs:
         label = p.a if found.base is not None else f"{p.a} - {p.b}"
         out.append(f"  {label}: {_signed(p.delta)} [{_interval(p)}] n={p.n} {p.verdict}")
+        if p.robustness is not None:
+            out.append(f"    {p.robustness.line}")
     if found.base is not None:
         failing = ", ".join(p.a for p in found.regressions)
         out.append(f"  gate ({stats.GATE_RULE}): " + (f"fails on {failing}" if failing else "passes"))
@@ -144,7 +159,7 @@ class Command(BaseCommand):
         parser.add_argument("--base", type=int, metavar="BASE", help="a baseline run of the same blueprint")
         shape = parser.add_mutually_exclusive_group()
         shape.add_argument("--json", action="store_true", help='print {"pairs": [{"a", "b", "delta", "low", "high", '
-                           '"verdict", "n"}, ...]} and more')
+                           '"verdict", "n", "robustness"}, ...], "bounds": ...} and more')
         shape.add_argument("--markdown", action="store_true", help="print a summary for a pull-request comment")
         parser.add_argument("--base-url", default="", metavar="URL",
                             help="make the markdown's links absolute (the site's address, e.g. https://evals.example)")
