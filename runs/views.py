@@ -40,7 +40,8 @@ from . import work as run_work
 from runs.engine.bounds import matrix_bounds
 from . import followup
 from .exports import grid_to_csv, run_to_csv, run_to_json
-from .pages import blueprint_of as _spec, with_csp
+from .pages import blueprint_of, with_csp
+from .spec import RunRefused
 from .models import Annotation, PointAssessment, Response, Run, RunStatus
 from .records import reviewed_blueprints, run_matrix
 from .run_form import form_state as run_form_state, known_models
@@ -230,7 +231,7 @@ def _heatmap_context(request, run: Run, spec) -> dict:
 def _run_context(request, run: Run) -> dict:
     aggregates = run.aggregates or {}
     stats = aggregates.get("variants") or {}
-    spec = _spec(run)
+    spec = blueprint_of(run)
     matrix = _matrix(run, spec) if run.is_finished else None
     columns = heat_map.columns(matrix) if matrix is not None and stats else []
     context = {
@@ -293,7 +294,7 @@ def judges(request):
 def heatmap(request, run_id):
     """One page of the prompts x models heatmap (100 prompts a page)."""
     run = _run_or_404(run_id)
-    context = {"run": run, **_heatmap_context(request, run, _spec(run))}
+    context = {"run": run, **_heatmap_context(request, run, blueprint_of(run))}
     return render(request, _fragment(request, "runs/heatmap.html", "heatmap"), context)
 
 
@@ -306,7 +307,7 @@ def results(request, run_id):
     (out of band), with the run's progress and wait reasons.
     """
     run = _run_or_404(run_id)
-    spec = _spec(run)
+    spec = blueprint_of(run)
     if spec is None:
         raise Http404("this run's blueprint revision can no longer be read")
     query, problems = grid.GridQuery.from_params(request.GET)
@@ -410,7 +411,7 @@ def _with_previews(turns: list[dict]) -> list[dict]:
 
 
 def _response_context(request, run: Run, response: Response) -> dict:
-    spec = _spec(run)
+    spec = blueprint_of(run)
     prompt = run.prompt(response.prompt_index, spec) if spec else None
     render_as = prompt.render_as if prompt else "markdown"
     mode = request.GET.get("as") or render_as
@@ -493,7 +494,7 @@ def response_text(request, run_id, response_id):
     which = request.GET.get("which", "response")
     text = response.text or ""
     if which == "ideal":
-        spec = _spec(response.run)
+        spec = blueprint_of(response.run)
         prompt = response.run.prompt(response.prompt_index, spec) if spec else None
         text = (prompt.ideal_response if prompt else None) or ""
     out = HttpResponse(text, content_type="text/plain; charset=utf-8")
@@ -602,7 +603,7 @@ def _override_message(position, outcome) -> str:
 @with_csp
 def prompt_detail(request, run_id, prompt_index):
     run = _run_or_404(run_id)
-    spec = _spec(run)
+    spec = blueprint_of(run)
     # Each model's cell, and the response it stands for (the matrix's rule: with trials, not always trial 0).
     cells = {c.response_id: c for c in _matrix(run, spec).row(prompt_index) if c is not None} if spec else {}
     shown = Response.objects.filter(pk__in=cells) if cells else Response.objects.filter(trial=0)
@@ -676,7 +677,7 @@ def compare(request, run_id):
                        "same": sum(1 for d in deltas if d == 0), "unmatched": len(changes) - len(deltas)},
         })
     elif "problem" not in context:
-        spec = _spec(run)
+        spec = blueprint_of(run)
         if spec is not None:
             matrix = _matrix(run, spec)
             intervals = grid.model_intervals(matrix)
@@ -711,7 +712,7 @@ def start_followup(request, run_id):
     except ValueError as exc:
         messages.error(request, f"Cannot start the follow-up: {exc}.")
         return redirect("runs:compare", run.pk)
-    except run_spec.RunRefused as exc:
+    except RunRefused as exc:
         messages.error(request, f"Cannot start the follow-up: {exc}")
         return redirect("runs:compare", run.pk)
     return redirect("runs:detail", follow.pk)
@@ -719,7 +720,7 @@ def start_followup(request, run_id):
 
 def _models_part(request, run: Run):
     """The run page's per-model table, each mean with its 95% interval (loaded in place by the run page)."""
-    spec = _spec(run)
+    spec = blueprint_of(run)
     if spec is None or not run.is_finished:
         raise Http404("no results to show")
     stats = (run.aggregates or {}).get("variants") or {}
@@ -784,7 +785,7 @@ def export_csv(request, run_id):
 def results_csv(request, run_id):
     """The results grid's view (its filter, search and order from the URL) as CSV: one row per matching cell."""
     run = _run_or_404(run_id)
-    spec = _spec(run)
+    spec = blueprint_of(run)
     if spec is None:
         raise Http404("this run's blueprint revision can no longer be read")
     query, problems = grid.GridQuery.from_params(request.GET)

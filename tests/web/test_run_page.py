@@ -122,7 +122,7 @@ def test_a_finished_run_shows_scores_costs_latency_chart_and_agreement(fake_prov
     assert ">0.06<" in cells["openai:cand-bad[temp:0]"]  # (0 * 2 + 0.25 + 0) / 4
     assert "≠ 1" in cells["openai:cand-good[temp:0]"] and "✗ 2" in cells["openai:cand-bad[temp:0]"]
     assert "ms</td>" in cells["openai:cand-good[temp:0]"]  # latency
-    assert re.search(r"6,\d{3} / \d+", cells["openai:cand-good[temp:0]"])  # judge tokens apart from candidates
+    assert re.search(r"\d,\d{3} / \d+", cells["openai:cand-good[temp:0]"])  # judge tokens apart from candidates
     # The fake judges have no price: their cost is unknown, never "$0".
     assert run.aggregates["variants"]["openai:cand-good[temp:0]"]["judgeCostUnknown"] > 0
     assert "$0" not in cells["openai:cand-good[temp:0]"] and "unknown" in cells["openai:cand-good[temp:0]"]
