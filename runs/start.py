@@ -191,10 +191,18 @@ def observed_answer_tokens(models) -> dict[str, tuple[float, int]]:
 def estimate_start(planned: StartPlan, *, trials: int | None = None, fresh: bool = False) -> RunEstimate:
     """The bill of a planned run (``runs.engine.estimate.estimate_run``), answers in the response cache free;
     its expected figure prices each model's answers at the mean of its earlier ones when there are some."""
+    import time
+
+    from evalsite.deadline import deadline as page_deadline
+
     cache = response_cache()
     probe = None
     if not fresh and isinstance(cache, SqliteCache):  # the database cache is async: its hits go uncounted
-        probe = CacheProbe(engine_config().providers, cache.get, custom_models=custom_models(planned.blueprint))
+        # The look-up is bounded (EVALSITE_ESTIMATE_LOOKUP_S, and the page's own time limit): past it, what it
+        # did not look up is counted as calls, and the estimate says "at least" so many are cached.
+        ends = [time.monotonic() + settings.EVALSITE_ESTIMATE_LOOKUP_S, page_deadline()]
+        probe = CacheProbe(engine_config().providers, cache.get, custom_models=custom_models(planned.blueprint),
+                           deadline=min(e for e in ends if e is not None))
     try:
         return estimate_run(planned.blueprint, planned.models, planned.plan, trials=trials, fresh=fresh,
                             embedding_model=planned.embedding_model, cache=probe,
