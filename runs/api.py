@@ -108,7 +108,8 @@ def start(request):
             run = run_start.start_prepared(blueprint, prepared, source="api")
         except run_spec.RunRefused as refused:
             transaction.set_rollback(text is not None and not slug)  # keep nothing from a refused one-off text
-            return _error(422, refused.message, problems=refused.problems, blueprint=blueprint.slug)
+            return _error(422, refused.message, problems=refused.problems, blueprint=blueprint.slug,
+                          **({"field": refused.field} if getattr(refused, "field", None) else {}))
     run.refresh_from_db()  # with inline tasks (tests), the run has already finished on commit
     return JsonResponse(run_status(run, request), status=201)
 
@@ -125,7 +126,8 @@ def _dry_run(text, slug, run_request: RunRequest) -> JsonResponse:
                     return _error(404, f"no blueprint with the id '{shown_id(slug)}'")
             prepared = run_start.prepare(blueprint, run_request)
         except run_spec.RunRefused as refused:
-            return _error(422, refused.message, problems=refused.problems)
+            return _error(422, refused.message, problems=refused.problems,
+                          **({"field": refused.field} if getattr(refused, "field", None) else {}))
         finally:
             transaction.set_rollback(True)
     return JsonResponse({"dryRun": True, "blueprint": slug or blueprint.slug,

@@ -76,7 +76,7 @@ class Command(BaseCommand):
             return self._dry_run(options, request)
         blueprint, collections = self._blueprint(options["target"])
         try:
-            prepared = prepare(blueprint, request, collections=collections)
+            prepared = prepare(blueprint, request, collections=collections, door="cli")
             run = start_prepared(blueprint, prepared, source="cli", enqueue=options["enqueue"])
         except RunRefused as refused:
             self._refused(refused)
@@ -119,7 +119,7 @@ class Command(BaseCommand):
         with transaction.atomic():  # a file is imported to be read like any blueprint, then forgotten
             blueprint, collections = self._blueprint(options["target"])
             try:
-                prepared = prepare(blueprint, request, collections=collections)
+                prepared = prepare(blueprint, request, collections=collections, door="cli")
             except RunRefused as refused:
                 self._refused(refused)
             finally:
