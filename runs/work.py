@@ -669,6 +669,8 @@ def cancel_run(run: Run) -> None:
 
     Re-runs in flight are cancelled too: the run ends at once, not with the status it had before them."""
     Run.objects.filter(pk=run.pk).exclude(status__in=FINISHED).update(cancel_requested=True)
+    if (Run.objects.filter(pk=run.pk).values_list("options", flat=True).first() or {}).get("makingItems"):
+        finish_run(run.pk, RunStatus.CANCELLED)  # its items were still being made: it stops making them
     maybe_finish(run.pk)
     if Run.objects.filter(pk=run.pk, status__in=FINISHED, options__reruns__has_key="returnsTo").exists():
         Run.objects.filter(pk=run.pk).update(options=_options_without_stretch(run.pk))

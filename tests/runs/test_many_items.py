@@ -193,3 +193,17 @@ def test_deleting_a_large_run_gives_the_space_back_on_sqlite(client, settings):
 
     assert small_free > 0
     assert _free_pages() == 0 and Run.objects.count() == 1
+
+
+def test_a_run_cancelled_while_its_items_are_made_ends_cancelled_and_stops_making_them(client, monkeypatch):
+    monkeypatch.setattr(Conf, "SYNC", False)
+    monkeypatch.setattr(run_start, "ITEMS_IN_REQUEST", 50, raising=False)
+    _blueprint()
+    run_id = _post(client, "/api/runs", {"blueprintId": "free", "trials": 30}).json()["id"]
+
+    cancelled = _post(client, f"/api/runs/{run_id}/cancel", {})
+    _work("runs.tasks.make_items")
+
+    run = Run.objects.get(pk=run_id)
+    assert cancelled.status_code == 200 and run.status == "cancelled"
+    assert Response.objects.filter(run=run).count() == 0 and run.items_total == 0
