@@ -7,6 +7,7 @@ they produce is stored and finished by runs/records.py.
 from __future__ import annotations
 
 import hashlib
+from itertools import islice
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
@@ -32,8 +33,8 @@ from .models import Response, Run, RunStatus
 
 from .records import finish_run, plan_to_json
 from .request import RunRequest
-from .spec import RunRefused, custom_models, remember
-from .work import enqueue_pending
+from .spec import RunRefused, custom_models, parsed_blueprint, remember
+from .work import enqueue_making, enqueue_pending, settle
 
 
 def resolve_run_models(bp: SpecBlueprint, requested: list[str] | None, collections) -> list[str | CustomModel]:
@@ -413,7 +414,7 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
             * n_variants * len(plan.judges),
         )
         if not later:
-            insert(Response, _item_rows(run, bp, per_prompt))
+            insert(Response, item_rows(run, bp, per_prompt))
             if not items:
                 finish_run(run.pk)
             elif enqueue:
@@ -450,7 +451,7 @@ def items_refusal(items: int, prompts: int, variants: int, per_prompt: Sequence[
             f"{name('trials')}, choose fewer {name('models')}, or split the blueprint")
 
 
-def _item_rows(run: Run, bp: SpecBlueprint, per_prompt: Sequence[int]):
+def item_rows(run: Run, bp: SpecBlueprint, per_prompt: Sequence[int]):
     """The run's items as rows, in the order they are made and worked (prompt, variant, trial)."""
     variants = run.variants(bp)
     for index, prompt in enumerate(bp.prompts):
@@ -459,12 +460,6 @@ def _item_rows(run: Run, bp: SpecBlueprint, per_prompt: Sequence[int]):
                 yield dict(run_id=run.pk, prompt_id=prompt.id, prompt_index=index,
                            variant_id=variant.id_for(prompt), model_id=variant.base_model_id, variant_index=v,
                            temperature=variant.temperature_for(prompt), system_index=variant.sp_idx, trial=trial)
-
-
-def enqueue_making(run_id: int) -> None:
-    from django_q.tasks import async_task
-
-    async_task("runs.tasks.make_items", run_id, task_name=f"run {run_id}: its items", group=f"run-{run_id}")
 
 
 def _without_making(run_id: int) -> dict:
@@ -477,17 +472,12 @@ def make_items(run_id: int, *, enqueue: bool = True) -> int:
     """Insert the items of a run stored with ``options[MAKING_ITEMS]``, in batches from those already there; then
     hand them to the workers (``enqueue``). Stops when the run is deleted, cancelled or finished meanwhile (then
     it counts what was made). Returns how many it inserted."""
-    from itertools import islice
-
-    from .spec import parsed_blueprint
-    from .work import settle
-
     run = Run.objects.select_related("revision").filter(pk=run_id).first()
     if run is None or not (run.options or {}).get(MAKING_ITEMS):
         return 0
     bp = parsed_blueprint(run.revision)
     per_prompt = ((run.manifest or {}).get("trials") or {}).get("perPrompt") or [1] * len(bp.prompts)
-    rows = islice(_item_rows(run, bp, per_prompt), Response.objects.filter(run_id=run_id).count(), None)
+    rows = islice(item_rows(run, bp, per_prompt), Response.objects.filter(run_id=run_id).count(), None)
     made, stopped = 0, False
     while True:
         batch = list(islice(rows, ITEM_BATCH))

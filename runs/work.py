@@ -121,6 +121,13 @@ def enqueue_pending(run_id: int) -> int:
     return len(chunks)
 
 
+def enqueue_making(run_id: int) -> None:
+    """Hand the making of a large run's items to the workers (runs.start.make_items, then ``enqueue_pending``)."""
+    from django_q.tasks import async_task
+
+    async_task("runs.tasks.make_items", run_id, task_name=f"run {run_id}: its items", group=f"run-{run_id}")
+
+
 # --- executing --------------------------------------------------------------------------
 
 
@@ -613,7 +620,7 @@ def delete_run(run: Run) -> dict:
     return gone
 
 
-def purge_queued_tasks(run_id: int) -> int:
+def purge_queued_tasks(run_id: int, broker=None) -> int:
     """Delete the tasks of a run still waiting in the broker (its chunks, the making of its items, its re-runs:
     every task enqueued with ``group=f"run-{run_id}"``); returns how many. The ORM broker's rows (django-q's
     OrmQ) or Redis's list; a task a worker holds already finds its run gone and does nothing."""
@@ -629,7 +636,7 @@ def purge_queued_tasks(run_id: int) -> int:
             return False
         return isinstance(task, dict) and task.get("group") == group
 
-    broker = get_broker()
+    broker = broker or get_broker()
     try:
         from django_q.brokers.orm import ORM
         from django_q.models import OrmQ
@@ -828,8 +835,6 @@ def recover_stale_items() -> int:
     for run in Run.objects.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING]):
         if (run.options or {}).get("makingItems"):  # its items are still being made (runs.start.make_items)
             if not _has_queued_tasks(run.pk):  # the task that made them died: it goes on from the rows made
-                from .start import enqueue_making
-
                 enqueue_making(run.pk)
                 runs += 1
             continue

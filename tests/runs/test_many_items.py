@@ -158,7 +158,7 @@ def test_a_task_that_died_making_items_is_started_again_and_goes_on_from_what_it
     monkeypatch.setattr(run_start, "ITEM_BATCH", 40)
     blueprint = _blueprint()
     run = run_start.start_run(blueprint, trials=30)
-    rows = list(run_start._item_rows(run, parsed_blueprint(run.revision), [30, 30]))
+    rows = list(run_start.item_rows(run, parsed_blueprint(run.revision), [30, 30]))
     insert(Response, rows[:40])  # one batch made, then the task died
     OrmQ.objects.all().delete()
 
@@ -207,3 +207,20 @@ def test_a_run_cancelled_while_its_items_are_made_ends_cancelled_and_stops_makin
     run = Run.objects.get(pk=run_id)
     assert cancelled.status_code == 200 and run.status == "cancelled"
     assert Response.objects.filter(run=run).count() == 0 and run.items_total == 0
+
+
+@pytest.mark.services
+def test_a_runs_tasks_queued_in_redis_go_with_it(redis_url, monkeypatch):
+    from django_q.brokers.redis_broker import Redis
+    from django_q.tasks import async_task
+
+    monkeypatch.setattr(Conf, "REDIS", redis_url)
+    broker = Redis(list_key="limits-test")
+    broker.connection.delete(broker.list_key)
+    for run_id in (1, 2, 1):
+        async_task("runs.tasks.run_chunk", run_id, [run_id * 10], group=f"run-{run_id}", broker=broker, sync=False)
+    broker.connection.rpush(broker.list_key, "not a signed task")
+
+    assert run_work.purge_queued_tasks(1, broker=broker) == 2
+    left = broker.connection.lrange(broker.list_key, 0, -1)
+    assert [SignedPackage.loads(left[0])["args"], left[1]] == [(2, [20]), b"not a signed task"]
