@@ -224,3 +224,55 @@ def test_a_runs_tasks_queued_in_redis_go_with_it(redis_url, monkeypatch):
     assert run_work.purge_queued_tasks(1, broker=broker) == 2
     left = broker.connection.lrange(broker.list_key, 0, -1)
     assert [SignedPackage.loads(left[0])["args"], left[1]] == [(2, [20]), b"not a signed task"]
+
+
+def test_deleting_a_run_takes_its_points_reviews_and_notes_and_nothing_of_another_run(client):
+    from django.db.models.signals import post_delete, pre_delete
+
+    from runs.models import Annotation, PointAssessment, PointConfirmation, PointOverride
+
+    # The delete is one statement a table, leaves first: nothing else may hang on these rows, nor listen.
+    hanging = {M.__name__: sorted(r.related_model.__name__ for r in M._meta.related_objects)
+               for M in (Response, PointAssessment, PointOverride, PointConfirmation, Annotation)}
+    assert hanging == {"Response": ["Annotation", "PointAssessment"],
+                       "PointAssessment": ["PointConfirmation", "PointOverride"],
+                       "PointOverride": [], "PointConfirmation": [], "Annotation": []}
+    for model in (Response, PointAssessment, PointOverride, PointConfirmation, Annotation):
+        assert not pre_delete.has_listeners(model) and not post_delete.has_listeners(model)
+    _blueprint()
+    gone, kept = (_post(client, "/api/runs", {"blueprintId": "free", "trials": 2}).json()["id"] for _ in range(2))
+    for run_id in (gone, kept):
+        first, second, third = Response.objects.filter(run_id=run_id).order_by("pk").values_list("pk", flat=True)[:3]
+        assert _post(client, f"/api/runs/{run_id}/responses/{first}/points/0/override",
+                     {"score": 0.5, "reason": "close"}).status_code == 200
+        # (a confirmation is of judges; these points are checks, so it is stored as the page would)
+        PointConfirmation.objects.create(assessment=PointAssessment.objects.get(response_id=second, position=0))
+        assert _post(client, f"/api/runs/{run_id}/responses/{third}/annotation", {"thumbs": "up"}).status_code == 200
+    before = [M.objects.count() for M in (Response, PointAssessment, PointOverride, PointConfirmation, Annotation)]
+
+    assert client.delete(f"/api/runs/{gone}").status_code == 200
+
+    after = [M.objects.count() for M in (Response, PointAssessment, PointOverride, PointConfirmation, Annotation)]
+    assert before == [16, 16, 2, 2, 2] and after == [8, 8, 1, 1, 1]
+    assert Response.objects.filter(run_id=kept).count() == 8 and not Run.objects.filter(pk=gone).exists()
+
+
+def test_the_estimate_reads_earlier_answers_in_one_query_whatever_the_models(client, settings, monkeypatch,
+                                                                             django_assert_max_num_queries):
+    monkeypatch.setattr(run_start, "OBSERVED_ANSWERS", 3)
+    models = "\n".join(f"  - fixtures:m{i}" for i in range(300))
+    _blueprint("wide", FREE.replace("models: [fixtures:x, fixtures:y]", f"models:\n{models}"))
+    blueprint = _blueprint()
+    run = run_start.start_run(blueprint, trials=3)  # fixtures answer "hello world" and "hello again"
+    lengths = {}
+    for index, row in enumerate(Response.objects.filter(run=run).order_by("pk")):
+        Response.objects.filter(pk=row.pk).update(output_tokens=10 + index, cached=False, status="done")
+        lengths.setdefault(row.model_id, []).append(10 + index)
+
+    with django_assert_max_num_queries(40):  # 300 models: one query per model was 300 and more
+        page = client.get("/runs/form/wide/")
+    observed = run_start.observed_answer_tokens(["fixtures:x", "fixtures:y", "fixtures:none"])
+
+    assert page.status_code == 200
+    # The reference: each model's latest 3 answers by id, their mean.
+    assert observed == {m: (sum(v[-3:]) / 3, 3) for m, v in lengths.items()}
