@@ -40,6 +40,8 @@ def run_status(run: Run, request) -> dict:
         "label": run.label,
         "name": run.name,
         "items": {"total": run.items_total, "done": run.items_done, "failed": run.items_failed},
+        # true while a worker makes a large run's items (docs/runs.md, "How many items")
+        "itemsBeingMade": bool(run.options.get("makingItems")) and not run.is_finished,
         "judgeCalls": {"total": run.judge_calls_total, "done": run.judge_calls_done,
                        "failed": run.judge_calls_failed},
         "waiting": run.waiting,

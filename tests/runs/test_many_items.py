@@ -129,6 +129,8 @@ def test_a_large_run_answers_at_once_its_items_are_made_by_a_task_and_its_tasks_
 
     # The API answered with the run; no item was made in its request.
     assert started.status_code == 201 and run.status == "queued" and run.items_total == 120
+    assert started.json()["itemsBeingMade"] is True
+    assert "120 items are being made by a worker" in client.get(f"/runs/{run.pk}/").content.decode()
     assert Response.objects.filter(run=run).count() == 0
     assert _queued() == [("runs.tasks.make_items", (run.pk,))]
     # A worker looking for dead runs does not finish it (no items yet) nor make a second task.
