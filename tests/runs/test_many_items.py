@@ -278,3 +278,17 @@ def test_the_estimate_reads_earlier_answers_in_one_query_whatever_the_models(cli
     assert page.status_code == 200
     # The reference: each model's latest 3 answers by id, their mean.
     assert observed == {m: (sum(v[-3:]) / 3, 3) for m, v in lengths.items()}
+
+
+def test_the_command_makes_a_large_runs_items_in_batches_and_runs_them(monkeypatch):
+    monkeypatch.setattr(run_start, "ITEMS_IN_REQUEST", 50, raising=False)
+    monkeypatch.setattr(run_start, "ITEM_BATCH", 40, raising=False)
+    _blueprint()
+    err = io.StringIO()
+
+    call_command("run_blueprint", "free", "--trials", "30", stderr=err, stdout=io.StringIO())
+
+    run = Run.objects.get()
+    assert run.status == "done" and run.items_total == run.items_done == 120
+    assert Response.objects.filter(run=run, status="done").count() == 120
+    assert "makingItems" not in run.options and f"run {run.pk}: 120 items" in err.getvalue()
