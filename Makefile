@@ -33,10 +33,10 @@ test: venv
 	EVALSITE_TASKS_SYNC=1 EVALSITE_DATA_DIR="$$data" $(PY) -m pytest $(PYTEST_ARGS)
 
 # The pure tests (the format, the engine, the upstream's conformance records, the import contracts): no
-# database, browser or services; under a minute.
+# database, browser or services; under a minute, over every core.
 test-fast: venv
 	@data=$$(mktemp -d) && trap 'rm -rf "$$data"' EXIT && \
-	EVALSITE_TASKS_SYNC=1 EVALSITE_DATA_DIR="$$data" $(PY) -m pytest -q -m "not django_db and not services" \
+	EVALSITE_TASKS_SYNC=1 EVALSITE_DATA_DIR="$$data" $(PY) -m pytest -q -n auto -m "not django_db and not services" \
 	  tests/spec tests/engine tests/conformance $(PYTEST_ARGS)
 
 bench: venv

@@ -8,7 +8,14 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from evalsite.api import api_view, body, error
 
-from .models import Blueprint, BlueprintIdError, ModelCollection, shown_id
+from .models import (
+    Blueprint,
+    BlueprintIdError,
+    ModelCollection,
+    collection_name_problem,
+    model_ids_problems,
+    shown_id,
+)
 
 
 def blueprint_or_404(slug: str) -> Blueprint:
@@ -69,13 +76,46 @@ def collection_or_404(name: str) -> ModelCollection:
 
 
 @api_view
-@require_http_methods(["GET", "DELETE"])
+@require_http_methods(["GET", "PUT", "DELETE"])
 def collection_detail(request, name):
+    """GET: the collection; PUT ``{"models": [...]}``: create or replace it, each id checked as the Collections
+    page checks it (the rule a run routes by); DELETE: delete it."""
+    if request.method == "PUT":
+        return _collection_put(request, name)
     collection = collection_or_404(name)
     if request.method == "DELETE":
         collection.delete()
         return JsonResponse({"deleted": {"collection": name}})
     return JsonResponse(_collection_json(collection))
+
+
+MAX_COLLECTION_MODELS = 2000  # as many models as a run may have variants (Limits.max_variants' default)
+
+
+def _collection_put(request, name):
+    if request.content_type != "application/json":
+        return error(415, "send a JSON body with Content-Type: application/json")
+    data = body(request)
+    if isinstance(data, JsonResponse):
+        return data
+    models = data.get("models")
+    if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
+        return error(400, 'send {"models": ["provider:model", ...]}: a list of model ids')
+    if len(models) > MAX_COLLECTION_MODELS:
+        return error(400, f"a collection lists at most {MAX_COLLECTION_MODELS:,} models; this one has "
+                          f"{len(models):,}")
+    problem = collection_name_problem(name)
+    if problem is not None:
+        return error(400, problem)
+    problems = model_ids_problems(models, where=lambda n: f"models[{n - 1}]")
+    if problems:
+        return error(400, "Nothing was saved: some model ids can never run.", problems=problems)
+    existed = ModelCollection.objects.filter(name=name).exists()
+    try:
+        collection, changed = ModelCollection.store(name, models, source="edited in evalsite")
+    except ValidationError as exc:
+        return error(400, " ".join(exc.messages))
+    return JsonResponse({**_collection_json(collection), "changed": changed}, status=200 if existed else 201)
 
 
 @api_view

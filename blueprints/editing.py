@@ -20,6 +20,7 @@ from blueprints.models import (
 )
 from blueprints.parsing import parse_text
 from blueprints.spec import ParseResult, parse_any
+from blueprints.spec.collections import lookup_for_files
 from blueprints.preview import Preview, build_preview
 from evalsite.security import defer_outside_images
 
@@ -83,10 +84,11 @@ def annotations_for(diagnostics) -> list[dict]:
 
 def check_text(text: str, *, slug: str | None = None, collections=None, files: dict | None = None) -> Check:
     """Validate editor text in any dialect; a suite's companion files are the blueprint's current ones."""
-    lookup = collections if collections is not None else ModelCollection.lookup()
     if files is None and slug:
         files = (Blueprint.objects.filter(slug=slug).values_list("current_revision__files", flat=True).first()
                  or {})
+    # The collections kept with the blueprint first, then the stored ones: the rule its run will use.
+    lookup = lookup_for_files(files, collections if collections is not None else ModelCollection.lookup())
     result = parse_text(text, blueprint_id=slug, collections=lookup, files=files or {})
     preview = build_preview(result.blueprint, lookup) if result.blueprint is not None else None
     return Check(result, preview)

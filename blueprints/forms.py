@@ -161,6 +161,8 @@ class ImportConflictForm(forms.Form):
                                         ("revision", "Import it anyway, as a new revision of the existing blueprint")],
                                widget=forms.RadioSelect, initial="new-id")
     new_id = IdField(required=False, label="New id", validators=[])  # checked below, when it is the choice
+    # The blueprint a new revision would go to: the file's id, or the one that holds the same text.
+    target = forms.CharField(required=False, max_length=200, widget=forms.HiddenInput)
 
     def clean_files(self):
         raw = self.cleaned_data["files"]
@@ -190,7 +192,9 @@ class ImportConflictForm(forms.Form):
 
     def as_choice(self) -> str:
         data = self.cleaned_data
-        return "revision" if data["choice"] == "revision" else f"id:{data['new_id']}"
+        if data["choice"] == "revision":
+            return f"revision:{data['target']}" if data.get("target") else "revision"
+        return f"id:{data['new_id']}"
 
 
 class RenameForm(forms.Form):

@@ -16,15 +16,27 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from blueprints.models import (
+    COLLECTIONS_NAMED,
     Blueprint,
     BlueprintRevision,
     ModelCollection,
     blueprint_id_problem,
     collection_name_problem,
+    shown_id,
     sha256_text,
     suggest_blueprint_id,
 )
-from blueprints.spec.collections import CollectionError, read_collection_file, resolve_models
+from blueprints.spec.collections import (
+    CollectionError,
+    collection_file_name,
+    collection_files_near,
+    has_collection_folder,
+    lookup_for_files,
+    lookup_in_files,
+    own_then_stored,
+    read_collection_file,
+    resolve_models,
+)
 from blueprints.spec.files import iter_blueprint_files, read_text
 from blueprints.spec.ids import blueprint_id_from_path
 from blueprints.spec.model_ids import is_collection_name
@@ -109,7 +121,8 @@ class ImportOutcome:
 
 
 def import_files(files: Iterable[tuple[str, str, dict]], *, via: str, folder_name: str = "",
-                 choices: Mapping[str, str] | None = None) -> ImportOutcome:
+                 choices: Mapping[str, str] | None = None, on_disk: Mapping[str, Path] | None = None,
+                 root: Path | None = None) -> ImportOutcome:
     """Import ``(path, text, companion files)`` triples; each path gives its blueprint's id.
 
     The id is the path's, as upstream (``sub/name.yml`` -> ``sub__name``, a leading
@@ -120,6 +133,9 @@ def import_files(files: Iterable[tuple[str, str, dict]], *, via: str, folder_nam
     another file (or made in evalsite) is refused, with a ``Conflict`` to ask about, unless
     ``choices`` (by path, what the person chose in the browser) says ``"revision"`` (a new
     revision of that blueprint) or ``"id:<new id>"`` (import under it).
+
+    ``on_disk`` (by path): where a file read from a folder (``root``) is; the collection files it came with are
+    added to its companion files as it is imported (``with_collections``: one parse, the revision's).
     """
     outcome = ImportOutcome()
     files = _store_collection_files(list(files), outcome)
@@ -157,13 +173,137 @@ def import_files(files: Iterable[tuple[str, str, dict]], *, via: str, folder_nam
                                             f"{problem} Rename the file so that its id is, for example, "
                                             f"'{suggest_blueprint_id(slug)}'."))
             continue
-        taken = "" if choice == "revision" else _taken_by_another_suite(slug, path, source, text, companions)
-        if taken:
-            conflict = _conflict(slug, path, text, companions, folder_name)
-            outcome.items.append(ImportItem(path, slug, "refused", taken, conflict=conflict))
+        if on_disk and path in on_disk:
+            companions = with_collections(on_disk[path], text, companions, root, blueprint_id=slug)
+        if choice.startswith("id:"):  # the person named a free id: a blueprint of its own, whatever holds this text
+            outcome.items.append(_import_one(path, slug, text, companions, via=via, lookup=lookup, source=source))
             continue
-        outcome.items.append(_import_one(path, slug, text, companions, via=via, lookup=lookup, source=source))
+        found = identify(path, text, companions, slug=slug, folder_name=folder_name, choice=choice,
+                         others=frozenset(slugs.values()) - {slug})
+        if found.refusal:
+            outcome.items.append(ImportItem(path, found.slug, "refused", found.refusal, conflict=found.conflict))
+            continue
+        outcome.items.append(_import_one(path, found.slug, text, found.files, via=via, lookup=lookup, source=source,
+                                         note=found.note))
     return outcome
+
+
+@dataclass
+class Identity:
+    """Which blueprint a file is (``identify``): its id, the files to store with it, what to say about it; or
+    why it is asked about instead (``refusal``, with the ``conflict`` the browser asks)."""
+
+    slug: str
+    files: Mapping = field(default_factory=dict)
+    note: str = ""
+    refusal: str = ""
+    conflict: Conflict | None = None
+
+
+def identify(path: str, text: str, companions: Mapping | None = None, *, slug: str | None = None,
+             folder_name: str = "", choice: str = "", others: frozenset = frozenset()) -> Identity:
+    """The one identity rule, for every door that brings a file (the import page, ``import_blueprints``,
+    ``run_blueprint FILE``): which blueprint ``path`` with ``text`` is.
+
+    1. The blueprint of its id (from its path, ``slug``) holds the same text: that one.
+    2. That blueprint came from this same file (``same_source``): a new revision of it.
+    3. The same text is the current revision of exactly one other blueprint: that one, said so ("the same text
+       as 'sub__a'"): a folder imported, then one of its files chosen alone (whose id is its name alone), is
+       the folder's blueprint, not a second one. Several hold it: asked, naming them. Blueprints of the other
+       files of the same import (``others``) are theirs, not candidates.
+    4. Else its id: a new blueprint, or asked when the id belongs to another suite (``_taken_by_another_suite``).
+
+    The same text is unchanged when it brings no file its blueprint's revision lacks or holds otherwise (a file
+    chosen alone comes without the folder's companion and collection files); else it makes a new revision with
+    the files it came with. ``choice`` (the browser's answer): ``"revision"`` a new revision of its id's
+    blueprint, ``"revision:<id>"`` of that blueprint.
+    """
+    slug = slug if slug is not None else _import_id(path, text, folder_name)
+    companions = companions if companions is not None else {}
+    source = source_path(path, folder_name)
+    if choice == "revision":
+        return Identity(slug, companions)
+    if choice.startswith("revision:"):
+        target = Blueprint.objects.filter(slug=choice[len("revision:"):]).first()
+        if target is None:
+            return Identity(slug, refusal=f"the blueprint '{shown_id(choice[len('revision:'):])}' is gone; import "
+                                          f"the file again")
+        return Identity(target.slug, companions)
+    digest = sha256_text(text)
+    existing = (Blueprint.objects.filter(slug=slug).select_related("current_revision")
+                .only("pk", "slug", "current_revision__sha256", "current_revision__files").first())
+    current = existing.current_revision if existing is not None else None
+    if current is not None and current.sha256 == digest:
+        return Identity(slug, _kept_files(current.files, companions))
+    if current is not None and any(same_source(before, source) for before, _ in _recorded_sources(existing)):
+        return Identity(slug, companions)  # the same file, changed
+    same = same_text(text, exclude={slug, *others})
+    if len(same) == 1:
+        other, files = same[0]
+        recorded = _recorded_sources(Blueprint.objects.get(slug=other))
+        where = f" (imported from '{recorded[0][1]}')" if recorded else ""
+        return Identity(other, _kept_files(files, companions),
+                        note=f"the same text as '{other}'{where}, so it is that blueprint, not a second one")
+    if same:
+        names = ", ".join(f"'{other}'" for other, _ in same[:5]) + (" and more" if len(same) > 5 else "")
+        free = slug if existing is None else free_id(slug)
+        conflict = _conflict(same[0][0], path, text, companions, folder_name)
+        conflict.suggested_id = free
+        return Identity(same[0][0], refusal=f"the same text is already stored as {names}, so which blueprint it "
+                                            f"is cannot be told: on the import page, choose (a new revision of "
+                                            f"'{same[0][0]}', or a new blueprint with its own id, '{free}'); on "
+                                            f"the command line, run one of them by its id or delete the copies "
+                                            f"you do not need (library delete blueprint ID)", conflict=conflict)
+    if existing is None:
+        return Identity(slug, companions)
+    taken = _taken_by_another_suite(slug, path, source, text, companions)
+    if taken:
+        return Identity(slug, refusal=taken, conflict=_conflict(slug, path, text, companions, folder_name))
+    return Identity(slug, companions)
+
+
+def same_text(text: str, *, exclude=()) -> list[tuple[str, dict]]:
+    """``(id, companion files)`` of the blueprints (at most 6, by id) whose current revision has this very text
+    (its sha256), but those in ``exclude``."""
+    return list(Blueprint.objects.filter(current_revision__sha256=sha256_text(text)).exclude(slug__in=set(exclude))
+                .order_by("slug").values_list("slug", "current_revision__files")[:6])
+
+
+def import_pasted(text: str) -> ImportItem:
+    """Text pasted on the import page: a new blueprint (its id from its title), unless a blueprint holds this very
+    text already (then it is that one, said so), or several do (then it is refused, naming them)."""
+    from blueprints.editing import create_from_text
+
+    same = same_text(text)
+    if len(same) == 1:
+        blueprint = Blueprint.objects.select_related("current_revision").get(slug=same[0][0])
+        return ImportItem("pasted text", blueprint.slug, "unchanged", f"the same text as '{blueprint.slug}', so it "
+                          "is that blueprint, not a second one", blueprint, blueprint.current_revision)
+    if same:
+        names = ", ".join(f"'{slug}'" for slug, _ in same[:5]) + (" and more" if len(same) > 5 else "")
+        return ImportItem("pasted text", None, "refused", f"the same text is already stored as {names}: open the "
+                          "one you mean, or make a copy on purpose with New blueprint (an id of its own)")
+    blueprint, revision = create_from_text(text, summary="Pasted into evalsite")
+    return ImportItem("pasted text", blueprint.slug, "created", blueprint=blueprint, revision=revision)
+
+
+def _kept_files(current: Mapping | None, incoming: Mapping) -> Mapping:
+    """The files a revision of the same text keeps: its own when ``incoming`` brings nothing they lack or hold
+    otherwise (then nothing changes), else ``incoming``. A collection file the revision lacks brings nothing when
+    the revision resolves that collection to the same models already (a revision stored before collection files
+    were kept, whose collection is on the Collections page as in the file)."""
+    current = dict(current or {})
+    resolves = None
+    for key, value in dict(incoming).items():
+        if current.get(key) == value:
+            continue
+        name = collection_file_name(key)
+        if name is not None and key not in current:
+            resolves = resolves or lookup_for_files(current, ModelCollection.lookup())
+            if resolves(name) == lookup_in_files({key: value})(name):
+                continue
+        return incoming
+    return current
 
 
 # A suite file of these names says nothing about which suite it is (AgentV's EVAL.yaml):
@@ -248,8 +388,8 @@ def _taken_by_another_suite(slug: str, path: str, source: str, text: str, compan
     if existing is None or existing.current_revision is None:
         return ""
     current = existing.current_revision
-    if current.sha256 == sha256_text(text) and (current.files or {}) == dict(companions or {}):
-        return ""  # the same file, whichever door imported it first: unchanged
+    if current.sha256 == sha256_text(text):
+        return ""  # the same text, whichever door imported it first (identify: unchanged, or its files changed)
     recorded = _recorded_sources(existing)
     if any(same_source(before, source) for before, _ in recorded):
         return ""
@@ -380,7 +520,7 @@ def _relpath(path: str, start: str) -> str:
     return posixpath.relpath(posixpath.normpath(path), posixpath.normpath(start or "."))
 
 
-def _import_one(path, slug, text, companions, *, via, lookup, source="") -> ImportItem:
+def _import_one(path, slug, text, companions, *, via, lookup, source="", note="") -> ImportItem:
     with transaction.atomic():
         blueprint, created = Blueprint.objects.get_or_create(slug=slug, defaults={"title": ""})
         revision, changed = blueprint.save_revision(
@@ -391,24 +531,25 @@ def _import_one(path, slug, text, companions, *, via, lookup, source="") -> Impo
         status = "created"
     else:
         status = "updated" if changed else "unchanged"
-    message = ""
+    messages = [note] if note else []
     if not revision.is_valid:
-        message = f"saved as a draft: {revision.error_count} error{'s' if revision.error_count != 1 else ''}"
+        messages.append(f"saved as a draft: {revision.error_count} error{'s' if revision.error_count != 1 else ''}")
     else:
         missing = _missing_collections(revision, lookup)
         if missing:
             names = ", ".join(missing)
-            message = (f"names the model collection{'s' if len(missing) > 1 else ''} {names}, which evalsite does not "
-                       f"have: import {' and '.join(f'models/{n}.json' for n in missing)} with it, or add "
-                       f"{'them' if len(missing) > 1 else 'it'} on the Collections page; until then it cannot run")
-    return ImportItem(path, slug, status, message, blueprint, revision)
+            messages.append(f"names the model collection{'s' if len(missing) > 1 else ''} {names}, which evalsite "
+                            f"does not have: import {' and '.join(f'models/{n}.json' for n in missing)} with it, or "
+                            f"add {'them' if len(missing) > 1 else 'it'} on the Collections page; until then it "
+                            f"cannot run")
+    return ImportItem(path, slug, status, "; ".join(messages), blueprint, revision)
 
 
 def _missing_collections(revision, lookup) -> list[str]:
     result = getattr(revision, "parsed", None) or revision.parse(collections=lookup)
     if result.blueprint is None or not result.blueprint.models_given:
         return []
-    _, missing = resolve_models(result.blueprint.models, lookup)
+    _, missing = resolve_models(result.blueprint.models, revision.collections(lookup))
     return list(missing)
 
 
@@ -416,16 +557,19 @@ def import_folder(folder: Path, *, via: str = "import_blueprints") -> ImportOutc
     """A blueprint repository: its `models/*.json` as collections, then every blueprint file below it."""
     folder = folder.resolve()
     outcome = ImportOutcome()
-    files = _read_folder(folder, outcome)
-    outcome.items.extend(import_files(files, via=via, folder_name=folder.name).items)
+    on_disk: dict = {}
+    files = _read_folder(folder, outcome, on_disk=on_disk)
+    outcome.items.extend(import_files(files, via=via, folder_name=folder.name, on_disk=on_disk, root=folder).items)
     return outcome
 
 
-def _read_folder(folder: Path, outcome: ImportOutcome, *, shown=None) -> list[tuple[str, str, dict]]:
+def _read_folder(folder: Path, outcome: ImportOutcome, *, shown=None,
+                 on_disk: dict | None = None) -> list[tuple[str, str, dict]]:
     """``(relative path, text, companion files)`` of each suite below ``folder`` (resolved), as the command line and
     the browser's folder upload both read it: `models/*.json` at its top are stored as collections first (in
     ``outcome``), links to files outside it and files that are not UTF-8 text are refused there.
-    ``shown(path)``: how a collection's source is recorded (its path, by default)."""
+    ``shown(path)``: how a collection's source is recorded (its path, by default); ``on_disk`` (filled): where each
+    suite is, for ``import_files`` to find the collection files it came with when it imports it."""
     models_dir = folder / "models"
     linked = [p for p in sorted(models_dir.glob("*.json")) if _outside(p, folder)] if models_dir.is_dir() else []
     for path in linked:  # refused as a linked blueprint is: its content is not the folder's to give
@@ -448,7 +592,9 @@ def _read_folder(folder: Path, outcome: ImportOutcome, *, shown=None) -> list[tu
         except OSError as exc:
             outcome.items.append(ImportItem(relative, None, "refused", f"cannot read '{relative}': {exc}"))
             continue
-        files.append((relative, text, companion_files(path, text, folder)))
+        files.append((relative, text, companion_files(path, text, folder, collections=False)))
+        if on_disk is not None:
+            on_disk[relative] = path
     return files
 
 
@@ -493,12 +639,13 @@ def import_uploads(uploads: Iterable[tuple[str, bytes | None]], *, folder_name: 
                                                 f"files ({exc.strerror or exc})"))
                 kept.pop(relative)
         found = ImportOutcome()
-        files = _read_folder(root, found, shown=lambda path: path.relative_to(root).as_posix())
+        on_disk: dict = {}
+        files = _read_folder(root, found, shown=lambda path: path.relative_to(root).as_posix(), on_disk=on_disk)
         order = {relative: n for n, relative in enumerate(kept)}  # as chosen: messages name files in that order
         files.sort(key=lambda f: order.get(f[0], len(order)))
         if not folder_name:
             files = _attach_by_name(files, kept)
-    imported = import_files(files, via=via, folder_name=folder_name)
+        imported = import_files(files, via=via, folder_name=folder_name, on_disk=on_disk, root=root)
     outcome.collections = found.collections + imported.collections
     outcome.items.extend(found.items)
     outcome.items.extend(imported.items)
@@ -656,16 +803,64 @@ def import_collections(models_dir: Path, *, skip: frozenset = frozenset(), shown
     return results
 
 
-def companion_files(path: Path, text: str, root: Path | None = None) -> dict:
+def companion_files(path: Path, text: str, root: Path | None = None, *, blueprint_id: str | None = None,
+                    collections: bool = True) -> dict:
     """The files a blueprint or suite names, kept with its revision: a blueprint's fixtures file, an AgentV
-    suite's tests files, judge prompts and scripts, an AI Eval suite's prompt file (blueprints.spec.companions).
+    suite's tests files, judge prompts and scripts, an AI Eval suite's prompt file (blueprints.spec.companions),
+    and the ``models/<NAME>.json`` of each collection it names (``collections.collection_files_near``: the file
+    a run of it from disk would read), so the stored blueprint resolves its collections as its file does.
 
     Only files inside ``root`` (the imported folder; by default the file's own folder, or for an AI Eval suite
-    in ``tests/`` the project folder above it) are read.
+    in ``tests/`` the project folder above it) are read; collection files are looked for up to ``root`` (every
+    parent folder when None, as ``run_blueprint FILE`` and ``validate_blueprint`` look). ``blueprint_id``: the id
+    it will be imported under, when known (the parse that finds its collections is then the revision's).
     """
     from blueprints.spec.companions import collect_companions
 
-    return collect_companions(path, text, root)
+    files = collect_companions(path, text, root)
+    return with_collections(path, text, files, root, blueprint_id=blueprint_id) if collections else files
+
+
+def with_collections(path: Path, text: str, files: dict, root: Path | None = None, *,
+                     blueprint_id: str | None = None) -> dict:
+    """``files`` (a suite's companion files) with the ``models/<NAME>.json`` of each collection the text names,
+    found near ``path`` up to ``root`` (``collections.collection_files_near``)."""
+    if not has_collection_folder(path, root):
+        return files
+    found = collection_files_near(path, _collections_named(path, text, files, root, blueprint_id), root)
+    if not found:
+        return files
+    out = type(files)(files) if isinstance(files, dict) else dict(files)
+    if hasattr(files, "problems"):
+        out.problems = dict(files.problems)
+    out.update(found)
+    return out
+
+
+def _collections_named(path: Path, text: str, files: Mapping, root, blueprint_id) -> list[str]:
+    """The collection names a blueprint asks about (its ``models:``, or CORE when it lists none), as its parse
+    asks them: as a revision of this very text recorded them (``COLLECTIONS_NAMED``), else parsed here, with the
+    answers its revision's parse will get (the collection files near it, then the stored collections), so that
+    parse is this one (blueprints/parsing.py keeps it)."""
+    from blueprints.parsing import parse_text
+
+    known = (BlueprintRevision.objects.filter(sha256=sha256_text(text), import_report__has_key=COLLECTIONS_NAMED)
+             .values_list(f"import_report__{COLLECTIONS_NAMED}", flat=True).first())
+    if isinstance(known, list) and all(isinstance(name, str) for name in known):
+        return known
+    asked: list[str] = []
+    lookup = own_then_stored(lambda name: lookup_in_files(collection_files_near(path, [name], root))(name),
+                             ModelCollection.lookup())
+
+    def record(name):
+        asked.append(name)
+        return lookup(name)
+
+    try:
+        parse_text(text, blueprint_id=blueprint_id, collections=record, files=dict(files))
+    except Exception:  # noqa: BLE001 - the import's own parse says what is wrong with the text
+        return []
+    return list(dict.fromkeys(asked))
 
 
 # --------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from django.utils.http import urlencode
 from django.utils.text import slugify
 
 from blueprints.parsing import parse_text
+from blueprints.spec.collections import lookup_for_files
 from blueprints.spec.model_ids import is_collection_name
 
 # --- ids -------------------------------------------------------------------------------
@@ -139,6 +140,7 @@ def check_collection_name(name) -> None:
         raise ValidationError(problem, code="invalid_name")
 
 DIALECT_WEVAL = "weval"
+COLLECTIONS_NAMED = "collectionsNamed"  # import_report key: the collection names a revision's text asks about
 _TITLE_LINE = re.compile(r"^(?:title|configTitle)\s*:\s*(.+?)\s*$", re.M)
 
 
@@ -248,7 +250,8 @@ class Blueprint(models.Model):
 
         Text (and companion files) identical to the current revision's makes no new
         revision. The blueprint must be saved first. ``collections`` is a lookup for
-        the parser (``ModelCollection.lookup()`` when not given). ``files`` None keeps
+        the parser (``ModelCollection.lookup()`` when not given), asked after the collection
+        files among ``files`` (``BlueprintRevision.collections``). ``files`` None keeps
         the current revision's companion files (an edit in the browser changes only
         the text). Any dialect is read (``parse_any``); the revision records which,
         with the import report and the fields kept aside.
@@ -259,12 +262,21 @@ class Blueprint(models.Model):
         current = self.current_revision
         if current is not None and current.sha256 == digest and current.files == files:
             return current, False
-        lookup = collections if collections is not None else ModelCollection.lookup()
-        result = parse_text(text, blueprint_id=self.slug, collections=lookup, files=files)
+        lookup = lookup_for_files(files, collections if collections is not None else ModelCollection.lookup())
+        asked: list[str] = []
+
+        def recording(name):
+            asked.append(name)
+            return lookup(name)
+
+        result = parse_text(text, blueprint_id=self.slug, collections=recording, files=files)
         bp = result.blueprint
         report = dict(import_report or {})
         if result.import_report is not None:
             report.update(result.import_report)
+        # The collections this text names (its models:, or CORE): an import of the same text reads them from
+        # here rather than parse it once more to find which collection files came with it.
+        report[COLLECTIONS_NAMED] = list(dict.fromkeys(asked))
         with transaction.atomic():
             last = self.revisions.order_by("-number").values_list("number", flat=True).first() or 0
             revision = BlueprintRevision.objects.create(
@@ -403,6 +415,8 @@ class BlueprintRevision(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["blueprint", "number"], name="revision_number_unique"),
         ]
+        # An import looks a text up by its sha256 (importing.identify, same_text: the same text finds its blueprint).
+        indexes = [models.Index(fields=["sha256"], name="revision_sha256")]
 
     def __str__(self):
         return f"{self.blueprint_id} r{self.number}"
@@ -426,9 +440,16 @@ class BlueprintRevision(models.Model):
     def short_sha(self) -> str:
         return self.sha256[:10]
 
+    def collections(self, stored=None):
+        """The collection lookup for this revision, by the one rule (blueprints.spec.collections): the
+        ``models/<NAME>.json`` files kept with it (its file came with them) first, then ``stored`` (the stored
+        collections, ``ModelCollection.lookup()``, when not given)."""
+        return lookup_for_files(self.files, stored if stored is not None else ModelCollection.lookup())
+
     def parse(self, collections=None):
-        lookup = collections if collections is not None else ModelCollection.lookup()
-        return parse_text(self.text, blueprint_id=self.blueprint.slug, collections=lookup, files=self.files or {})
+        """The revision parsed; ``collections`` (the stored ones when not given) answer after its own."""
+        return parse_text(self.text, blueprint_id=self.blueprint.slug, collections=self.collections(collections),
+                          files=self.files or {})
 
 
 MODEL_ID_MAX_LENGTH = 200  # as a blueprint's `models:` (blueprints.spec.header_reader.MAX_MODEL_ID_CHARS)
@@ -440,8 +461,8 @@ def model_id_problem(value) -> str | None:
     """Why ``value`` can never run as an entry of a model collection (what is wrong and the fix), else None.
 
     Read with the blueprint's own model-id parser (``blueprints.spec.model_ids``): ``provider:model``, variant
-    suffixes such as ``[temp:0.7]`` allowed. An unknown provider is not refused here: a blueprint may define a
-    custom model of that id."""
+    suffixes such as ``[temp:0.7]`` allowed. The provider is checked by ``collection_entry_problem`` (here a
+    judge's pairs form may still name any provider: its job says why it cannot be called)."""
     from blueprints.spec.model_ids import normalize_model_entry, provider_of, split_variant_suffixes
 
     if not isinstance(value, str) or not value.strip():
@@ -472,14 +493,30 @@ def model_id_problem(value) -> str | None:
     return None
 
 
+def collection_entry_problem(value) -> str | None:
+    """Why ``value`` cannot be an entry of a model collection, else None: ``model_id_problem``, then the rule a
+    run routes by (``runs.engine.providers.endpoints.provider_problem``: a built-in provider or ``fixtures``).
+    A collection has no blueprint around it, so no custom model can answer for an unknown provider: a
+    blueprint's custom model belongs in that blueprint's ``models:``."""
+    from blueprints.spec.model_ids import normalize_model_entry, split_variant_suffixes
+    from runs.engine.providers.endpoints import provider_problem  # pure Python: no Django, no runs app
+
+    problem = model_id_problem(value)
+    if problem is not None:
+        return problem
+    text, _ = normalize_model_entry(value)
+    text = text if isinstance(text, str) else value.strip()
+    return provider_problem(split_variant_suffixes(text)[0].strip())
+
+
 def model_ids_problems(model_ids, *, where=lambda n: f"entry {n}") -> list[str]:
     """A located message for each id in ``model_ids`` that can never run: ``"entry 2: 'x' has no provider: ..."``
     (``where(n)`` names the n-th entry, counting from 1)."""
     problems = []
     for n, model_id in enumerate(model_ids, start=1):
-        problem = model_id_problem(model_id)
+        problem = collection_entry_problem(model_id)
         if problem is not None:
-            problems.append(f"{where(n)}: {problem}.")
+            problems.append(f"{where(n)}: {problem}{'' if problem.endswith(('.', '?')) else '.'}")
     return problems
 
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
+from pathlib import PurePosixPath
 
 from django.conf import settings
 
 from blueprints.spec import ParseResult, parse_any
+from blueprints.spec.collections import collection_file_name
 
 _KEEP = 8
 _KEPT: OrderedDict[tuple, tuple[ParseResult, dict]] = OrderedDict()
@@ -22,8 +24,14 @@ _LOCK = threading.Lock()
 
 
 def _key(text: str, blueprint_id, files: dict, limits) -> tuple:
+    """A kept collection file (``../models/CORE.json``) changes a parse only through the collection lookup, whose
+    answers a kept result is checked against, so it is not part of the key (unless the text names the file, as a
+    suite may name any file): an import's parse, made before the collection files it came with were added, is the
+    revision's."""
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass"))
     for name in sorted(files):
+        if collection_file_name(name) is not None and PurePosixPath(name).name not in text:
+            continue
         digest.update(f"\0{name}\0{files[name]}".encode("utf-8", "surrogatepass"))
     return digest.hexdigest(), blueprint_id, repr(limits)
 

@@ -159,11 +159,8 @@ def import_blueprints(request):
         if data["files"]:
             _merge(outcome, importing.import_uploads(data["files"]))
         pasted = data["text"]
-        if pasted.strip():
-            blueprint, revision = editing.create_from_text(pasted.replace("\r\n", "\n"),
-                                                            summary="Pasted into evalsite")
-            outcome.items.append(importing.ImportItem("pasted text", blueprint.slug, "created",
-                                                     blueprint=blueprint, revision=revision))
+        if pasted.strip():  # the same text as a stored blueprint is that blueprint (importing.identify's rule)
+            outcome.items.append(importing.import_pasted(pasted.replace("\r\n", "\n")))
         form = ImportForm()
     return render(request, "blueprints/import.html", _import_context(form, outcome))
 
@@ -209,7 +206,7 @@ def _current(slug: str):
     """A blueprint, its current revision, that revision parsed, and its preview (None where there is none)."""
     blueprint = get_object_or_404(Blueprint.objects.select_related("current_revision"), slug=slug)
     revision = blueprint.current_revision
-    lookup = ModelCollection.lookup()
+    lookup = revision.collections() if revision else ModelCollection.lookup()  # its own collections first
     result = revision.parse(lookup) if revision else None
     preview = previews.build_preview(result.blueprint, lookup) if result and result.blueprint else None
     return blueprint, revision, result, preview

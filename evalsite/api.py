@@ -1,5 +1,9 @@
 """What every JSON endpoint shares: errors as ``{"error": ...}``, JSON bodies read strictly, JSON 404/405.
 
+Every error under ``/api/`` has that one shape, whatever made it: a view's refusal, an unknown URL, a
+method not allowed, a body too large (413), a chunked body (411: it would not be read), a request the
+server could not handle (500; ``evalsite.views``).
+
 When ``EVALSITE_API_TOKEN`` is set every call needs ``Authorization: Bearer <token>``; without it the API
 (like every page) answers only to the loopback address (``evalsite.security.AccessMiddleware``).
 Requests that change anything must send JSON (``Content-Type: application/json``): a web page in the
@@ -11,6 +15,8 @@ from __future__ import annotations
 import json
 from functools import wraps
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
@@ -30,17 +36,39 @@ def _bodiless_from_us(request) -> bool:
     return origin is None or origin.split("://", 1)[-1] == request.get_host()
 
 
+def too_large() -> JsonResponse:
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return error(413, f"the body is larger than this server reads ({limit:,} bytes); send less, or raise "
+                      "EVALSITE_MAX_BLUEPRINT_CHARS on the server (the limit follows it)", limit=limit)
+
+
+def chunked(request) -> bool:
+    """A body sent in chunks, with no length: Django reads a body by its Content-Length only, so it would be
+    taken as empty without a word."""
+    return ("chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+            and not request.META.get("CONTENT_LENGTH"))
+
+
+CHUNKED = ("send the body with a Content-Length header: a chunked body (Transfer-Encoding: chunked) is not "
+           "read here (curl sends a length with --data or --data-binary)")
+
+
 def api_view(view):
     """JSON in, JSON out. Who may call is decided for the whole site (evalsite.security.AccessMiddleware)."""
     @csrf_exempt
     @wraps(view)
     def wrapper(request, *args, **kwargs):
-        if request.method == "POST" and request.content_type != "application/json" and not _bodiless_from_us(request):
-            return error(415, "send a JSON body with Content-Type: application/json")
+        if chunked(request):
+            return error(411, CHUNKED)
         try:
+            if (request.method == "POST" and request.content_type != "application/json"
+                    and not _bodiless_from_us(request)):
+                return error(415, "send a JSON body with Content-Type: application/json")
             response = view(request, *args, **kwargs)
         except Http404 as exc:  # the API answers JSON, never the site's HTML page
             return error(404, str(exc) or "not found")
+        except RequestDataTooBig:
+            return too_large()
         if response.status_code == 405 and not response.get("Content-Type", "").startswith("application/json"):
             allowed = response.get("Allow", "")
             return error(405, f"{request.method} is not allowed here; use {allowed}", allowed=allowed.split(", "))

@@ -11,6 +11,13 @@
   loopback address may (``127.0.0.1``, ``::1``, and ``::ffff:127.0.0.1``); with it, every page
   and API call needs the token, as ``Authorization: Bearer <token>`` or, in a browser, a
   signed cookie that ``/signin`` sets. ``/healthz`` and static files are always open.
+  Loopback is not enough to *change* anything through the API (POST, PUT, PATCH, DELETE under
+  ``/api/``): that needs the token, or a page of this site in the browser with its CSRF token,
+  since any program on this machine that can be made to send a request (a blueprint's custom
+  model once could) is on loopback too. Reading (GET) stays open on loopback.
+- ``EngineRequestMiddleware``: a request carrying the engine's mark (``X-Evalsite-Engine``,
+  which every request a run sends carries: runs/engine/providers/own.py) is refused, whatever
+  its address or token: a run never drives this site.
 """
 
 from __future__ import annotations
@@ -23,10 +30,13 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core import signing
+from django.middleware.csrf import CsrfViewMiddleware
 from django.http import HttpResponseForbidden, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
+
+from runs.engine.providers.own import ENGINE_HEADER
 
 SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
 _INVISIBLE = re.compile(r"[\x00-\x20\x7f-\x9f]+")
@@ -111,6 +121,39 @@ def _token_digest(token: str) -> str:
     return hmac.new(settings.SECRET_KEY.encode(), token.encode(), "sha256").hexdigest()
 
 
+_ENGINE_META = "HTTP_" + ENGINE_HEADER.upper().replace("-", "_")
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+class EngineRequestMiddleware:
+    """Refuses every request the engine sent (its mark), should one reach us past the send-time check."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if _ENGINE_META in request.META:
+            return JsonResponse({"error": "this request came from evalsite's own engine (a blueprint's custom model, "
+                                          "judge, embeddings model or `$call` service whose url points at this "
+                                          "site); a run never calls evalsite's own pages or API"}, status=403)
+        return self.get_response(request)
+
+
+def _csrf_view(request):  # pragma: no cover - never called: stands for a view that is not csrf_exempt
+    raise AssertionError
+
+
+_csrf = CsrfViewMiddleware(lambda request: None)
+
+
+def _changes_api_without_token(request) -> bool:
+    """A state-changing API call from loopback with neither the token nor a page's CSRF token."""
+    if request.method in SAFE_METHODS or not request.path.startswith("/api/"):
+        return False
+    _csrf.process_request(request)  # reads the CSRF cookie, as Django's own middleware does after us
+    return _csrf.process_view(request, _csrf_view, (), {}) is not None
+
+
 class AccessMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
@@ -129,6 +172,10 @@ class AccessMiddleware:
                 return JsonResponse({"error": "send Authorization: Bearer <EVALSITE_API_TOKEN>"}, status=401)
             return redirect(f"/signin?next={path}")
         if is_loopback(request.META.get("REMOTE_ADDR")):
+            if _changes_api_without_token(request):
+                return JsonResponse({"error": "changing something through the API needs EVALSITE_API_TOKEN, even "
+                                              "on this machine: set it on the server and send Authorization: "
+                                              "Bearer <token> (reading with GET needs no token here)"}, status=403)
             return self.get_response(request)
         message = ("evalsite answers only on the loopback address unless EVALSITE_API_TOKEN is set: set it on the "
                    "server, then sign in with it")

@@ -51,6 +51,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "evalsite.serving.StreamFromThread",  # outermost: under ASGI, streamed responses are read chunk by chunk
+    "evalsite.security.EngineRequestMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "evalsite.security.SecurityHeadersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -165,6 +167,10 @@ EVALSITE_CALL_HOSTS = env_list("EVALSITE_CALL_HOSTS")
 EVALSITE_MODEL_HOSTS = env_list("EVALSITE_MODEL_HOSTS", ["127.0.0.1", "localhost", "::1"])
 EVALSITE_ALLOW_CODE_JUDGES = env_bool("EVALSITE_ALLOW_CODE_JUDGES", False)
 EVALSITE_API_TOKEN = env_secret("EVALSITE_API_TOKEN")
+# Where this site is served (`make run`: scripts/serve.py passes both to the web server and the worker): no
+# request a run sends may go there (runs/engine/providers/own.py).
+EVALSITE_HOST = env_str("EVALSITE_HOST", "127.0.0.1")
+EVALSITE_PORT = env_int("PORT", 8000, minimum=1)
 
 # Bounds on what a blueprint or a response can make us do (blueprints/spec/limits.py).
 from blueprints.spec.limits import DEFAULT_LIMITS as _L, Limits  # noqa: E402

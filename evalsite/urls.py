@@ -9,4 +9,6 @@ urlpatterns = [
     path("signin", security.signin, name="signin"),
 ]
 
+handler400 = "evalsite.views.bad_request"
 handler404 = "evalsite.views.not_found"
+handler500 = "evalsite.views.server_error"

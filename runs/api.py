@@ -55,8 +55,18 @@ def run_status(run: Run, request) -> dict:
         # "Judge flip rate"): null until the run has finished, and for a run asking once.
         "judgeRepeats": repeats.judge_repeats(run),
         "judgeFlips": _flips_json(run),
-        "models": {k: {"mean": v["mean"], "std": v["std"], "n": v["n"], "notEvaluated": v["notEvaluated"]}
+        "models": {k: {"mean": v["mean"], "std": v["std"], "n": v["n"], "notEvaluated": v["notEvaluated"],
+                       "notRun": v.get("notRun", 0)}
                    for k, v in (run.aggregates or {}).get("variants", {}).items()},
+        # Every call sent (each attempt of each item: a retry, a re-run and a cancel keep what they spent).
+        "usage": {
+            "candidates": {"calls": run.candidate_calls_sent, "inputTokens": run.candidate_input_tokens,
+                           "outputTokens": run.candidate_output_tokens, "costUsd": run.candidate_cost_usd,
+                           "callsWithUnknownCost": run.candidate_cost_unknown},
+            "judges": {"calls": run.judge_calls_sent, "inputTokens": run.judge_input_tokens,
+                       "outputTokens": run.judge_output_tokens, "costUsd": run.judge_cost_usd,
+                       "callsWithUnknownCost": run.judge_cost_unknown},
+        },
         "urls": {
             "status": request.build_absolute_uri(reverse("runs:api-run", args=[run.pk])),
             "results": request.build_absolute_uri(reverse("runs:api-results", args=[run.pk])),

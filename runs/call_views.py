@@ -20,8 +20,14 @@ def _pretty(value) -> str:
     return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "\n…"
 
 
+# How an earlier attempt ended (``EarlierAttempt.why``), as the calls page says it.
+ENDED = {"retry": "done again by retry failed", "re-run": "done again by a re-run",
+         "stopped": "stopped by a cancel or the budget"}
+
+
 def call_views(calls: list[dict]) -> list[dict]:
-    """The stored call log as the calls page shows it: one entry per call, in the order they were made."""
+    """The stored call log as the calls page shows it: one entry per call, in the order they were made (with
+    earlier attempts, each call says the attempt it belonged to)."""
     out = []
     for call in calls:
         if "dropped" in call or "unreadable" in call:
@@ -44,5 +50,6 @@ def call_views(calls: list[dict]) -> list[dict]:
             "params": _pretty(params) if params else "",
             "request": _pretty(request) if request is not None else "",
             "answer": _pretty(call.get("answer")) if call.get("answer") is not None else "",
+            "attempt": call.get("attempt"), "attempt_ended": ENDED.get(call.get("attemptEnded") or "", ""),
         })
     return out

@@ -10,18 +10,21 @@ the statistics: their scores answer different questions.
 from __future__ import annotations
 
 import difflib
+import gc
 import json
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import combinations
 
+from runs.engine import bounds as deal_breakers
+from runs.engine import robustness as flips
 from runs.engine import stats
 from runs.engine.matrix import Matrix
 from runs.engine.scoring import round2
 
 from .models import Run
-from .records import run_matrix
+from .records import robustness_answers, run_matrix
 from .spec import parsed_blueprint
 
 COMPARE_PAGE_SIZE = 100
@@ -119,6 +122,7 @@ class Pair:
     comparison: stats.Comparison
     trials_a: stats.TrialFigures | None = None
     trials_b: stats.TrialFigures | None = None
+    robustness: flips.Robustness | None = None  # what would flip the verdict (``with_robustness``)
 
     delta = property(lambda self: self.comparison.delta)
     low = property(lambda self: self.comparison.low)
@@ -138,6 +142,8 @@ class Pair:
             out["trialsA"] = self.trials_a.to_dict()
         if self.trials_b is not None and self.trials_b.cells:
             out["trialsB"] = self.trials_b.to_dict()
+        if self.robustness is not None:
+            out["robustness"] = self.robustness.to_dict()
         return out
 
 
@@ -187,6 +193,7 @@ class RunComparison:
     level: float = stats.FDR_LEVEL
     gate: list[stats.GateTest] = field(default_factory=list)  # per variant in both runs, the gate's test
     gate_level: float = stats.GATE_LEVEL
+    movement: stats.Movement = stats.Movement(0, 0, None, None)  # how the tested cells moved as a whole
 
     @property
     def regressions(self) -> list[Pair]:
@@ -197,6 +204,15 @@ class RunComparison:
         failing = {g.key for g in self.gate if g.fails}
         return [p for p in self.pairs if p.a in failing]
 
+    @property
+    def gate_fails(self) -> bool:
+        return any(g.fails for g in self.gate)
+
+    @property
+    def gate_level_words(self) -> str:
+        """The gate's level as the pages and the markdown say it: "0.1% (99.9%)"."""
+        return f"{self.gate_level:.1%} ({1 - self.gate_level:.1%})"
+
     def gate_dict(self) -> dict:
         return {"rule": stats.GATE_RULE, "level": self.gate_level,
                 "variants": {g.key: g.to_dict() for g in self.gate}}
@@ -206,6 +222,7 @@ class RunComparison:
                 "changedPrompts": self.changed_prompts, "leftOut": len(self.changed_prompts),
                 "onlyInRun": self.only_run, "onlyInBase": self.only_base,
                 "changed": {"level": self.level, "tested": self.tested,
+                            "moved": self.movement.moved, "allMovedBy": self.movement.alike,
                             "cells": [{"prompt": c.prompt_id, "variant": c.variant_id, "before": c.before,
                                        "after": c.after, "delta": c.delta, "q": c.q} for c in self.listed]},
                 "gate": self.gate_dict(), "method": stats.METHOD}
@@ -245,7 +262,8 @@ def compare_with_base(run: Run, base: Run) -> RunComparison:
                                    cells_after[change.key][0], change.delta, change.q))
     return RunComparison(run, base, pairs, compare_runs(base, run, cells=(cells_before, cells_after)), listed,
                          len(deltas), changed_ids, [v for v in after_m.variants if v not in before],
-                         [v for v in before_m.variants if v not in after], gate=gate)
+                         [v for v in before_m.variants if v not in after], gate=gate,
+                         movement=stats.movement(deltas))
 
 
 class CannotCompare(ValueError):
@@ -261,6 +279,7 @@ class Decisions:
     pairs: list[Pair]
     result: RunComparison | None = None  # with a base
     models: dict[str, stats.MeanInterval] = field(default_factory=dict)  # without one: each variant's mean
+    bounds: dict[str, deal_breakers.Bound] = field(default_factory=dict)  # run's should-not failure-rate bounds
 
     @property
     def regressions(self) -> list[Pair]:
@@ -277,6 +296,7 @@ class Decisions:
                                               "gate")})
         else:
             out["models"] = {v: m.to_dict() for v, m in self.models.items()}
+        out["bounds"] = {v: b.to_dict() for v, b in self.bounds.items()}
         return out
 
 
@@ -291,12 +311,66 @@ def decisions(run: Run, base: Run | None = None) -> Decisions:
             columns.setdefault(variant_id, {})[index] = cell.score
         models = stats.mean_intervals(columns, {i: p.weight for i, p in enumerate(prompts)},
                                       items=range(len(prompts)))
-        return Decisions(run, None, variant_pairs(matrix, prompts), models={v: models[v] for v in matrix.variants})
+        pairs = with_robustness(run, variant_pairs(matrix, prompts))
+        return Decisions(run, None, pairs, models={v: models[v] for v in matrix.variants},
+                         bounds=deal_breakers.matrix_bounds(matrix))
     if base.blueprint_id != run.blueprint_id:
         raise CannotCompare(f"run {base.pk} is of another blueprint ({base.blueprint.slug}) than run {run.pk} "
                             f"({run.blueprint.slug}); compare runs of the same blueprint")
     result = compare_with_base(run, base)
-    return Decisions(run, base, result.pairs, result)
+    with_robustness(run, result.pairs, base, result.changed_prompts)
+    return Decisions(run, base, result.pairs, result, bounds=run_bounds(run))
+
+
+_ROBUSTNESS: dict[tuple, list] = {}
+_ROBUSTNESS_KEPT = 8
+
+
+def with_robustness(run: Run, pairs: list[Pair], base: Run | None = None, changed: list[str] = ()) -> list[Pair]:
+    """Each pair with what would flip its verdict (``runs/engine/robustness.py``): from stored results, no call.
+    Without ``base``: variants of ``run``; with it, each variant of ``run`` against itself in ``base`` (``changed``:
+    prompt ids left out). Kept in this process per runs' ``results_version``, as the matrix is."""
+    if not pairs:
+        return pairs
+    key = (run.pk, run.results_version, run.status, base.pk if base else None,
+           base.results_version if base else None, base.status if base else None,
+           tuple((p.a, p.b, p.verdict) for p in pairs))
+    found = _ROBUSTNESS.get(key)
+    if found is None:
+        found = _robustness(run, pairs, base, changed)
+        if run.is_finished and (base is None or base.is_finished):
+            while len(_ROBUSTNESS) >= _ROBUSTNESS_KEPT:
+                _ROBUSTNESS.pop(next(iter(_ROBUSTNESS)))
+            _ROBUSTNESS[key] = found
+    for pair, robust in zip(pairs, found):
+        pair.robustness = robust
+    return pairs
+
+
+def _robustness(run: Run, pairs: list[Pair], base: Run | None, changed) -> list[flips.Robustness]:
+    paused = gc.isenabled()
+    # Tens of thousands of small values that all live until the answer is made: the collector would walk them
+    # again and again (a third of the time at 10,000 responses, tests/bench/bench_robustness.py).
+    gc.disable()
+    try:
+        prompts = parsed_blueprint(run.revision).prompts
+        answers = robustness_answers(run, run_matrix(run, prompts))
+        wanted = [(p.a, p.b, p.verdict) for p in pairs]
+        if base is None:
+            found = flips.pairs_within(answers, prompts, wanted)
+        else:
+            base_prompts = parsed_blueprint(base.revision).prompts
+            found = flips.pairs_across(answers, prompts, robustness_answers(base, run_matrix(base, base_prompts)),
+                                       base_prompts, wanted, changed)
+        return found
+    finally:
+        if paused:
+            gc.enable()
+
+
+def run_bounds(run: Run) -> dict[str, deal_breakers.Bound]:
+    """Per model variant of ``run``, its should-not failure-rate bound (``engine/bounds.py``), off its matrix."""
+    return deal_breakers.matrix_bounds(run_matrix(run, parsed_blueprint(run.revision).prompts))
 
 
 def diff_url(run_id: int, base_id: int, prompt_id: str, variant_id: str) -> str:

@@ -64,6 +64,9 @@ class Run(models.Model):
     candidate_output_tokens = models.BigIntegerField(default=0)
     candidate_cost_usd = models.FloatField(default=0.0)
     candidate_cost_unknown = models.PositiveIntegerField(default=0)  # calls whose price we do not know
+    # Requests that left for a provider (each HTTP attempt; no cache hit), every attempt of every item included.
+    candidate_calls_sent = models.PositiveIntegerField(default=0)
+    judge_calls_sent = models.PositiveIntegerField(default=0)
     judge_input_tokens = models.BigIntegerField(default=0)
     judge_output_tokens = models.BigIntegerField(default=0)
     judge_cost_usd = models.FloatField(default=0.0)
@@ -184,6 +187,9 @@ class Response(models.Model):
     output_tokens = models.IntegerField(null=True, blank=True)
     cost_usd = models.FloatField(null=True, blank=True)
     cached = models.BooleanField(default=False)
+    # Of the generation's calls: requests that left for a provider, and calls of unknown price (sent, no cost).
+    candidate_calls_sent = models.PositiveIntegerField(default=0)
+    candidate_cost_unknown = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)  # generation failed: nothing was scored
 
     score = models.FloatField(null=True, blank=True)  # coverage (2 places), overrides applied; None: not evaluated
@@ -195,6 +201,7 @@ class Response(models.Model):
     agreement = models.JSONField(default=dict, blank=True)  # the upstream's judge-agreement figures
     judge_usage = models.JSONField(default=dict, blank=True)
     judge_errors = models.PositiveIntegerField(default=0)  # judge verdicts that failed (retry-failed redoes them)
+    judge_calls_sent = models.PositiveIntegerField(default=0)  # the judges' requests that left for a provider
     violated_should_not = models.BooleanField(default=False)
     disagreement = models.BooleanField(default=False)
     # The pass/fail layer (prompts with verdicts, gates or per-check minimums; docs/scoring.md section 7).
@@ -228,11 +235,26 @@ class Response(models.Model):
         return f"{self.prompt_id} x {self.variant_id}"
 
     def call_log(self) -> list[dict]:
-        """Every call this response made, candidate calls first, as ``runs/engine/calls.py`` keeps them."""
+        """Every call this response made, candidate calls first, as ``runs/engine/calls.py`` keeps them; with
+        earlier attempts (``EarlierAttempt``), theirs first, each call with ``attempt``: the one it belonged to."""
         from runs.engine import calls
 
-        blobs = Response.objects.filter(pk=self.pk).values_list("candidate_calls", "judge_calls").first() or ()
-        return [call for blob in blobs for call in calls.unpack(blob)]
+        made, judged = Response.objects.filter(pk=self.pk).values_list("candidate_calls", "judge_calls").first() \
+            or (None, None)
+        earlier = list(EarlierAttempt.objects.filter(response_id=self.pk).order_by("pk")
+                       .values_list("generation", "why", "calls"))
+        if not earlier:
+            return [*calls.unpack(made), *calls.unpack(judged)]
+        out = []
+        for number, (_, why, blob) in enumerate(earlier, start=1):
+            out.extend({**c, "attempt": number, "attemptEnded": why} for c in calls.unpack(blob))
+        # The generation kept is from the attempt after the last one whose generation gave way.
+        generated_in = 1 + max((n for n, (generation, _, _) in enumerate(earlier, start=1) if generation), default=0)
+        current = len(earlier) + 1
+        kept = [{**c, "attempt": generated_in} for c in calls.unpack(made)]
+        # By attempt, and in each its candidate calls before its judges' (as they were made).
+        out = sorted([*out, *kept], key=lambda c: (c["attempt"], c.get("purpose") == "judge"))
+        return [*out, *({**c, "attempt": current} for c in calls.unpack(judged))]
 
     def variant_in(self, variants: list, prompt):
         """This item's model variant among ``Run.variants()`` (None when the revision no longer has it)."""
@@ -249,6 +271,32 @@ class Response(models.Model):
     @property
     def passed(self) -> bool | None:
         return None if not self.verdict else self.verdict == "pass"
+
+
+class EarlierAttempt(models.Model):
+    """What an earlier attempt of a response spent that the response no longer holds: a retry or a re-run
+    replaced it, or a cancel (a budget) stopped it under way. Its calls, tokens and cost stay in the run's
+    totals (``runs.engine.aggregates``), and its calls on the response's 'Every call', as "attempt N"."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="earlier_attempts")
+    response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="earlier_attempts")
+    why = models.CharField(max_length=12)  # "retry", "re-run", "stopped"
+    generation = models.BooleanField(default=False)  # its generation gave way (its candidate calls are here)
+    candidate_calls_sent = models.PositiveIntegerField(default=0)
+    candidate_input_tokens = models.BigIntegerField(default=0)
+    candidate_output_tokens = models.BigIntegerField(default=0)
+    candidate_cost_usd = models.FloatField(null=True, blank=True)  # None: no call of known price
+    candidate_cost_unknown = models.PositiveIntegerField(default=0)
+    judge_calls_sent = models.PositiveIntegerField(default=0)
+    judge_usage = models.JSONField(default=dict, blank=True)  # as Response.judge_usage (JudgeUsage.to_dict)
+    calls = models.BinaryField(null=True, blank=True)  # its calls, candidate then judge (runs/engine/calls.py)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["pk"]
+
+    def __str__(self):
+        return f"earlier attempt of response {self.response_id} ({self.why})"
 
 
 class PointAssessment(models.Model):
@@ -351,7 +399,7 @@ class JudgingStatus(models.TextChoices):
 
 
 class PairJudging(models.Model):
-    """An LLM judge asked about pairs of the Pairs page, each pair both ways round (runs/pairs_judging.py; the
+    """An LLM judge asked about pairs of the Pairs page, each pair both ways round (runs/pairs/llm_judge.py; the
     engine's runs/engine/pairwise.py). Its scope is one run, or (``run`` empty) the recent runs of ``blueprint``.
 
     Each readable answer is a ``PairJudgement`` of this job (``judging``); a failed or unreadable asking is

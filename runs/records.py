@@ -26,20 +26,20 @@ from django.utils import timezone
 from blueprints.spec.schema import Blueprint as SpecBlueprint
 from blueprints.spec.schema import Point, Prompt
 from runs.engine import calls
-from runs.engine.aggregates import aggregates_of, stored_totals
+from runs.engine.aggregates import Spend, aggregates_of, spend_of, stored_totals
 from runs.engine.findings import JudgeSaid, PointRecord as FindingPoint
 from runs.engine.matrix import Matrix, ResponseRecord, build_matrix
 from runs.engine.trust import ReviewedPoint
 from runs.engine.assess import JudgeUsage, Override, PointAssessment as EnginePoint, ResponseAssessment, \
-    apply_overrides, key_point_text
+    apply_overrides, key_point_text, unknown_cost_calls
 from runs.engine.judge import JudgePlan, JudgeSpec, JudgeVerdict, scale_for
 from runs.engine.pipeline import ItemResult
 from runs.engine.scanners import Answer as ScanAnswer
 from runs.engine.scoring import CheckResult, JudgeAgreement, Rating, calculate
 
 from .bulk import insert, update_each
-from .models import FINISHED, Annotation, PointAssessment, PointConfirmation, PointOverride, Response, ResponseStatus, Run, \
-    RunStatus
+from .models import FINISHED, Annotation, EarlierAttempt, PointAssessment, PointConfirmation, PointOverride, Response, \
+    ResponseStatus, Run, RunStatus
 from .spec import parsed_blueprint
 from .summaries import store_finished
 
@@ -81,39 +81,90 @@ def assessment_fields(assessment: ResponseAssessment) -> dict:
 def _generation_fields(response) -> dict:
     """The Response columns of what the candidate generated, and what it took."""
     return dict(
-        conversation=[{"role": t.role, "content": t.content, "generated": t.generated} for t in response.conversation],
+        conversation=[t.to_dict() for t in response.conversation],  # a tool loop's steps included
         text=response.text, final_text=response.final_text, tool_calls=list(response.tool_calls),
         latency_ms=response.latency_ms, input_tokens=response.usage.input_tokens,
         output_tokens=response.usage.output_tokens, cost_usd=response.cost_usd, cached=response.cached,
     )
 
 
-def _stopped_fields(result: ItemResult) -> tuple[dict, dict]:
-    """An item the cancel stopped under way: back to pending, keeping a complete generation (and counting its cost)."""
+def _spent_now(result: ItemResult) -> tuple[list[dict], list[dict]]:
+    """The item's calls made now, candidate and judge apart (a re-judged item made no candidate call now)."""
+    fresh = result.item.existing is None
+    return ([c for c in result.calls if c.get("purpose") != "judge"] if fresh else [],
+            [c for c in result.calls if c.get("purpose") == "judge"])
+
+
+def _generation_spend(result: ItemResult, made: list[dict]) -> dict:
+    """What the generation made now spent, as the columns of a response (or of an earlier attempt)."""
+    if result.item.existing is not None:  # judged again: the generation was counted when it was made
+        return dict(candidate_calls_sent=0, candidate_input_tokens=0, candidate_output_tokens=0,
+                    candidate_cost_usd=None, candidate_cost_unknown=0)
+    response, spent = result.response, calls.spent(made)
+    if result.internal_error is not None:  # stopped by its budget (or a bug): its calls say what it spent
+        return dict(candidate_calls_sent=spent["sent"], candidate_input_tokens=spent["inputTokens"],
+                    candidate_output_tokens=spent["outputTokens"], candidate_cost_usd=spent["costUsd"],
+                    candidate_cost_unknown=spent["unknownCostCalls"])
+    return dict(candidate_calls_sent=spent["sent"], candidate_input_tokens=response.usage.input_tokens or 0,
+                candidate_output_tokens=response.usage.output_tokens or 0, candidate_cost_usd=response.cost_usd,
+                candidate_cost_unknown=spent["unknownCostCalls"])
+
+
+def _judge_usage_of(spent: dict) -> dict:
+    """Judge calls' ``calls.spent`` in the shape of a stored ``JudgeUsage`` (``Response.judge_usage``)."""
+    return {k: spent[k] for k in ("calls", "inputTokens", "outputTokens", "costUsd", "unknownCostCalls")}
+
+
+def _counters(generation: dict, judge_sent: int, usage: dict | None) -> dict:
+    """What an item's calls add to the run's counters: its generation's (``_generation_spend``) and its judges'."""
+    usage = usage or {}
+    return dict(
+        candidate_calls_sent=generation["candidate_calls_sent"],
+        candidate_input_tokens=generation["candidate_input_tokens"],
+        candidate_output_tokens=generation["candidate_output_tokens"],
+        candidate_cost_usd=generation["candidate_cost_usd"] or 0,
+        candidate_cost_unknown=generation["candidate_cost_unknown"],
+        judge_calls_sent=judge_sent,
+        judge_input_tokens=usage.get("inputTokens") or 0, judge_output_tokens=usage.get("outputTokens") or 0,
+        judge_cost_usd=usage.get("costUsd") or 0, judge_cost_unknown=unknown_cost_calls(usage),
+    )
+
+
+def _stopped_fields(result: ItemResult) -> tuple[dict, dict, dict | None]:
+    """An item the cancel stopped under way: back to pending, keeping a complete generation (and counting its cost).
+
+    What it spent and does not keep (a generation stopped between turns, judges that answered before the stop)
+    becomes an earlier attempt of the response (``EarlierAttempt``), so the run's totals keep it."""
     response = result.response
     fields = dict(status=ResponseStatus.PENDING, claimed_by="", claimed_at=None)
-    complete = not response.error and bool(response.text)
-    if complete and result.item.existing is None:
-        fields.update(_generation_fields(response), error="", candidate_calls=_candidate_calls(result))
-    spent = result.item.existing is None  # what generation cost was spent now, kept or not
-    counters = dict(
-        candidate_input_tokens=(response.usage.input_tokens or 0) if spent else 0,
-        candidate_output_tokens=(response.usage.output_tokens or 0) if spent else 0,
-        candidate_cost_usd=(response.cost_usd or 0) if spent else 0,
-    )
-    return fields, counters
+    made, judged = _spent_now(result)
+    generation = _generation_spend(result, made)
+    fresh = result.item.existing is None
+    kept = fresh and not response.error and bool(response.text)
+    if kept:
+        fields.update(_generation_fields(response), error="", candidate_calls=calls.pack(made),
+                      candidate_calls_sent=generation["candidate_calls_sent"],
+                      candidate_cost_unknown=generation["candidate_cost_unknown"])
+    judge = calls.spent(judged)
+    lost = fresh and not kept and (bool(calls.spent(made)["calls"]) or generation["candidate_input_tokens"]
+                                   or generation["candidate_output_tokens"])
+    earlier = None
+    if lost or judge["calls"]:
+        earlier = dict(why="stopped", generation=bool(lost), **(generation if lost else {}),
+                       judge_calls_sent=judge["sent"], judge_usage=_judge_usage_of(judge),
+                       calls=calls.pack([*(made if lost else []), *judged]))
+    return fields, _counters(generation, judge["sent"], _judge_usage_of(judge)), earlier
 
 
 def _call_fields(result: ItemResult) -> dict:
     """The item's call log, candidate and judge calls apart; a re-judged item keeps its generation's calls."""
-    out = {"judge_calls": calls.pack([c for c in result.calls if c.get("purpose") == "judge"])}
+    made, judged = _spent_now(result)
+    out = {"judge_calls": calls.pack(judged), "judge_calls_sent": calls.spent(judged)["sent"]}
     if result.item.existing is None:
-        out["candidate_calls"] = _candidate_calls(result)
+        generation = _generation_spend(result, made)
+        out.update(candidate_calls=calls.pack(made), candidate_calls_sent=generation["candidate_calls_sent"],
+                   candidate_cost_unknown=generation["candidate_cost_unknown"])
     return out
-
-
-def _candidate_calls(result: ItemResult) -> bytes | None:
-    return calls.pack([c for c in result.calls if c.get("purpose") != "judge"])
 
 
 def judge_counts(verdict_lists) -> dict:
@@ -131,8 +182,9 @@ def judge_counts(verdict_lists) -> dict:
     return {"ok": ok, "failed": failed}
 
 
-def result_fields(result: ItemResult) -> tuple[dict, dict]:
-    """The Response columns for a finished item, and what it adds to the run's counters."""
+def result_fields(result: ItemResult) -> tuple[dict, dict, dict | None]:
+    """The Response columns for a finished item, what it adds to the run's counters, and (an item a cancel
+    stopped) the ``EarlierAttempt`` columns of what it spent and does not keep."""
     if result.stopped:
         return _stopped_fields(result)
     response, assessment = result.response, result.assessment
@@ -161,23 +213,26 @@ def result_fields(result: ItemResult) -> tuple[dict, dict]:
     else:
         fields.update(score=None, judged_score=None, not_evaluated_reason=response.error or "", verdict="",
                       verdict_reason="", score_before_gates=None, gates_failed=[], checks=[])
+        if result.internal_error is not None:  # over its budget: what its calls spent stays on the response
+            made, judged = _spent_now(result)
+            generation = _generation_spend(result, made)
+            usage = JudgeUsage.from_dict(_judge_usage_of(calls.spent(judged)))
+            fields.update(judge_usage=usage.to_dict())
+            if result.item.existing is None:
+                fields.update(input_tokens=generation["candidate_input_tokens"],
+                              output_tokens=generation["candidate_output_tokens"],
+                              cost_usd=generation["candidate_cost_usd"])
+            else:  # the kept generation's spending stays where it was counted
+                for name in ("input_tokens", "output_tokens", "cost_usd"):
+                    fields.pop(name)
     fields.update(_call_fields(result))
-    rejudged = result.item.existing is not None  # the generation was counted when it was made
-    counters = dict(
-        items_done=1, items_failed=1 if failed else 0,
-        judge_calls_done=judge_ok, judge_calls_failed=judge_failed,
-        candidate_input_tokens=0 if rejudged else (response.usage.input_tokens or 0),
-        candidate_output_tokens=0 if rejudged else (response.usage.output_tokens or 0),
-        candidate_cost_usd=0 if rejudged else (response.cost_usd or 0),
-        # Every call of unknown price counts: one per generated turn.
-        candidate_cost_unknown=0 if rejudged or response.cost_usd is not None or response.cached else
-        max(1, sum(1 for t in response.conversation if t.generated)),
-        judge_input_tokens=usage.input_tokens if usage else 0,
-        judge_output_tokens=usage.output_tokens if usage else 0,
-        judge_cost_usd=(usage.cost_usd or 0) if usage else 0,
-        judge_cost_unknown=usage.unknown_cost_calls if usage else 0,
-    )
-    return fields, counters
+    # The generation counts once, when it is made (a re-judged item's was counted then); every call of unknown
+    # price that was sent counts.
+    counters = dict(items_done=1, items_failed=1 if failed else 0,
+                    judge_calls_done=judge_ok, judge_calls_failed=judge_failed,
+                    **_counters(_generation_spend(result, _spent_now(result)[0]), fields["judge_calls_sent"],
+                                usage.to_dict() if usage else None))
+    return fields, counters, None
 
 
 # --- the judge plan ---------------------------------------------------------------------
@@ -284,29 +339,69 @@ def save_results(run_id: int, token: str, results: list[ItemResult]) -> list[Sto
     saved: list[Stored] = []
     totals: dict[str, float] = {}
     assessments: list[dict] = []
+    earlier: list[EarlierAttempt] = []
     prepared = [(result, *result_fields(result)) for result in results]
     with transaction.atomic():
-        stored = update_each(Response, [(result.item.key, fields) for result, fields, _ in prepared],
+        stored = update_each(Response, [(result.item.key, fields) for result, fields, _, _ in prepared],
                              where={"claimed_by": token})
-        rejudged = [result.item.key for (result, _, _), ok in zip(prepared, stored)
+        rejudged = [result.item.key for (result, _, _, _), ok in zip(prepared, stored)
                     if ok and not result.stopped and result.item.existing is not None]
         if rejudged:  # judged again: the earlier assessments give way
             PointAssessment.objects.filter(response_id__in=rejudged).delete()
-        for (result, fields, counters), ok in zip(prepared, stored):
+        for (result, fields, counters, attempt), ok in zip(prepared, stored):
             if not ok:
                 continue
             for name, value in counters.items():
                 totals[name] = totals.get(name, 0) + value
+            if attempt is not None:
+                earlier.append(EarlierAttempt(run_id=run_id, response_id=result.item.key, **attempt))
             if result.stopped:  # cancelled under way: pending again, nothing scored
                 continue
             if result.assessment is not None:
                 assessments.extend(point_rows(result.item.key, result.assessment))
             saved.append(Stored(result.item.key, fields["status"]))
         insert(PointAssessment, assessments)
+        if earlier:
+            EarlierAttempt.objects.bulk_create(earlier)
         if totals or saved:
             Run.objects.filter(pk=run_id).update(results_version=F("results_version") + 1,
                                                  **{k: F(k) + v for k, v in totals.items() if v})
     return saved
+
+
+def supersede(run_id: int, response_ids, why: str, *, generation: bool) -> int:
+    """Before a retry or a re-run does these responses again: what their last attempt spent becomes an earlier
+    attempt of each (``EarlierAttempt``), so the run's totals keep every call that was sent; the response's own
+    figures start again. ``generation``: its generation is done again too (else only its judging). Returns how
+    many earlier attempts were recorded. Call it in the transaction that hands the items back."""
+    columns = ("pk", "candidate_calls_sent", "input_tokens", "output_tokens", "cost_usd", "candidate_cost_unknown",
+               "judge_calls_sent", "judge_usage", "judge_calls") + (("candidate_calls",) if generation else ())
+    attempts = []
+    for row in Response.objects.filter(run_id=run_id, pk__in=list(response_ids)).values_list(*columns):
+        pk, made, tokens_in, tokens_out, cost, unknown, judged, usage, judge_blob = row[:9]
+        usage = usage or {}
+        if generation:
+            blob = row[9]
+            spent = made or tokens_in or tokens_out or cost or unknown or blob
+            log = calls.pack([*calls.unpack(blob), *calls.unpack(judge_blob)]) if blob and judge_blob \
+                else (blob or judge_blob)
+        else:
+            spent, log = False, judge_blob
+        if not (spent or judged or usage.get("calls") or judge_blob):
+            continue
+        attempts.append(EarlierAttempt(
+            run_id=run_id, response_id=pk, why=why, generation=generation, calls=log, judge_calls_sent=judged,
+            judge_usage=usage,
+            **(dict(candidate_calls_sent=made, candidate_input_tokens=tokens_in or 0,
+                    candidate_output_tokens=tokens_out or 0, candidate_cost_usd=cost, candidate_cost_unknown=unknown)
+               if generation else {})))
+    EarlierAttempt.objects.bulk_create(attempts)
+    cleared = dict(judge_usage={}, judge_calls_sent=0, judge_calls=None)
+    if generation:
+        cleared.update(input_tokens=None, output_tokens=None, cost_usd=None, latency_ms=None, candidate_calls_sent=0,
+                       candidate_cost_unknown=0, candidate_calls=None)
+    Response.objects.filter(run_id=run_id, pk__in=list(response_ids)).update(**cleared)
+    return len(attempts)
 
 
 # --- finishing --------------------------------------------------------------------------
@@ -382,6 +477,7 @@ def compute_aggregates(run_id: int, *, agreement: dict | None = None, totals: bo
     """
     run = Run.objects.select_related("revision").get(pk=run_id)
     records = response_records(run_id, usage=True, reviews=False)
+    spends = spends_of(run_id, records)
     ratings = []
     judged = {"ok": 0, "failed": 0}
     if agreement is None or totals:
@@ -399,19 +495,26 @@ def compute_aggregates(run_id: int, *, agreement: dict | None = None, totals: bo
     prompts = parsed_blueprint(run.revision).prompts
     stopped = final_status in STOPPED if final_status is not None else _stopped(run)
     matrix = build_matrix(records, prompts, stopped=stopped)
-    aggregates = aggregates_of(matrix, records, agreement=agreement, ratings=ratings)
+    aggregates = aggregates_of(matrix, records, agreement=agreement, ratings=ratings, spends=spends)
     if not totals:
         return aggregates
-    return aggregates, stored_totals(records, judged, _unknown_candidate_calls(run_id)), matrix
+    return aggregates, stored_totals(records, judged, spends), matrix
 
 
-def _unknown_candidate_calls(run_id: int) -> int:
-    """Candidate calls of unknown price among the stored generations: one per generated turn."""
-    unknown = 0
-    for conversation in Response.objects.filter(run_id=run_id, cost_usd__isnull=True, cached=False).exclude(
-            text__isnull=True).values_list("conversation", flat=True):
-        unknown += max(1, sum(1 for t in conversation or () if t.get("generated")))
-    return unknown
+def spends_of(run_id: int, records: list[ResponseRecord]) -> list[Spend]:
+    """What every attempt of the run's items spent: each response's own (``records``, read with ``usage``, and
+    the calls it sent), and each earlier attempt's (``EarlierAttempt``)."""
+    sent = {pk: (made, unknown, judged) for pk, made, unknown, judged in Response.objects.filter(run_id=run_id)
+            .values_list("pk", "candidate_calls_sent", "candidate_cost_unknown", "judge_calls_sent")}
+    out = []
+    for r in records:
+        made, unknown, judged = sent.get(r.response_id, (0, 0, 0))
+        out.append(spend_of(r, calls_sent=made, cost_unknown=unknown, judge_calls_sent=judged))
+    for row in EarlierAttempt.objects.filter(run_id=run_id).values_list(
+            "response__variant_id", "candidate_calls_sent", "candidate_input_tokens", "candidate_output_tokens",
+            "candidate_cost_usd", "candidate_cost_unknown", "judge_calls_sent", "judge_usage"):
+        out.append(Spend(*row[:7], judge_usage=row[7] or {}))
+    return out
 
 
 def _review_marks() -> list[tuple[int, int]]:
@@ -605,3 +708,36 @@ def scan_answers(run: Run, prompts, judged: dict[int, tuple[int, int]]) -> list[
                               None if error else (final_text or ""), reasons, output_tokens,
                               max_tokens if isinstance(max_tokens, int) else None, answers, unreadable))
     return out
+
+
+# --- what would flip a decision (runs/engine/robustness.py) ----------------------------------------------------------
+
+
+def robustness_answers(run: Run, matrix: Matrix):
+    """Every response of a run as ``robustness.Answer``: the matrix's records and each response's point rows with
+    each primary judge's first answer, read in one query of the columns it needs (no model objects; the verdicts'
+    JSON is read here, without the ORM's per-row converters: a 10,000-response run has 30,000 and more rows)."""
+    import json
+
+    from django.db import connection
+
+    from runs.engine.robustness import PointRow, stored_answers
+
+    points: dict[int, list] = {}
+    query = (PointAssessment.objects.filter(response__run_id=run.pk).order_by("response_id", "position")
+             .values_list("response_id", "kind", "path_id", "multiplier", "inverted", "score", "verdicts",
+                          "override__score"))
+    sql, params = query.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        while rows := cursor.fetchmany(5000):
+            for response_id, kind, path_id, multiplier, inverted, score, verdicts, override in rows:
+                if isinstance(verdicts, (str, bytes)):
+                    verdicts = json.loads(verdicts)
+                judges = tuple((str(v.get("judgeId") or ""), v.get("score") if v.get("error") is None else None)
+                               for v in verdicts or () if isinstance(v, dict)
+                               and (v.get("role") or "primary") == "primary" and not v.get("repeat"))
+                points.setdefault(response_id, []).append(PointRow(
+                    kind, path_id or None, multiplier, bool(inverted),
+                    override if override is not None else score, judges, override is not None))
+    return stored_answers((t for cell in matrix.cells.values() for t in cell.trials), points)

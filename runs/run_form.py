@@ -77,7 +77,7 @@ def form_state(blueprint: Blueprint, revision: BlueprintRevision | None, data=No
         except RunRefused as refused:
             state.refused = refused.message + "".join(f" {p}" for p in refused.problems[:3])
     if data is None:  # as first offered: the boxes are the plan's
-        lookup = ModelCollection.lookup()
+        lookup = revision.collections()  # the files its text came with first, then the stored ones
         if state.prepared is not None:
             bp, models, plan = (state.prepared.planned.blueprint, state.prepared.planned.models,
                                 state.prepared.planned.plan)

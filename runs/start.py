@@ -14,7 +14,7 @@ from typing import Sequence
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from blueprints.models import Blueprint, BlueprintRevision, ModelCollection
+from blueprints.models import Blueprint, BlueprintRevision
 from blueprints.spec.collections import resolve_models
 from blueprints.spec.schema import Blueprint as SpecBlueprint
 from blueprints.spec.schema import CustomModel
@@ -133,7 +133,7 @@ def plan_start(blueprint: Blueprint, *, revision: BlueprintRevision | None = Non
     revision = revision or blueprint.current_revision
     if revision is None:
         raise RunRefused("the blueprint has no saved text yet")
-    lookup = collections or ModelCollection.lookup()
+    lookup = revision.collections(collections)  # the collections its file came with, then the stored ones
     bp = parsed
     if bp is None:
         result = revision.parse(collections=lookup)
@@ -369,7 +369,8 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
               trials: int | None = None, source: str = "web", collections=None, enqueue: bool = True,
               budget_usd: float | None = None, judge_repeats: int | None = None,
               planned: StartPlan | None = None, add_judges: Sequence[str] = (),
-              backup_judge: str | None = None) -> Run:
+              backup_judge: str | None = None, only_prompts: list[int] | None = None,
+              only_variants: list[str] | None = None, extra_options: dict | None = None) -> Run:
     """Create a run and its items; with ``enqueue``, hand it to the workers once the transaction commits.
 
     ``budget_usd``: the run's spending cap (docs/runs.md, "Budget"); refused when a model it would call has
@@ -384,7 +385,11 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
     the others give the judges' flip rate (runs/engine/repeats.py); refused (RunRefused) outside 1 to 5.
     ``planned``: ``plan_start``'s answer for these same choices, when the caller has it already (the start
     view estimated the run first); else it is planned here.
+    ``only_prompts`` (prompt positions) and ``only_variants`` (variant ids) make items for those alone (a follow-up
+    run, runs/followup.py); an empty list makes none and is refused. ``extra_options`` are kept in the run's options.
     """
+    if only_prompts is not None and not only_prompts or only_variants is not None and not only_variants:
+        raise RunRefused("no prompt or no model variant was chosen: choose at least one of each")
     planned = planned or plan_start(blueprint, revision=revision, models=models, judges=judges,
                                     keep_judges=keep_judges, collections=collections, judge_repeats=judge_repeats,
                                     add_judges=add_judges, backup_judge=backup_judge)
@@ -396,10 +401,14 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
     judged_points = [sum(1 for p in prompt.all_points() if p.fn is None) for prompt in bp.prompts]
     override = max(1, int(trials)) if trials is not None else None
     per_prompt = [override or prompt.trials or 1 for prompt in bp.prompts]
-    n_variants = len(expand_variants(bp, resolved))
-    items = n_variants * sum(per_prompt)
+    subset = {"prompts": None if only_prompts is None else sorted(set(only_prompts)),
+              "variants": None if only_variants is None else sorted(set(only_variants))}
+    all_variants = expand_variants(bp, resolved)
+    per_cell = _variants_per_prompt(bp, all_variants, subset)  # variants each prompt runs with
+    items = sum(n * t for n, t in zip(per_cell, per_prompt))
     if items > settings.EVALSITE_MAX_ITEMS_PER_RUN:
-        raise RunRefused(items_refusal(items, len(bp.prompts), n_variants, per_prompt))
+        chosen = [t for n, t in zip(per_cell, per_prompt) if n] or per_prompt
+        raise RunRefused(items_refusal(items, len(chosen), max(per_cell, default=0), chosen))
     later = items > ITEMS_IN_REQUEST  # made by a task (or, without workers, after the run is stored), in batches
     with transaction.atomic():
         run = Run.objects.create(
@@ -410,17 +419,16 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
                      "problems": problems, "embeddingModel": embedding_model,
                      "requestedModels": models or None, "requestedJudges": judges or None,
                      "keptJudges": keep_judges, **({"addedJudges": list(add_judges)} if add_judges else {}),
-                     **({"backupJudge": backup_judge} if backup_judge is not None else {}),
-                     **({MAKING_ITEMS: True} if later else {})},
+                     **({"backupJudge": backup_judge} if backup_judge is not None else {}), **(extra_options or {}),
+                     **({MAKING_ITEMS: subset} if later else {})},
             budget_usd=budget_usd,
             manifest=run_manifest(revision, bp, resolved, plan, per_prompt=per_prompt, trials=override,
                                   fresh=fresh, embedding_model=embedding_model),
             items_total=items,
-            judge_calls_total=sum(judged_points[i] * per_prompt[i] for i in range(len(bp.prompts)))
-            * n_variants * len(plan.judges),
+            judge_calls_total=sum(j * n * t for j, n, t in zip(judged_points, per_cell, per_prompt)) * len(plan.judges),
         )
         if not later:
-            insert(Response, item_rows(run, bp, per_prompt))
+            insert(Response, item_rows(run, bp, per_prompt, subset))
             if not items:
                 finish_run(run.pk)
             elif enqueue:
@@ -457,11 +465,29 @@ def items_refusal(items: int, prompts: int, variants: int, per_prompt: Sequence[
             f"{name('trials')}, choose fewer {name('models')}, or split the blueprint")
 
 
-def item_rows(run: Run, bp: SpecBlueprint, per_prompt: Sequence[int]):
-    """The run's items as rows, in the order they are made and worked (prompt, variant, trial)."""
+def _variants_per_prompt(bp: SpecBlueprint, variants, subset: dict) -> list[int]:
+    """How many of the variants each prompt runs with, within ``subset`` (``only_prompts``, ``only_variants``)."""
+    prompts, wanted = subset.get("prompts"), subset.get("variants")
+    prompts = None if prompts is None else set(prompts)
+    wanted = None if wanted is None else set(wanted)
+    return [0 if prompts is not None and index not in prompts
+            else len(variants) if wanted is None else sum(1 for v in variants if v.id_for(prompt) in wanted)
+            for index, prompt in enumerate(bp.prompts)]
+
+
+def item_rows(run: Run, bp: SpecBlueprint, per_prompt: Sequence[int], subset: dict | None = None):
+    """The run's items as rows, in the order they are made and worked (prompt, variant, trial); ``subset``
+    (``{"prompts": positions, "variants": ids}``, None for all) as ``start_run``'s ``only_prompts`` and
+    ``only_variants``."""
     variants = run.variants(bp)
+    prompts = None if not subset or subset.get("prompts") is None else set(subset["prompts"])
+    wanted = None if not subset or subset.get("variants") is None else set(subset["variants"])
     for index, prompt in enumerate(bp.prompts):
+        if prompts is not None and index not in prompts:
+            continue
         for v, variant in enumerate(variants):
+            if wanted is not None and variant.id_for(prompt) not in wanted:
+                continue
             for trial in range(per_prompt[index]):
                 yield dict(run_id=run.pk, prompt_id=prompt.id, prompt_index=index,
                            variant_id=variant.id_for(prompt), model_id=variant.base_model_id, variant_index=v,
@@ -479,11 +505,13 @@ def make_items(run_id: int, *, enqueue: bool = True) -> int:
     hand them to the workers (``enqueue``). Stops when the run is deleted, cancelled or finished meanwhile (then
     it counts what was made). Returns how many it inserted."""
     run = Run.objects.select_related("revision").filter(pk=run_id).first()
-    if run is None or not (run.options or {}).get(MAKING_ITEMS):
+    making = (run.options or {}).get(MAKING_ITEMS) if run is not None else None
+    if not making:
         return 0
     bp = parsed_blueprint(run.revision)
     per_prompt = ((run.manifest or {}).get("trials") or {}).get("perPrompt") or [1] * len(bp.prompts)
-    rows = islice(item_rows(run, bp, per_prompt), Response.objects.filter(run_id=run_id).count(), None)
+    subset = making if isinstance(making, dict) else None
+    rows = islice(item_rows(run, bp, per_prompt, subset), Response.objects.filter(run_id=run_id).count(), None)
     made, stopped = 0, False
     while True:
         batch = list(islice(rows, ITEM_BATCH))
@@ -547,6 +575,8 @@ def check_budget(value) -> float:
         number = float(value)
     except (TypeError, ValueError):
         raise ValueError("the budget is a number of US dollars above 0") from None
+    except OverflowError:  # a whole number of hundreds of digits
+        raise ValueError("the budget is too large: give a number of US dollars, such as 25") from None
     if not number > 0 or number != number or number == float("inf"):
         raise ValueError("the budget is a number of US dollars above 0")
     return number
@@ -574,13 +604,13 @@ def run_manifest(revision: BlueprintRevision, bp: SpecBlueprint, resolved, plan:
     asked about each point (``repeats``; a re-asking's index is in its cache key), the scale, trials. The
     engine draws no random numbers (no seed to keep): repeats differ by their trial index, which is in each
     call's cache key. The cache key of every call the run makes is kept in its call log (``cacheKey``)."""
-    from runs.engine.judge import JUDGE_MAX_TOKENS, JUDGE_TEMPERATURE, _system_prompt
+    from runs.engine.judge import JUDGE_MAX_TOKENS, JUDGE_TEMPERATURE, system_prompt
 
     def judge(j):
         if j is None:
             return None
         return {"id": j.id, "model": j.model, "approach": j.approach,
-                "systemPromptSha256": hashlib.sha256(_system_prompt(j, plan).encode("utf-8")).hexdigest()}
+                "systemPromptSha256": hashlib.sha256(system_prompt(j, plan).encode("utf-8")).hexdigest()}
 
     return {
         "version": 1,

@@ -1,5 +1,5 @@
 """Tasks for django-q2 workers. Thin: they take ids and call runs.work (and runs.start, runs.records,
-runs.pairs_judging)."""
+runs.pairs.llm_judge)."""
 
 from runs import work as run_work
 
@@ -25,9 +25,9 @@ def recover_runs() -> int:
 
 
 def judge_pairs(judging_id: int) -> None:
-    from runs import pairs_judging  # the Pairs page's views: not for every run's worker to import
+    from runs.pairs import llm_judge  # the Pairs page's views: not for every run's worker to import
 
-    pairs_judging.run_judging(judging_id)
+    llm_judge.run_judging(judging_id)
 
 
 def look_into(run_id: int) -> None:

@@ -1,7 +1,8 @@
 from django.urls import path
 
-from . import api, api_across, api_compare, insight_views, pairs, pairs_judging, replay, views
+from . import api, api_across, api_compare, insight_views, replay, views
 from .across import views as across_views
+from .pairs import llm_judge as pairs_judging, people as pairs
 
 app_name = "runs"
 
@@ -38,6 +39,7 @@ urlpatterns = [
     path("runs/<int:run_id>/pairs", pairs.run_pairs, name="pairs"),
     path("runs/<int:run_id>/pairs/judge", pairs_judging.run_pairs_judge, name="pairs-judge"),
     path("runs/<int:run_id>/compare", views.compare, name="compare"),
+    path("runs/<int:run_id>/followup", views.start_followup, name="followup"),
     path("runs/<int:run_id>/compare/<int:base_id>/diff", views.diff, name="diff"),
     path("runs/<int:run_id>/export.json", views.export_json, name="export-json"),
     path("runs/<int:run_id>/export.csv", views.export_csv, name="export-csv"),

@@ -15,9 +15,11 @@ also send a Content-Security-Policy that allows nothing from elsewhere.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from datetime import timezone as dt_timezone
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Q
@@ -33,9 +35,10 @@ from blueprints.models import Blueprint
 
 from . import actions, call_views, compare as run_compare, grid, heatmap as heat_map, repeats, response_page, trust, \
     verdicts
-from . import spec as run_spec
 from . import start as run_start
 from . import work as run_work
+from runs.engine.bounds import matrix_bounds
+from . import followup
 from .exports import grid_to_csv, run_to_csv, run_to_json
 from .pages import blueprint_of as _spec, with_csp
 from .models import Annotation, PointAssessment, Response, Run, RunStatus
@@ -242,6 +245,11 @@ def _run_context(request, run: Run) -> dict:
         "failures": (Response.objects.filter(run=run, status="failed").order_by("-finished_at")
                      .only("pk", "prompt_id", "variant_id", "error")[:5]),
     }
+    if followup.is_followup(run):
+        context["followup_of"] = {"run": run.options["followupOf"], **(run.options.get("followupPair") or {}),
+                                  "prompts": (run.options.get("followupPlan") or {}).get("prompts") or [],
+                                  "verdict": followup.verdict(run).to_dict()}
+    context["followups"] = list(followup.followups_of(run)[:20])
     if run.is_finished:
         context.update(_heatmap_context(request, run, spec))
         context["verdict_tables"] = verdicts.run_verdict_rows(matrix)
@@ -353,7 +361,44 @@ def _conversation(response: Response, prompt, run: Run, spec) -> list[dict]:
     turns = [dict(t) for t in response.conversation]
     if not turns and prompt is not None:
         turns = _authored_turns(prompt, run, spec, response)
-    return _with_previews(turns)
+    return _with_trajectory(_with_previews(turns), response.tool_calls)
+
+
+TOOL_OUTCOMES = {"result": "result", "error": "tool error", "no-mock": "failed: no mock answered",
+                 "bad-arguments": "failed: arguments break the schema", "unknown-tool": "failed: no such tool",
+                 "step-limit": "not answered: step limit reached",
+                 "too-many-calls": "not answered: too many calls at once"}
+TOOL_SHOWN_CHARS = 20_000
+
+
+def _with_trajectory(turns: list[dict], calls) -> list[dict]:
+    """A native tool loop's steps as the page shows them (docs/results.md, the response page): each call's arguments
+    and each result as JSON text (shortened), its outcome in words, failures marked."""
+    outcomes = {c.get("id"): c for c in calls or () if isinstance(c, dict)}
+    for turn in turns:
+        if isinstance(turn.get("tool_calls"), list):
+            turn["shown_calls"] = [{
+                "name": c.get("name"), "args": _json_text(c.get("arguments")),
+                "outcome": (outcomes.get(c.get("id")) or {}).get("outcome"),
+                "unanswered": (outcomes.get(c.get("id")) or {}).get("reason")
+                if (outcomes.get(c.get("id")) or {}).get("outcome") in ("step-limit", "too-many-calls") else None,
+            } for c in turn["tool_calls"] if isinstance(c, dict)]
+        tool = turn.get("tool")
+        if isinstance(tool, dict):
+            outcome = tool.get("outcome")
+            turn["step"] = {
+                "name": tool.get("name"), "number": tool.get("step"), "outcome": TOOL_OUTCOMES.get(outcome, outcome),
+                "failed": outcome in ("no-mock", "bad-arguments", "unknown-tool", "step-limit", "too-many-calls"),
+                "args": _json_text(tool.get("arguments")), "check": tool.get("check"), "mock": tool.get("mock"),
+                "reason": tool.get("reason"),
+                "answer": _json_text(tool["result"]) if "result" in tool else tool.get("error") or "",
+            }
+    return turns
+
+
+def _json_text(value) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2, default=str)
+    return text if len(text) <= TOOL_SHOWN_CHARS else text[:TOOL_SHOWN_CHARS] + " …"
 
 
 def _with_previews(turns: list[dict]) -> list[dict]:
@@ -619,11 +664,14 @@ def compare(request, run_id):
             base = None
     if base is not None:
         result = run_compare.compare_with_base(run, base)
+        run_compare.with_robustness(run, result.pairs, base, result.changed_prompts)
         changes = result.changes
         page = Paginator(changes, run_compare.COMPARE_PAGE_SIZE).get_page(request.GET.get("page"))
         deltas = [c.delta for c in changes if c.delta is not None]
         context.update({
             "base": base, "page": page, "result": result, "listed": result.listed[:run_compare.LISTED_MAX],
+            "bounds": list(run_compare.run_bounds(run).values()),
+            "base_bounds": list(run_compare.run_bounds(base).values()),
             "counts": {"worse": sum(1 for d in deltas if d < 0), "better": sum(1 for d in deltas if d > 0),
                        "same": sum(1 for d in deltas if d == 0), "unmatched": len(changes) - len(deltas)},
         })
@@ -632,9 +680,41 @@ def compare(request, run_id):
         if spec is not None:
             matrix = _matrix(run, spec)
             intervals = grid.model_intervals(matrix)
-            context.update({"pairs": run_compare.variant_pairs(matrix, spec.prompts),
+            pairs = run_compare.with_robustness(run, run_compare.variant_pairs(matrix, spec.prompts))
+            context["followup_suggestions"] = [followup.suggest(run, p.a, p.b) for p in pairs
+                                               if p.verdict == "cant_tell"][:FOLLOWUPS_SHOWN] if run.is_finished else []
+            context.update({"pairs": pairs,
+                            "bounds": list(matrix_bounds(matrix).values()),
                             "models": [(v, intervals[v]) for v in matrix.variants if v in intervals]})
     return render(request, _fragment(request, "runs/compare.html", "changes"), context)
+
+
+FOLLOWUPS_SHOWN = 5  # "can't tell" pairs the compare page suggests a follow-up for
+
+
+@require_POST
+def start_followup(request, run_id):
+    """One click on the compare page: a follow-up run of a "can't tell" pair (runs/followup.py), with a budget."""
+    run = _run_or_404(run_id)
+    budget = request.POST.get("budget_usd") or None
+    try:
+        if budget is not None:
+            budget = run_start.check_budget(budget)
+        found = followup.suggest(run, request.POST.get("a", ""), request.POST.get("b", ""))
+        large = found.calls >= settings.EVALSITE_CONFIRM_CALLS or (found.cost_most or 0) >= settings.EVALSITE_CONFIRM_USD
+        if large and (budget is None or budget >= settings.EVALSITE_CONFIRM_USD):
+            raise ValueError(f"this follow-up may make {found.calls:,} calls"
+                             + (f" (at most ${found.cost_most:.2f})" if found.cost_most is not None else "")
+                             + f"; set a budget under ${settings.EVALSITE_CONFIRM_USD:g} to start it with one click, or "
+                             "start it with manage.py followup")
+        follow, _ = followup.start(run, found.a, found.b, budget_usd=budget, source="web", suggestion=found)
+    except ValueError as exc:
+        messages.error(request, f"Cannot start the follow-up: {exc}.")
+        return redirect("runs:compare", run.pk)
+    except run_spec.RunRefused as exc:
+        messages.error(request, f"Cannot start the follow-up: {exc}")
+        return redirect("runs:compare", run.pk)
+    return redirect("runs:detail", follow.pk)
 
 
 def _models_part(request, run: Run):
@@ -647,7 +727,13 @@ def _models_part(request, run: Run):
     intervals = grid.model_intervals(matrix)
     variants = [(c, stats[c.variant_id], intervals.get(c.variant_id)) for c in heat_map.columns(matrix)
                 if c.variant_id in stats]
-    return render(request, "runs/run_detail.html#variants", {"run": run, "variants": variants, "intervals": True})
+    order = matrix.variants  # each model against the next one down the table: what would flip that decision
+    neighbours = {(a, b) for a, b in zip(order, order[1:])}
+    pairs = run_compare.with_robustness(run, [p for p in run_compare.variant_pairs(matrix, spec.prompts)
+                                              if (p.a, p.b) in neighbours])
+    return render(request, "runs/run_detail.html#variants", {"run": run, "variants": variants, "intervals": True,
+                                                              "bounds": list(matrix_bounds(matrix).values()),
+                                                              "robust_pairs": pairs})
 
 
 @require_safe

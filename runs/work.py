@@ -40,7 +40,7 @@ from evalsite.engine import engine_config
 from .cache import response_cache
 from .models import FINISHED, PointAssessment, Response, ResponseStatus, Run, RunStatus
 from .records import Stored, compute_aggregates, finish_run, judge_counts, maybe_finish, plan_from_json, \
-    save_results
+    save_results, supersede
 from .spec import custom_models, parsed_blueprint
 
 log = logging.getLogger(__name__)
@@ -293,12 +293,21 @@ def _stored_generation(row: Response) -> GeneratedResponse:
     """A generation kept from an earlier attempt (retry-failed re-judges it without generating again)."""
     return GeneratedResponse(
         prompt_id=row.prompt_id, model_variant_id=row.variant_id,
-        conversation=tuple(Turn(t["role"], t.get("content"), t.get("generated", False)) for t in row.conversation),
+        conversation=tuple(Turn.from_dict(t) for t in row.conversation),
+        tool_mode=_tool_mode(row.conversation),
         text=row.text, final_text=row.final_text, tool_calls=tuple(row.tool_calls), trial=row.trial,
         # What generation recorded stays: metric checks judged again read the same numbers.
         cached=row.cached, latency_ms=row.latency_ms, cost_usd=row.cost_usd,
         usage=Usage(row.input_tokens, row.output_tokens),
     )
+
+
+def _tool_mode(conversation: list[dict]) -> str | None:
+    """The tool mode a stored generation used (its generated turns say it), so a re-judge reads the same calls."""
+    modes = [t.get("tools") for t in conversation if isinstance(t, dict) and t.get("tools")]
+    if not modes:
+        return None
+    return "native" if modes[-1] == "native" else "trace-only"
 
 
 def build_router(run: Run, bp: SpecBlueprint, *, on_wait=None, should_stop=None, budget=None) -> Router:
@@ -364,7 +373,8 @@ async def _execute(run: Run, claimed: list[int], token: str, progress: Progress,
     if top_up and not rerunning and not isinstance(gate, CacheOnlyGate):  # a re-run, a replay: only its items
         options.more_items = _more_items(run, bp, token, stop, deadline=time.monotonic() + refill_window_s())
         options.keep_in_flight = settings.EVALSITE_CHUNK_SIZE
-    saver = _Saver(run.pk, token, progress.on_item)
+    followup = isinstance(run.options, dict) and bool(run.options.get("followupOf")) and not rerunning
+    saver = _Saver(run.pk, token, progress.on_item, after=_followup_look() if followup else None)
     saver.start(every_s=0.5)
     try:
         async with build_router(run, bp, on_wait=waits.on_wait, should_stop=stop.should_stop,
@@ -383,6 +393,12 @@ async def _execute(run: Run, claimed: list[int], token: str, progress: Progress,
         await stop.settle_gate()
         await stop.close()
         await sync_to_async(connections.close_all)()
+
+
+def _followup_look():
+    from .followup_look import after_batch
+
+    return after_batch
 
 
 def _more_items(run: Run, bp: SpecBlueprint, token: str, stop: "_StopCheck", *, deadline: float):
@@ -405,8 +421,11 @@ class _Saver:
     still moves as work finishes while the database sees a fraction of the writes.
     """
 
-    def __init__(self, run_id: int, token: str, on_item=None, size: int = 25):
+    def __init__(self, run_id: int, token: str, on_item=None, size: int = 25, after=None):
         self.run_id, self.token, self.on_item, self.size = run_id, token, on_item, size
+        # Called after each stored batch, on the thread that stored it: a follow-up run's look at its own results
+        # (runs/followup.py), which stops the run once its anytime-valid interval decides.
+        self.after = after
         self.pending: list[ItemResult] = []
         self._closing = asyncio.Event()
         self._timer: asyncio.Task | None = None
@@ -427,6 +446,8 @@ class _Saver:
         if self.on_item:
             for row in rows:
                 self.on_item(row)
+        if self.after is not None and rows:
+            await sync_to_async(self.after)(self.run_id)
 
     async def close(self) -> None:
         """Store what is left. The timer is asked to stop, never cancelled: a cancel landing while its
@@ -742,6 +763,10 @@ def retry_failed(run: Run) -> int:
         # Each retried item counts once: what it added to the judge counters goes too, and comes back
         # when it is judged again.
         judged = judge_counts(PointAssessment.objects.filter(response_id__in=ids).values_list("verdicts", flat=True))
+        # What the failed attempts spent stays in the run's totals, as earlier attempts of their responses.
+        regenerated = list(Response.objects.filter(pk__in=ids).exclude(error="").values_list("pk", flat=True))
+        supersede(run.pk, regenerated, "retry", generation=True)
+        supersede(run.pk, set(ids) - set(regenerated), "retry", generation=False)
         Response.objects.filter(pk__in=ids).update(status=ResponseStatus.PENDING, claimed_by="", claimed_at=None,
                                                    attempts=0)
         # Generation failures start from scratch; judge failures keep their generated text.
@@ -811,6 +836,7 @@ def rerun_response(run: Run, response_id: int) -> int:
         judged = judge_counts(points.values_list("verdicts", flat=True))
         overrides = points.filter(override__isnull=False).count()
         points.delete()
+        supersede(run.pk, [row.pk], "re-run", generation=True)  # what it spent stays in the run's totals
         Response.objects.filter(pk=row.pk).update(
             status=ResponseStatus.PENDING, claimed_by="", claimed_at=None, attempts=0, fresh_requested=True,
             text=None, final_text=None, conversation=[], error="", score=None, judged_score=None, finished_at=None)

@@ -176,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         say(f"something already answers on {args.host}:{args.port}; stop it, or choose another port: "
             f"make run PORT={args.port + 1}")
         return 1
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    # Both children learn where the site is served: no request a run sends may go there (the worker's too).
+    env = dict(os.environ, PYTHONUNBUFFERED="1", PORT=str(args.port), EVALSITE_HOST=args.host)
     if not args.skip_setup:
         for command in (["migrate", "--noinput", "--verbosity", "0"],
                         ["collectstatic", "--noinput", "--verbosity", "0"]):

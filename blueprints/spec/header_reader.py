@@ -8,6 +8,7 @@ import re
 import reprlib
 
 from .functions import is_number
+from .jsregex import RegexError, compile_js
 from .extensions import PASS_FAIL_KEYS
 from .ids import normalize_tags
 from .limits import Limits
@@ -44,6 +45,10 @@ INHERITABLE = ("openai", "anthropic", "google", "mistral", "together", "xai", "o
 # are refused where they stand, so the checks on a model id (and the pages listing it) stay cheap
 # however often an alias repeats it.
 MAX_MODEL_ID_CHARS = 200
+TOOL_MODES = ("trace-only", "native", "auto")
+TOOL_KEYS = ("name", "description", "schema", "mocks", "default")
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+MAX_TOOL_STEPS = 50  # runs/engine/tools.MAX_STEPS: a blueprint cannot ask for an unbounded loop
 
 
 class HeaderReader:
@@ -115,6 +120,7 @@ class HeaderReader:
         if "embeddingModel" in h:
             bp.embedding_model = self.notes.expect_text(h, "embeddingModel", ("embeddingModel",))
         self.read_tools(h, bp)
+        self.check_tool_mocks(bp, h)
         if "context" in h and h["context"] is not None:
             if isinstance(h["context"], dict):
                 bp.context = h["context"]
@@ -411,32 +417,158 @@ class HeaderReader:
         bp.coverage = result
 
     def read_tools(self, h, bp):
+        """`tools` (each a name, a description, a JSON Schema, and our `mocks`/`default`) and `toolUse`.
+
+        Mocks answer native tool calls (runs/engine/tools.py, docs/blueprints.md "Tools and mocks"); each
+        problem is an error at its place."""
+        tools = None
         if "tools" in h and h["tools"] is not None:
             tools = h["tools"]
-            if isinstance(tools, list) and all(isinstance(t, dict) and isinstance(t.get("name"), str) for t in tools):
-                bp.tools = tools
-            else:
+            if not isinstance(tools, list):
                 self.error("`tools` must be a list of tools, each with a `name`", h, "tools", ("tools",),
                            "write `- name: search` with an optional `description` and `schema`", "tools")
+                tools = None
+            else:
+                ok = True
+                seen: set[str] = set()
+                use = h.get("toolUse") if isinstance(h.get("toolUse"), dict) else {}
+                sent = use.get("mode") in ("native", "auto") and use.get("enabled") is not False
+                for index, tool in enumerate(tools):
+                    ok = self.read_tool(tools, index, seen, sent) and ok
+                if ok:
+                    bp.tools = tools
         if "toolUse" in h and h["toolUse"] is not None:
             use = h["toolUse"]
             if not isinstance(use, dict):
                 self.error("`toolUse` must be a mapping", h, "toolUse", ("toolUse",), code="tools")
                 return
             self.notes.unknown_keys(use, ("enabled", "mode", "maxSteps", "outputFormat"), ("toolUse",), "`toolUse`")
-            if use.get("mode") not in (None, "trace-only"):
-                self.warn(f"`toolUse.mode: {use.get('mode')}` is not supported; tools are never sent to models, so "
-                          "tool use is scored from the `TOOL_CALL` lines in the response (trace-only)", use, "mode",
-                          ("toolUse", "mode"), "write `mode: trace-only` and ask for TOOL_CALL lines in the prompt",
-                          "tools")
+            mode = use.get("mode")
+            if mode is not None and mode not in TOOL_MODES:
+                self.error(f"`toolUse.mode` must be one of {', '.join(TOOL_MODES)}, not {short(mode)}", use, "mode",
+                           ("toolUse", "mode"), choice_hint(mode, TOOL_MODES), "tools")
+            elif mode in ("native", "auto") and not tools and use.get("enabled") is not False:
+                self.warn(f"`toolUse.mode: {mode}` without `tools`: there is nothing to send, so tool use is "
+                          "scored from the `TOOL_CALL` lines in the response (trace-only)", use, "mode",
+                          ("toolUse", "mode"), "declare the tools under `tools:` with their `mocks`", "tools")
+            if "enabled" in use and not isinstance(use["enabled"], bool):
+                self.error("`toolUse.enabled` must be true or false", use, "enabled", ("toolUse", "enabled"),
+                           code="tools")
             if use.get("outputFormat") not in (None, "json-line"):
                 self.error("`toolUse.outputFormat` must be 'json-line'", use, "outputFormat",
                            ("toolUse", "outputFormat"), code="tools")
             steps = use.get("maxSteps")
-            if steps is not None and not (is_number(steps) and steps >= 1):
-                self.error("`toolUse.maxSteps` must be a number of at least 1", use, "maxSteps",
-                           ("toolUse", "maxSteps"), code="tools")
+            if steps is not None and not (is_number(steps) and float(steps).is_integer() and 1 <= steps <= MAX_TOOL_STEPS):
+                self.error(f"`toolUse.maxSteps` must be a whole number from 1 to {MAX_TOOL_STEPS} (model calls in "
+                           f"one turn's tool loop), not {short(steps)}", use, "maxSteps", ("toolUse", "maxSteps"),
+                           "write e.g. `maxSteps: 4`", "tools")
             bp.tool_use = use
+
+    def read_tool(self, tools: list, index: int, seen: set[str], sent: bool) -> bool:
+        """One entry of `tools`; False when it cannot be used. ``sent``: the tools go to providers (native or
+        auto), so their names must be ones the providers take."""
+        tool = tools[index]
+        path = ("tools", index)
+        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str) or not tool["name"].strip():
+            self.error("each entry of `tools` must be a mapping with a text `name`", tools, index, path,
+                       "write `- name: search` with an optional `description`, `schema` and `mocks`", "tools")
+            return False
+        name = tool["name"]
+        self.notes.unknown_keys(tool, TOOL_KEYS, path, f"tool `{name}`")
+        ok = True
+        if sent and not TOOL_NAME.fullmatch(name):
+            self.error(f"tool name {short(name)} cannot be sent to providers: use letters, digits, `_` and `-` "
+                       "(at most 64)", tool, "name", (*path, "name"), "for example `name: search_docs`", "tools")
+            ok = False
+        elif name in seen:
+            self.error(f"tool `{name}` is declared twice", tool, "name", (*path, "name"),
+                       "give each tool its own name", "tools")
+            ok = False
+        seen.add(name)
+        if "description" in tool and tool["description"] is not None and not isinstance(tool["description"], str):
+            self.error(f"tool `{name}`: `description` must be text", tool, "description", (*path, "description"),
+                       code="tools")
+            ok = False
+        if "schema" in tool and tool["schema"] is not None:
+            problem = tool_schema_error(tool["schema"])
+            if problem:  # an error when the schema is sent and checks arguments; trace-only, a warning
+                (self.error if sent else self.warn)(
+                    f"tool `{name}`: {problem}", tool, "schema", (*path, "schema"),
+                    "write a JSON Schema such as `{type: object, properties: {query: {type: string}}, "
+                    "required: [query]}`", "tools")
+                ok = ok and not sent
+        if "mocks" in tool and tool["mocks"] is not None:
+            mocks = tool["mocks"]
+            if not isinstance(mocks, list):
+                self.error(f"tool `{name}`: `mocks` must be a list of rules", tool, "mocks", (*path, "mocks"),
+                           "write `mocks: [{when: {query: x}, result: {...}}]`", "tools")
+                ok = False
+            else:
+                for m_index, mock in enumerate(mocks):
+                    ok = self.read_mock(name, mocks, m_index, (*path, "mocks", m_index)) and ok
+        if "default" in tool and isinstance(tool["default"], dict) and ({"result", "error"} & set(tool["default"])):
+            ok = self.read_answer(name, tool["default"], (*path, "default"), "default") and ok
+        return ok
+
+    def read_mock(self, name: str, mocks: list, index: int, path: tuple) -> bool:
+        mock = mocks[index]
+        what = f"tool `{name}`, mock {index + 1}"
+        if not isinstance(mock, dict):
+            self.error(f"{what} must be a mapping with `when` and a `result` or an `error`", mocks, index, path,
+                       "write `- {when: {query: x}, result: {...}}`", "tools")
+            return False
+        self.notes.unknown_keys(mock, ("when", "result", "error"), path, what)
+        ok = self.read_answer(name, mock, path, f"mock {index + 1}")
+        when = mock.get("when")
+        if when is None:
+            return ok
+        if not isinstance(when, dict):
+            self.error(f"{what}: `when` must map argument names to values (or `{{matches: regex}}`)", mock, "when",
+                       (*path, "when"), "write `when: {query: Article 2}` or `when: {query: {matches: '^Art'}}`",
+                       "tools")
+            return False
+        for arg, wanted in when.items():
+            if isinstance(wanted, dict) and "matches" in wanted:
+                pattern = wanted["matches"]
+                problem = None
+                if set(wanted) != {"matches"} or not isinstance(pattern, str):
+                    problem = "`matches` takes one regex, as text, alone in its mapping"
+                else:
+                    try:
+                        compile_js(pattern)
+                    except RegexError as exc:
+                        problem = f"the regex cannot be used: {exc}"
+                if problem:
+                    self.error(f"{what}, `when.{arg}`: {problem}", when, arg, (*path, "when", arg),
+                               "write `{matches: '^Article'}`", "tools")
+                    ok = False
+        return ok
+
+    def read_answer(self, name: str, mapping: dict, path: tuple, what: str) -> bool:
+        has_result, has_error = "result" in mapping, "error" in mapping
+        if has_result == has_error:
+            self.error(f"tool `{name}`, {what}: give exactly one of `result` (what the tool returns) and `error` "
+                       "(a tool error the model sees)", mapping, None, path,
+                       "write `result: {...}` or `error: not found`", "tools")
+            return False
+        if has_error and not isinstance(mapping["error"], str):
+            self.error(f"tool `{name}`, {what}: `error` must be text", mapping, "error", (*path, "error"),
+                       code="tools")
+            return False
+        return True
+
+    def check_tool_mocks(self, bp: Blueprint, header: dict) -> None:
+        """A warning for each tool a native or auto loop could call but no mock can answer."""
+        use = bp.tool_use if isinstance(bp.tool_use, dict) else {}
+        if use.get("mode") not in ("native", "auto") or use.get("enabled") is False or not bp.tools:
+            return
+        for index, tool in enumerate(bp.tools):
+            if not tool.get("mocks") and "default" not in tool:
+                self.warn(f"tool `{tool['name']}` has no `mocks` and no `default`: in a native tool loop a call "
+                          "to it cannot be answered, and the response fails with that reason",
+                          header["tools"][index] if isinstance(header.get("tools"), list) else None, "name",
+                          ("tools", index, "name"), "add `mocks: [{when: {...}, result: ...}]` or `default: "
+                          "{result: ...}` (docs/blueprints.md, \"Tools and mocks\")", "tools")
 
     def read_external_services(self, h, bp):
         services = h["externalServices"]
@@ -503,6 +635,26 @@ def check_collections(notes: Notes, bp: Blueprint, header: dict, collections) ->
         notes.warn(lead + "; a run needs it resolved", container, key, path,
                   f"add `models/{name}.json` (a JSON list of model ids) beside the blueprint or in a parent "
                   "folder, import it into evalsite, or list models explicitly", "collection")
+
+
+def tool_schema_error(schema) -> str | None:
+    """Why ``schema`` is not a JSON Schema (2020-12) a tool can take, or None. A tool takes named arguments,
+    so the schema describes an object."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    if not isinstance(schema, dict):
+        return f"`schema` must be a mapping (a JSON Schema), not {type_name(schema)}"
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path)
+        return f"`schema` is not a valid JSON Schema{' at ' + where if where else ''}: {exc.message[:200]}"
+    except RecursionError:
+        return "`schema` is nested too deeply"
+    if schema.get("type", "object") != "object":
+        return "`schema` must describe an object (`type: object`): a tool takes named arguments"
+    return None
 
 
 _BRIEF = reprlib.Repr()

@@ -8,6 +8,7 @@ overrides a point (``runs.records.compute_aggregates`` only loads the rows).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from blueprints.spec.schema import Prompt
@@ -17,8 +18,37 @@ from .scoring import VERDICTS, Rating, run_stats, textbook_alpha
 from .assess import unknown_cost_calls
 
 
+@dataclass(frozen=True, slots=True)
+class Spend:
+    """What one attempt of one item spent: the calls its candidate and its judges sent, their tokens and cost.
+
+    One for each response as it stands (its generation and its judging), and one for each earlier attempt a
+    retry, a re-run or a cancel left behind (``runs.models.EarlierAttempt``): every call that was sent stays in
+    the run's figures. ``judge_usage`` is a stored ``JudgeUsage`` dict."""
+
+    variant_id: str
+    calls_sent: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None  # None: no call of known price
+    cost_unknown: int = 0  # calls sent whose price is unknown
+    judge_calls_sent: int = 0
+    judge_usage: dict = field(default_factory=dict)
+
+
+def spend_of(record: ResponseRecord, *, calls_sent: int = 0, cost_unknown: int = 0, judge_calls_sent: int = 0
+             ) -> Spend:
+    """A response's own spending, from its record (the judges' part only once it is finished: an item waiting
+    again has handed what its judges spent to an earlier attempt)."""
+    finished = record.status in ("done", "failed") or record.failed
+    return Spend(record.variant_id, calls_sent, record.input_tokens or 0, record.output_tokens or 0,
+                 record.cost_usd, cost_unknown, judge_calls_sent if finished else 0,
+                 (record.judge_usage or {}) if finished else {})
+
+
 def run_aggregates(records: Sequence[ResponseRecord], prompts: Sequence[Prompt], *,
-                   agreement: dict | None = None, ratings: Iterable[Sequence[Rating]] = ()) -> dict:
+                   agreement: dict | None = None, ratings: Iterable[Sequence[Rating]] = (),
+                   spends: Sequence[Spend] | None = None) -> dict:
     """``variants``, ``cells``, ``overall``, ``agreement`` and, for blueprints with trials or verdicts, ``cellDetails``.
 
     A cell's score is its trials' mean unless the prompt asks for another aggregation; a
@@ -27,12 +57,32 @@ def run_aggregates(records: Sequence[ResponseRecord], prompts: Sequence[Prompt],
     alpha over ``ratings`` (one list of the primary judges' ratings per judged point).
     """
     matrix = build_matrix(records, prompts)
-    return aggregates_of(matrix, records, agreement=agreement, ratings=ratings)
+    return aggregates_of(matrix, records, agreement=agreement, ratings=ratings, spends=spends)
+
+
+def _usage(spends: Sequence[Spend]) -> dict:
+    """Calls, tokens and cost summed over spends: the model table's figures and the run's counters alike."""
+    known = [s.cost_usd for s in spends if s.cost_usd is not None]
+    judge = [s.judge_usage for s in spends]
+    return {
+        "calls": sum(s.calls_sent for s in spends),
+        "inputTokens": sum(s.input_tokens for s in spends), "outputTokens": sum(s.output_tokens for s in spends),
+        "costUsd": float(sum(known)) if known else None, "costUnknown": sum(s.cost_unknown for s in spends),
+        "judgeCalls": sum(s.judge_calls_sent for s in spends),
+        "judgeInputTokens": sum(u.get("inputTokens") or 0 for u in judge),
+        "judgeOutputTokens": sum(u.get("outputTokens") or 0 for u in judge),
+        "judgeCostUsd": float(sum(u.get("costUsd") or 0 for u in judge)),
+        "judgeCostUnknown": sum(unknown_cost_calls(u) for u in judge),
+    }
 
 
 def aggregates_of(matrix: Matrix, records: Sequence[ResponseRecord], *, agreement: dict | None = None,
-                  ratings: Iterable[Sequence[Rating]] = ()) -> dict:
-    """The stored figures of a run, read off its matrix (cell scores, variant means) and its records (usage)."""
+                  ratings: Iterable[Sequence[Rating]] = (), spends: Sequence[Spend] | None = None) -> dict:
+    """The stored figures of a run, read off its matrix (cell scores, variant means, cells per state) and what
+    it spent (``spends``: every attempt of every item; without them, each record's own figures).
+
+    Per variant, ``notRun`` counts the cells that never ran (a cancel, a budget) and ``notEvaluated`` the cells
+    that ran without a score (failed ones included): one never counts as the other."""
     cells: dict[str, dict[str, float | None]] = {}
     details: dict[str, dict[str, dict]] = {}
     for cell in matrix.cells.values():
@@ -43,23 +93,23 @@ def aggregates_of(matrix: Matrix, records: Sequence[ResponseRecord], *, agreemen
     by_variant: dict[str, list[ResponseRecord]] = {}
     for r in records:
         by_variant.setdefault(r.variant_id, []).append(r)
+    if spends is None:
+        spends = [spend_of(r) for r in records]
+    spent: dict[str, list[Spend]] = {}
+    for s in spends:
+        spent.setdefault(s.variant_id, []).append(s)
     variants: dict[str, dict] = {}
     for variant_id in sorted(by_variant):
         mine = by_variant[variant_id]
         stats = matrix.summaries[variant_id]
         latencies = [r.latency_ms for r in mine if r.latency_ms is not None]
-        costs = [r.cost_usd for r in mine if r.cost_usd is not None]
-        usage = [r.judge_usage or {} for r in mine]
+        not_run = stats.counts.get("not-run", 0)
+        waiting = stats.counts.get("pending", 0) + stats.counts.get("running", 0)
         variants[variant_id] = {
-            "mean": stats.mean, "std": stats.std, "n": stats.n, "notEvaluated": stats.not_evaluated,
+            "mean": stats.mean, "std": stats.std, "n": stats.n,
+            "notEvaluated": stats.not_evaluated - not_run - waiting, "notRun": not_run,
             "failed": sum(1 for r in mine if r.failed), "states": dict(stats.counts),
-            "inputTokens": sum(r.input_tokens or 0 for r in mine),
-            "outputTokens": sum(r.output_tokens or 0 for r in mine),
-            "costUsd": sum(costs) if costs else None, "costUnknown": len(mine) - len(costs),
-            "judgeInputTokens": sum(u.get("inputTokens", 0) for u in usage),
-            "judgeOutputTokens": sum(u.get("outputTokens", 0) for u in usage),
-            "judgeCostUsd": sum(u.get("costUsd") or 0 for u in usage),
-            "judgeCostUnknown": sum(unknown_cost_calls(u) for u in usage),
+            **_usage(spent.get(variant_id, ())),
             "latencyMs": sum(latencies) / len(latencies) if latencies else None,
             "violatedShouldNot": sum(1 for r in mine if r.violated_should_not),
             "disagreements": sum(1 for r in mine if r.disagreement),
@@ -83,24 +133,27 @@ def aggregates_of(matrix: Matrix, records: Sequence[ResponseRecord], *, agreemen
     return out
 
 
-def stored_totals(records: Sequence[ResponseRecord], judge_calls: dict[str, int],
-                  unknown_candidate_calls: int) -> dict:
-    """A run's counters as the sum of what is stored: items, judge calls (``judge_calls``: primary verdicts
-    that answered and that failed), tokens and costs. A finished run writes these over the counters it kept
-    while working, so a retry, a resume or a re-run can never leave them counting something twice."""
+def stored_totals(records: Sequence[ResponseRecord], judge_calls: dict[str, int], spends: Sequence[Spend]) -> dict:
+    """A run's counters as the sum of what is stored: items and judge verdicts (``judge_calls``: primary
+    verdicts that answered and that failed) counted once per item, and the calls sent, tokens and costs of every
+    attempt (``spends``: the responses' and their earlier attempts', as the model table sums them per variant).
+    A finished run writes these over the counters it kept while working, so a retry, a resume or a re-run can
+    never leave them counting something twice, nor drop what an earlier attempt spent."""
     finished = [r for r in records if r.status in ("done", "failed") or r.failed]
-    usage = [r.judge_usage or {} for r in finished]
+    usage = _usage(spends)
     return {
         "items_done": len(finished),
         "items_failed": sum(1 for r in finished if r.failed),
         "judge_calls_done": judge_calls.get("ok", 0),
         "judge_calls_failed": judge_calls.get("failed", 0),
-        "candidate_input_tokens": sum(r.input_tokens or 0 for r in records),
-        "candidate_output_tokens": sum(r.output_tokens or 0 for r in records),
-        "candidate_cost_usd": float(sum(r.cost_usd or 0 for r in records)),
-        "candidate_cost_unknown": unknown_candidate_calls,
-        "judge_input_tokens": sum(u.get("inputTokens") or 0 for u in usage),
-        "judge_output_tokens": sum(u.get("outputTokens") or 0 for u in usage),
-        "judge_cost_usd": float(sum(u.get("costUsd") or 0 for u in usage)),
-        "judge_cost_unknown": sum(unknown_cost_calls(u) for u in usage),
+        "candidate_calls_sent": usage["calls"],
+        "candidate_input_tokens": usage["inputTokens"],
+        "candidate_output_tokens": usage["outputTokens"],
+        "candidate_cost_usd": usage["costUsd"] or 0.0,
+        "candidate_cost_unknown": usage["costUnknown"],
+        "judge_calls_sent": usage["judgeCalls"],
+        "judge_input_tokens": usage["judgeInputTokens"],
+        "judge_output_tokens": usage["judgeOutputTokens"],
+        "judge_cost_usd": usage["judgeCostUsd"],
+        "judge_cost_unknown": usage["judgeCostUnknown"],
     }

@@ -251,7 +251,8 @@ async def _assess_function_point(point: Point, evaluate_point: PointEvaluator, s
     call = dict(
         messages=[{"role": t.role, "content": t.content} for t in conversation],
         model_id=response.model_variant_id,
-        tool_calls=list(response.tool_calls) or None,  # None: the function parses the trace itself
+        # The native trajectory's calls (none is none); trace-only: None lets the function parse the text itself.
+        tool_calls=list(response.tool_calls) if response.tool_mode == "native" else (list(response.tool_calls) or None),
         prompt_id=prompt.id,
         external_services=external_services,
         **extra,

@@ -135,6 +135,8 @@ def keep_answer(entry: dict, result: ChatResult) -> None:
     if not result.ok or not isinstance(text, str):
         return
     entry["attemptCount"] = result.attempts
+    if result.tool_calls:  # a native tool loop's step: its calls are the answer as much as its text
+        entry["toolCalls"] = [dict(c) for c in result.tool_calls]
     if len(text) > MAX_ANSWER_CHARS:
         entry["textNotKept"] = len(text)
     else:
@@ -168,7 +170,7 @@ def take_recorded(recorded: list[dict], key: str | None, request: ChatRequest) -
     found = None
     for entry in recorded:
         if (entry.get("cacheKey") == key and entry.get("purpose") == request.purpose
-                and (entry.get("turn") or 0) == request.turn):
+                and (entry.get("turn") or 0) == request.turn and bool(entry.get("tools")) == bool(request.tools)):
             if entry.get("label") == request.label:
                 found = entry
                 break
@@ -185,7 +187,49 @@ def replayed_result(entry: dict) -> ChatResult | None:
     if answer_problem(entry) is not None:
         return None
     attempts = entry.get("attemptCount")
+    calls = entry.get("toolCalls")
     return ChatResult(text=entry["text"], usage=Usage(entry.get("input_tokens"), entry.get("output_tokens")),
                       latency_ms=entry.get("latency_ms"), cost_usd=entry.get("cost_usd"),
                       cached=bool(entry.get("cached")), finish_reason=entry.get("finish_reason"),
-                      attempts=attempts if isinstance(attempts, int) else 0)
+                      attempts=attempts if isinstance(attempts, int) else 0,
+                      tool_calls=tuple(c for c in calls if isinstance(c, dict)) if isinstance(calls, list) else ())
+
+
+# --- what calls spent ----------------------------------------------------------------------------
+
+
+def requests_sent(entry: dict) -> int:
+    """The requests a call sent to a provider: each HTTP attempt (a retry too). None for an answer from the
+    cache or the fixtures, or a call the cancel or the budget held back. A replay's call stands for its
+    original's (it carries the original's attempts, tokens and cost), so a replay's figures are the original's."""
+    if entry.get("source") != "provider":
+        return 0
+    return len(entry.get("attempts") or ())
+
+
+def unknown_price(entry: dict) -> bool:
+    """A call of unknown price: it went to a provider (a replay's stands for its original's) and came back
+    without a cost (a model without a price, or no usage). A call never sent is not one."""
+    return (entry.get("source") == "provider" and bool(entry.get("attempts")) and not entry.get("cached")
+            and entry.get("cost_usd") is None)
+
+
+def spent(entries) -> dict:
+    """What ``entries`` (call-log entries) spent: ``sent`` requests, tokens as the answers gave them, the cost of
+    the calls of known price (None when no call of known price was made and some call's price is unknown), and
+    ``unknownCostCalls``. ``calls`` counts the calls answered or sent (a cache hit too), as ``JudgeUsage`` does;
+    a call the cancel or the budget held back is none of these."""
+    made = [e for e in entries if "purpose" in e and (e.get("attempts") or e.get("source") != "provider")]
+    known = [e["cost_usd"] for e in made if e.get("cost_usd") is not None]
+    unknown = sum(1 for e in made if unknown_price(e))
+    return {"calls": len(made), "sent": sum(requests_sent(e) for e in made),
+            "inputTokens": sum(e.get("input_tokens") or 0 for e in made),
+            "outputTokens": sum(e.get("output_tokens") or 0 for e in made),
+            "costUsd": float(sum(known)) if known or not unknown else None, "unknownCostCalls": unknown}
+
+
+def traced_instead(recorded: list[dict], key: str | None, request: ChatRequest) -> bool:
+    """Whether the original run sent this request without tools (its model took none, toolUse.mode auto)."""
+    return bool(request.tools) and key is not None and any(
+        e.get("cacheKey") == key and e.get("purpose") == request.purpose and (e.get("turn") or 0) == request.turn
+        and not e.get("tools") for e in recorded)

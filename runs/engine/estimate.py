@@ -442,6 +442,11 @@ def _cached_judgings(prompt: Prompt, conversation: list[Turn], plan: JudgePlan, 
     return found
 
 
+def _loop(variant: ModelVariant, model: ModelEstimate) -> int:
+    """Model calls a generated turn of this variant may take: a native tool loop's ``maxSteps``, else one."""
+    return variant.tools.max_steps if variant.tools is not None and not model.canned else 1
+
+
 def estimate_run(
     bp: Blueprint,
     models: Iterable[str | CustomModel],
@@ -498,7 +503,7 @@ def estimate_run(
     responses = backup = repairs = services = unprobed = 0
     # Variants per model: what a response costs depends on its model alone unless the cache answers part of it,
     # so responses not looked up are counted in one step per model (the work grows with prompts x models).
-    per_model = Counter(v.base_model_id for v in variants)
+    per_model = Counter((v.base_model_id, _loop(v, candidates[v.base_model_id])) for v in variants)
 
     for index, prompt in enumerate(bp.prompts):
         n_trials = trials_of(prompt, trials)
@@ -509,23 +514,26 @@ def estimate_run(
         prompt_tokens = tokens(chars)
         judge_chars: dict[tuple[int, int], int] = {}  # (answer tokens, judge index) -> judge input per point
 
-        def account(model_id: str, hits: int, cached: set, times: int) -> None:
-            """``times`` responses of this prompt by ``model_id``, the cache answering ``hits`` turns of each and
-            the judge askings in ``cached``."""
+        def account(model_id: str, loop: int, hits: int, cached: set, times: int) -> None:
+            """``times`` responses of this prompt by ``model_id`` (up to ``loop`` calls a turn), the cache answering
+            ``hits`` turns of each and the judge askings in ``cached``."""
             nonlocal responses, backup, repairs
             model = candidates[model_id]
             out = answer_tokens if answer_tokens is not None else max_out[model_id]
             expected = model.answer_tokens
+            # A native tool loop (toolUse native/auto) may make up to maxSteps model calls a turn, none cached.
+            calls_here = turns * loop
             responses += times
             if model.canned:
                 model.canned_answers += turns * times
             else:
                 model.cached += hits * times
-                model.calls += (turns - hits) * times
-                model.input_tokens += sum(prompt_tokens + i * out for i in range(hits, turns)) * times
-                model.output_tokens += (turns - hits) * out * times
-                model.expected_input_tokens += sum(prompt_tokens + i * expected for i in range(hits, turns)) * times
-                model.expected_output_tokens += (turns - hits) * expected * times
+                model.calls += (calls_here - hits) * times
+                model.input_tokens += sum(prompt_tokens + i * out for i in range(hits, calls_here)) * times
+                model.output_tokens += (calls_here - hits) * out * times
+                model.expected_input_tokens += \
+                    sum(prompt_tokens + i * expected for i in range(hits, calls_here)) * times
+                model.expected_output_tokens += (calls_here - hits) * expected * times
             if points and judges:
                 for j_index, judge_line in enumerate(judges):
                     for length in {out, expected}:
@@ -554,26 +562,27 @@ def estimate_run(
                 embeddings[0].expected_input_tokens += (expected + tokens(len(prompt.ideal_response))) * times
 
         if probe is None or not probe.live:
-            for model_id, count in per_model.items():
-                account(model_id, 0, set(), count * n_trials)
+            for (model_id, loop), count in per_model.items():
+                account(model_id, loop, 0, set(), count * n_trials)
             if probe is not None:
-                unprobed += sum(count * n_trials for model_id, count in per_model.items()
-                                if not candidates[model_id].canned)
+                unprobed += sum(count * n_trials for (model_id, loop), count in per_model.items()
+                                if not candidates[model_id].canned and loop == 1)
             continue
         for variant in variants:
             model_id = variant.base_model_id
-            if candidates[model_id].canned or not uses_cache(prompt, variant):
-                account(model_id, 0, set(), n_trials)
+            loop = _loop(variant, candidates[model_id])
+            if candidates[model_id].canned or not uses_cache(prompt, variant) or loop != 1:  # a tool loop: uncached
+                account(model_id, loop, 0, set(), n_trials)
                 continue
             for trial in range(n_trials):
                 if not probe.live:  # out of time: the rest of this variant's trials are counted as calls
-                    account(model_id, 0, set(), n_trials - trial)
+                    account(model_id, loop, 0, set(), n_trials - trial)
                     unprobed += n_trials - trial
                     break
                 hits, conversation = _cached_generation(prompt, variant, trial, probe)
                 cached = _cached_judgings(prompt, conversation, plan, probe) \
                     if points and judges and conversation is not None else set()
-                account(model_id, hits, cached, 1)
+                account(model_id, loop, hits, cached, 1)
 
     estimate = RunEstimate(
         candidates=list(candidates.values()), judges=judges, embeddings=embeddings, responses=responses,

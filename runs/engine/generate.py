@@ -39,16 +39,33 @@ generated turn joined by a blank line; if nothing was generated (deviation
 kept, generated turns marked. Tool calls (``TOOL_CALL {json}`` lines) are
 parsed from the scored text, so they are exactly what the tool point
 functions see.
+
+**Native tool use** (docs/points.md "Native tool use"). When the blueprint
+declares ``tools`` and ``toolUse.mode`` is ``native`` or ``auto``
+(:func:`runs.engine.tools.setup_from`, on the variant), each generated turn is
+a loop: the tool definitions go with every call; each call the model makes is
+answered from the blueprint's mocks (``ToolSetup.answer``) and sent back; the
+loop ends when the model answers in text. At most ``maxSteps`` model calls a
+turn: a model still calling tools at the last is a failed response, with its
+reason, as is a call to an undeclared tool, arguments that break the tool's
+schema and a call no mock answers. The trajectory is the record: each
+assistant turn keeps its calls, each ``tool`` turn its step (tool, arguments,
+schema check, mock, result or error), and ``tool_calls`` lists every call in
+order with its step, which is what the tool point functions read. Under
+``auto``, a model without native tools (a text-completions or custom endpoint,
+fixtures) is generated trace-only, and the response says so (``tool_note``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Iterable
 
+from blueprints.spec.limits import Limits
 from blueprints.spec.model_ids import effective_id
 from blueprints.spec.schema import Blueprint, CustomModel, Prompt
 from runs.engine.points.tool_trace import parse_tool_trace
+from runs.engine.tools import MAX_CALLS_PER_STEP, ToolSetup, setup_from
 from runs.engine.types import ChatRequest, CompleteFn, GeneratedResponse, Turn, Usage
 
 DEFAULT_TEMPERATURE = 0.0
@@ -86,6 +103,7 @@ class ModelVariant:
     global_temperature: float | None = None
     no_cache: bool | None = None  # the blueprint's `noCache`
     default_temperature: float = DEFAULT_TEMPERATURE
+    tools: ToolSetup | None = field(default=None, compare=False)  # native/auto tool use (None: trace-only)
 
     def temperature_for(self, prompt: Prompt) -> float:
         return resolve_temperature(self.temperature, prompt.temperature, self.global_temperature,
@@ -117,6 +135,7 @@ def expand_variants(blueprint: Blueprint, models: Iterable[str | CustomModel] | 
     from_list = bool(blueprint.systems)
     systems = list(blueprint.systems) if from_list else [blueprint.system]
     count = len(systems)
+    tools = setup_from(blueprint.tools, blueprint.tool_use)
     variants: dict[str, ModelVariant] = {}
     for model_id in model_ids:
         for temperature in temperatures:
@@ -128,7 +147,7 @@ def expand_variants(blueprint: Blueprint, models: Iterable[str | CustomModel] | 
                     base_model_id=model_id, temperature=temperature, system_prompt=system, sp_idx=sp_idx,
                     variant_id=variant_id, system_count=count, system_from_list=from_list,
                     global_temperature=blueprint.temperature, no_cache=blueprint.no_cache,
-                    default_temperature=default_temperature,
+                    default_temperature=default_temperature, tools=tools,
                 ))
     return list(variants.values())
 
@@ -152,12 +171,14 @@ async def generate(
     max_tokens: int | None = None,
     use_cache: bool = True,
     trial: int = 0,
+    limits: Limits | None = None,
 ) -> GeneratedResponse:
     """Generate one prompt's response with one model variant. Never raises for a failed call.
 
     ``use_cache`` False bypasses the cache for this call (a run without
     cache); the prompt's or blueprint's ``noCache`` bypasses it too.
-    ``max_tokens`` None leaves each provider's default (reference 5.8).
+    ``max_tokens`` None leaves each provider's default (reference 5.8). ``limits`` bound a tool loop's mock
+    patterns (the operator's regex time limit; None: the defaults).
     """
     variant_id = variant.id_for(prompt)
     temperature = variant.temperature_for(prompt)
@@ -175,38 +196,85 @@ async def generate(
         conversation.append(Turn("system", system))
     generated: list[str] = []
     totals = _Totals()
+    setup = variant.tools
+    if setup is not None and limits is not None:
+        setup = replace(setup, limits=limits)
+    loop = _Loop(setup)
 
     async def generate_turn() -> str | None:
-        request = ChatRequest(
-            model_id=variant.base_model_id, messages=tuple(history), temperature=temperature,
-            max_tokens=max_tokens, purpose="candidate", use_cache=cache_ok, prompt_id=prompt.id,
-            turn=len(generated), trial=trial, label=f"turn {len(generated) + 1}",
-        )
-        result = await complete(request)
-        totals.add(result)
-        if result.error is None and not (result.text or "").strip():
-            totals.error, totals.retryable = "the model returned an empty answer", False
-            return None
-        if result.error is not None:
-            totals.error, totals.retryable = result.error, result.retryable
-            return None
-        text = result.text
-        history.append({"role": "assistant", "content": text})
-        conversation.append(Turn("assistant", text, generated=True))
-        generated.append(text)
-        return text
+        turn_index = loop.turns
+        steps = 0
+        while True:
+            native = loop.native
+            request = ChatRequest(
+                model_id=variant.base_model_id, messages=tuple(history), temperature=temperature,
+                max_tokens=max_tokens, purpose="candidate", use_cache=cache_ok and not native, prompt_id=prompt.id,
+                turn=turn_index, trial=trial, tools=loop.setup.definitions() if native else (),
+                label=f"turn {turn_index + 1}" + (f", step {steps + 1}" if native else ""),
+            )
+            result = await complete(request)
+            if native and result.no_native_tools and loop.setup.mode == "auto":
+                loop.fall_back(result.error or "")  # nothing was sent: ask again, trace-only
+                continue
+            totals.add(result)
+            steps += 1
+            if result.error is not None:
+                totals.error, totals.retryable = result.error, result.retryable
+                return None
+            text = (result.text or "").strip() if native else result.text
+            if native and result.tool_calls:
+                calls = tuple({"id": _call_id(c.get("id"), turn_index, steps, i), "name": c.get("name"),
+                               "arguments": c.get("arguments")} for i, c in enumerate(result.tool_calls))
+                history.append({"role": "assistant", "content": text, "tool_calls": [dict(c) for c in calls]})
+                conversation.append(Turn("assistant", text, generated=True, tool_calls=calls, tools="native"))
+                if text:
+                    generated.append(text)
+                if len(calls) > MAX_CALLS_PER_STEP:
+                    for call in calls[:MAX_CALLS_PER_STEP]:
+                        loop.record(call, turn_index, steps, None, "too-many-calls")
+                    totals.error, totals.retryable = (
+                        f"the model made {len(calls):,} tool calls in one answer, more than the {MAX_CALLS_PER_STEP} "
+                        "a step may make; none was answered"), False
+                    return None
+                if steps >= loop.setup.max_steps:
+                    for call in calls:
+                        loop.record(call, turn_index, steps, None)
+                    names = ", ".join(dict.fromkeys(str(c["name"]) for c in calls))
+                    totals.error, totals.retryable = (
+                        f"the step limit was reached: toolUse.maxSteps allows {loop.setup.max_steps} model "
+                        f"call{'s' if loop.setup.max_steps != 1 else ''} in a turn, and the last still called "
+                        f"{names} instead of answering"), False
+                    return None
+                for call in calls:
+                    answer = loop.setup.answer(call["name"], call["arguments"])
+                    step = loop.record(call, turn_index, steps, answer)
+                    history.append({"role": "tool", "tool_call_id": call["id"], "name": call["name"],
+                                    "content": answer.content, "is_error": answer.is_error})
+                    conversation.append(Turn("tool", answer.content, tool=step))
+                    if answer.failed:
+                        totals.error, totals.retryable = answer.reason, False
+                        return None
+                continue
+            if not (text or "").strip():
+                totals.error, totals.retryable = "the model returned an empty answer", False
+                return None
+            history.append({"role": "assistant", "content": text})
+            conversation.append(Turn("assistant", text, generated=True, tools=loop.mode_label))
+            generated.append(text)
+            loop.turns += 1
+            return text
 
     for position, message in enumerate(messages):
         if message.to_generate:
             if await generate_turn() is None:
                 return _failed(prompt, variant_id, trial, conversation, messages[position:], totals,
-                               len(generated) + 1, planned, system, temperature)
+                               loop.turns + 1, planned, system, temperature, loop)
         else:
             history.append({"role": message.role, "content": message.content})
             conversation.append(Turn(message.role, message.content))
     if needs_final_turn and await generate_turn() is None:
-        return _failed(prompt, variant_id, trial, conversation, [], totals, len(generated) + 1, planned, system,
-                       temperature)
+        return _failed(prompt, variant_id, trial, conversation, [], totals, loop.turns + 1, planned, system,
+                       temperature, loop)
 
     if generated:
         text = "\n\n".join(generated)
@@ -214,18 +282,23 @@ async def generate(
         text = messages[-1].content  # deviation 14: the authored answer is what gets scored
     else:
         text = None
-    final_text = next((t.content for t in reversed(conversation) if t.role == "assistant"), None)
-    trace = parse_tool_trace(text or "")
+    final_text = next((t.content for t in reversed(conversation) if t.role == "assistant" and t.content), None)
+    if loop.native:
+        calls, problems = tuple(loop.calls), ()  # the trajectory is the record; TOOL_CALL text is not a call
+    else:
+        trace = parse_tool_trace(text or "")
+        calls, problems = tuple(trace.calls), tuple(trace.problems)
     return GeneratedResponse(
         prompt_id=prompt.id, model_variant_id=variant_id, conversation=tuple(conversation), text=text,
-        final_text=final_text, tool_calls=tuple(trace.calls), usage=totals.usage(),
+        final_text=final_text, tool_calls=calls, usage=totals.usage(),
         latency_ms=totals.latency_ms, cost_usd=totals.cost_usd(), cached=totals.all_cached(), trial=trial,
-        system_prompt=system or None, temperature=temperature, tool_call_problems=tuple(trace.problems),
-        attempts=totals.attempts,
+        system_prompt=system or None, temperature=temperature, tool_call_problems=problems,
+        attempts=totals.attempts, tool_mode=loop.mode, tool_note=loop.note,
     )
 
 
-def _failed(prompt, variant_id, trial, conversation, remaining, totals, turn_number, planned, system, temperature):
+def _failed(prompt, variant_id, trial, conversation, remaining, totals, turn_number, planned, system, temperature,
+            loop=None):
     """A response that could not be generated: the reason, and the conversation as far as it got."""
     error = totals.error
     if planned > 1:
@@ -240,7 +313,68 @@ def _failed(prompt, variant_id, trial, conversation, remaining, totals, turn_num
         final_text=None, error=error, retryable=totals.retryable, usage=totals.usage(),
         latency_ms=totals.latency_ms, cost_usd=totals.cost_usd(), cached=False, trial=trial,
         system_prompt=system or None, temperature=temperature, attempts=totals.attempts,
+        tool_calls=tuple(loop.calls) if loop is not None and loop.native else (),
+        tool_mode=loop.mode if loop is not None else None, tool_note=loop.note if loop is not None else "",
     )
+
+
+def _call_id(given, turn: int, step: int, index: int) -> str:
+    """A call's id, unique in the response: the provider's, or ours (Gemini's calls may have none; ours keep the
+    ``gemini-`` prefix, which formats.py does not send back)."""
+    if isinstance(given, str) and given and not given.startswith(("gemini-", "call-")):
+        return given
+    prefix = "gemini" if isinstance(given, str) and given.startswith("gemini-") else "call"
+    return f"{prefix}-{turn + 1}-{step}-{index}"
+
+
+UNANSWERED = {"step-limit": "not answered: the step limit was reached",
+              "too-many-calls": f"not answered: more than {MAX_CALLS_PER_STEP} calls in one answer"}
+
+
+class _Loop:
+    """A response's tool use: the mode (native until a model without native tools falls back), and every call
+    of the trajectory in order, each with its step."""
+
+    def __init__(self, setup: ToolSetup | None) -> None:
+        self.setup = setup
+        self.native = setup is not None
+        self.note = ""
+        self.calls: list[dict] = []
+        self.turns = 0  # generated turns completed
+
+    @property
+    def mode(self) -> str | None:
+        if self.setup is None:
+            return None
+        return "native" if self.native else "trace-only"
+
+    @property
+    def mode_label(self) -> str | None:
+        if self.setup is None:
+            return None
+        return "native" if self.native else f"trace-only ({self.note})" if self.note else "trace-only"
+
+    def fall_back(self, reason: str) -> None:
+        self.native = False
+        self.note = "toolUse.mode auto: " + (reason.split(";")[0] or "this model takes no native tools")
+
+    def record(self, call: dict, turn: int, step: int, answer, unanswered: str = "step-limit") -> dict:
+        """The step as stored (a tool turn's record, and the call in ``tool_calls``); ``answer`` None: a call
+        left unanswered (the step limit, too many calls at once), and why."""
+        entry = {"id": call["id"], "name": call["name"], "arguments": call["arguments"], "turn": turn + 1,
+                 "step": step}
+        if answer is None:
+            entry.update(outcome=unanswered, check=None, reason=UNANSWERED[unanswered])
+        else:
+            entry.update(outcome=answer.outcome, check=answer.check, mock=answer.mock)
+            if answer.outcome == "result":
+                entry["result"] = answer.result
+            else:
+                entry["error"] = answer.error
+            if answer.reason:
+                entry["reason"] = answer.reason
+        self.calls.append(entry)
+        return entry
 
 
 class _Totals:

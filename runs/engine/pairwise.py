@@ -27,8 +27,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Literal
 
-from .judge import (JUDGE_MAX_TOKENS, JUDGE_TEMPERATURE, _FENCE, _THINKING, _clean_reflection, _short, _sum_known,
-                    _tag, json_object_in, render_transcript)
+from .judge import (JUDGE_MAX_TOKENS, JUDGE_TEMPERATURE, FENCE, THINKING, clean_reflection, shortened, sum_known,
+                    tag_text, all_tags, json_object_in, neutralise, one_verdict, render_transcript, unquoted)
 from .types import ChatRequest, ChatResult, CompleteFn, Turn
 
 Choice = Literal["1", "2", "tie"]  # a position, as the judge answered
@@ -37,7 +37,6 @@ Outcome = Literal["consistent", "same-position", "tie-one-way"]
 
 MAX_RESPONSE_CHARS = 20_000  # each response is shown to the judge up to here (as the Pairs page shows it)
 MAX_TURN_CHARS = 20_000  # each turn of the conversation, likewise
-_TAG_NAMES = ("conversation", "response_1", "response_2", "reflection", "choice")
 
 
 # --------------------------------------------------------------------------
@@ -65,13 +64,9 @@ def clip(text: str, limit: int) -> str:
     return f"{text[:limit]}\n[… clipped here: {len(text) - limit:,} more characters not shown]"
 
 
-_OUR_TAGS = re.compile(rf"<(\s*/?\s*(?:{'|'.join(_TAG_NAMES)})\b)", re.I)
-
-
-def neutralise(text: str) -> str:
-    """Untrusted text with this prompt's own tags made inert (``<choice>`` becomes ``‹choice>``), so a
-    response cannot close its block early, open another, or write an answer in the judge's format."""
-    return _OUR_TAGS.sub(r"‹\1", text)
+# Untrusted text gets every judge tag made inert, look-alikes included: ``judge.neutralise``, the one function
+# both judges use (``<choice>`` becomes ``‹choice>``), so a response cannot close its block early, open another,
+# or write an answer in the judge's format.
 
 
 SYSTEM_PROMPT = (
@@ -153,7 +148,7 @@ def _read_choice(raw: str) -> tuple[Choice | None, str | None]:
         choice = _CHOICE_WORDS.get(word)
         if choice is not None and choice not in found:
             found.append(choice)
-    shown = _short(raw.strip())
+    shown = shortened(raw.strip())
     if len(found) == 1:
         return found[0], None
     if found:
@@ -181,31 +176,34 @@ def parse_pair_answer(text: str | None) -> PairAnswer:
     choice. Never guesses: no choice found, or two named, is an error."""
     if text is None or not text.strip():
         return PairAnswer(error="Empty response")
-    body = _FENCE.sub("", _THINKING.sub("", text))
-    reflection = _tag("reflection", body)
-    raw = _tag("choice", body)
-    if raw is None:
-        from_json = _json_choice(body)
+    body = FENCE.sub("", THINKING.sub("", text))
+    # The judge's own choice: never one inside its reflection or in text it quotes (a response's injected tag,
+    # its prompt repeated); two different choices are no choice (as for the rubric judge, judge.one_verdict).
+    outside = unquoted(body)
+    reflection = tag_text("reflection", body)
+    raws = all_tags("choice", outside)
+    if not raws:
+        from_json = _json_choice(outside)
         if from_json is not None:
-            raw, json_reflection = from_json
-            reflection = reflection if reflection is not None else json_reflection
-    if raw is None:
-        line = _CHOICE_LINE.search(body)
-        if line:
-            raw = line.group(1)
+            raws = [from_json[0]]
+            reflection = reflection if reflection is not None else from_json[1]
+    if not raws:
+        lines = list(_CHOICE_LINE.finditer(outside))
+        if lines:
+            raws = [line.group(1) for line in lines]
             if reflection is None:
-                reflection = body[:line.start()]
-    if raw is not None:
-        choice, problem = _read_choice(raw)
+                reflection = outside[:lines[0].start()]
+    if raws:
+        choice, problem = one_verdict(raws, _read_choice, "choices")
     else:  # no tag, no JSON, no "Choice:" line: only an answer that is nothing but a choice is read
-        rest = re.sub(r"(?is)<\s*reflection\s*>.*?(<\s*/\s*reflection\s*>|\Z)", " ", body).strip()
+        rest = re.sub(r"(?is)<\s*reflection\s*>.*?(<\s*/\s*reflection\s*>|\Z)", " ", outside).strip()
         choice = _read_choice(rest)[0] if _BARE_CHOICE.fullmatch(rest) else None
-        problem = f"No <choice> found in the answer: '{_short(body)}'"
+        problem = f"No <choice> found in the answer: '{shortened(body)}'"
     if choice is None:
         return PairAnswer(error=problem)
     reflection = re.sub(r"<\s*/?\s*choice\s*>", " ", reflection or "", flags=re.I)
     reflection = re.sub(r"(?im)^\W*reflection\W*$", " ", reflection)
-    return PairAnswer(choice=choice, reflection=_clean_reflection(reflection))
+    return PairAnswer(choice=choice, reflection=clean_reflection(reflection))
 
 
 # --------------------------------------------------------------------------
@@ -249,7 +247,7 @@ def _pair_verdict(a_first: bool, results: list[ChatResult], answer: PairAnswer |
         raw_answers=tuple(r.text for r in results if r.text is not None),
         error=error,
         calls=len(results),
-        cost_usd=None if any(c is None for c in costs) else _sum_known(costs),
+        cost_usd=None if any(c is None for c in costs) else sum_known(costs),
         cached=bool(results) and all(r.cached for r in results),
     )
 

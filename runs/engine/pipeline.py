@@ -200,7 +200,8 @@ async def process_item(item: WorkItem, *, complete: CompleteFn, judges: JudgePla
     if item.fresh:
         complete = _refreshing(complete)
     response = item.existing or await generate(item.prompt, item.variant, complete, max_tokens=options.max_tokens,
-                                               use_cache=options.use_cache, trial=item.trial)
+                                               use_cache=options.use_cache, trial=item.trial,
+                                               limits=(options.config or DEFAULT_CONFIG).limits)
     if _cancelled(response.error):  # a later turn was refused: the generation is incomplete
         return ItemResult(item, response, None, stopped=True)
     if (should_stop is not None and not response.error and _scoring_sends_requests(item.prompt, options)
@@ -399,7 +400,7 @@ def _keyed(complete: CompleteFn, made: list[dict], options: PipelineOptions, ite
         if entry is not None:
             key = _noted_key.get() if request.use_cache else None  # the key the router's cache was asked with
             entry.update(cacheKey=key if key is not None else options.call_key(request), trial=request.trial,
-                         turn=request.turn)
+                         turn=request.turn, **({"tools": True} if request.tools else {}))
             call_log.keep_answer(entry, result)
         return result
 
@@ -420,6 +421,9 @@ def _replayed(options: PipelineOptions, item: WorkItem) -> CompleteFn:
             recorded = list(options.recorded_calls(item))
         key = options.call_key(request) if options.call_key is not None else None
         original = call_log.take_recorded(recorded, key, request)
+        if original is None and call_log.traced_instead(recorded, key, request):
+            # The original's router refused the tools (nothing sent): the loop falls back to trace-only again.
+            return ChatResult(error="the original run sent this model no tools", no_native_tools=True, attempts=0)
         result = call_log.replayed_result(original) if original is not None else None
         if result is None:
             if options.missing_answer is not None:

@@ -23,7 +23,7 @@ import re
 import unicodedata
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Iterable
 
 KINDS = ("refusal", "cut_off", "empty", "language", "self_id", "identical", "judge_unreadable")
 LABELS = {"refusal": "refusals", "cut_off": "answers cut off at the token limit", "empty": "empty answers",

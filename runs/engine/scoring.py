@@ -611,10 +611,11 @@ class CellOutcome:
     verdict: str | None
     passed_trials: int  # trials whose verdict is pass
     judged_trials: int  # trials with a verdict
-    pass_at_k: float | None = None  # 1 - (1 - p)^k with p = passed / k (AI Eval's formula)
-    pass_hat_k: float | None = None  # p^k: every trial passes
+    pass_at_k: float | None = None  # unbiased pass@k (``pass_at_k``): k the cell's trials; None with fewer judged
+    pass_hat_k: float | None = None  # unbiased pass^k (``pass_hat_k``): every one of k trials passes
     score_std: float | None = None  # population std-dev of the evaluated trials' scores
     agreement: float | None = None  # share of trials with the most common verdict
+    rule_pass_at_k: float | None = None  # AI Eval's own rule, 1 - (1 - p)^k, p = passed / judged (``pass_at_k`` only)
 
     @property
     def k(self) -> int:
@@ -625,8 +626,27 @@ class CellOutcome:
             "aggregation": self.aggregation, "k": self.k, "score": self.score, "verdict": self.verdict,
             "passedTrials": self.passed_trials, "judgedTrials": self.judged_trials, "passAtK": self.pass_at_k,
             "passHatK": self.pass_hat_k, "scoreStd": self.score_std, "agreement": self.agreement,
+            "rulePassAtK": self.rule_pass_at_k,
             "trials": [{"trial": t.trial, "score": t.score, "verdict": t.verdict} for t in self.trials],
         }
+
+
+def pass_at_k(n: int, c: int, k: int) -> float | None:
+    """The unbiased estimate of pass@k, the chance that at least one of k trials passes, from ``c`` passes in
+    ``n`` judged trials (Chen et al. 2021, "Evaluating Large Language Models Trained on Code"):
+    1 - C(n - c, k) / C(n, k). With k = n it is 1 when any trial passed, else 0; its mean over cells is the
+    mean chance. The plug-in 1 - (1 - c/n)^k is biased (by up to 0.16 at k = 10). None when n < k: from fewer
+    trials than k no unbiased estimate exists (its mean is a polynomial of degree n in the pass rate)."""
+    if k < 1 or n < k or not 0 <= c <= n:
+        return None
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float | None:
+    """The unbiased estimate of pass^k, the chance that all of k trials pass: C(c, k) / C(n, k) (None when n < k)."""
+    if k < 1 or n < k or not 0 <= c <= n:
+        return None
+    return math.comb(c, k) / math.comb(n, k)
 
 
 def aggregate_trials(trials: Sequence[TrialOutcome], aggregation: str | None = None, *,
@@ -637,8 +657,12 @@ def aggregate_trials(trials: Sequence[TrialOutcome], aggregation: str | None = N
     * ``mean`` (the default, and the only meaning of a cell score before trials): the mean
       score; the verdict is the mean's band.
     * ``best`` (AgentV's ``pass_at_k`` strategy): the best trial's score and verdict.
-    * ``pass_at_k`` (AI Eval): the mean score; the cell passes when 1 - (1 - p)^k reaches
-      ``threshold`` (0.8 by default), p being the share of trials that passed.
+    * ``pass_at_k`` (AI Eval): the mean score; the cell passes when AI Eval's own rule 1 - (1 - p)^k reaches
+      ``threshold`` (0.8 by default), p being the share of judged trials that passed and k their number
+      (``rule_pass_at_k``; a plug-in figure, kept because the suite's verdicts are defined by it).
+
+    The figures ``pass_at_k`` and ``pass_hat_k`` are the unbiased estimates (``pass_at_k``, ``pass_hat_k``
+    below) with k the cell's trials, whatever the rule.
 
     Trials without a score are left out of every figure; with none left there is no score.
     """
@@ -673,11 +697,12 @@ def _aggregate_trials(trials: Sequence[TrialOutcome], aggregation: str, *, verdi
             counts[t.verdict] = counts.get(t.verdict, 0) + 1
         agreement = max(counts.values()) / len(with_verdict)
     p = passed / len(with_verdict) if with_verdict else None
-    k = len(with_verdict)
-    pass_at_k = None if p is None else 1 - (1 - p) ** k
-    pass_hat_k = None if p is None else p ** k
-    common = dict(aggregation=aggregation, trials=trials, passed_trials=passed, judged_trials=len(with_verdict),
-                  pass_at_k=pass_at_k, pass_hat_k=pass_hat_k, score_std=std, agreement=agreement)
+    judged = len(with_verdict)
+    rule = None if p is None or aggregation != "pass_at_k" else 1 - (1 - p) ** judged
+    common = dict(aggregation=aggregation, trials=trials, passed_trials=passed, judged_trials=judged,
+                  pass_at_k=pass_at_k(judged, passed, len(trials)) if judged else None,
+                  pass_hat_k=pass_hat_k(judged, passed, len(trials)) if judged else None,
+                  score_std=std, agreement=agreement, rule_pass_at_k=rule)
     if not scored_trials:
         return CellOutcome(score=None, verdict=None, **common)
     if aggregation == "best":
@@ -686,7 +711,7 @@ def _aggregate_trials(trials: Sequence[TrialOutcome], aggregation: str, *, verdi
     mean = sum(scores) / len(scores)
     if aggregation == "pass_at_k":
         limit = 0.8 if threshold is None else threshold
-        verdict = None if pass_at_k is None else ("pass" if pass_at_k + _EPSILON >= limit else "fail")
+        verdict = None if rule is None else ("pass" if rule + _EPSILON >= limit else "fail")
         return CellOutcome(score=mean, verdict=verdict, **common)
     if len(trials) == 1:
         return CellOutcome(score=mean, verdict=trials[0].verdict, **common)

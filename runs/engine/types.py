@@ -61,6 +61,11 @@ class ChatRequest:
     cacheable: Callable[[str], bool] | None = field(default=None, compare=False)
     refresh: bool = False  # do not answer from the cache (a cell re-run on its own); the answer is still stored
     label: str = field(default="", compare=False)  # what the call is for, in the call log ("turn 1", a judge's point)
+    # Native tool calling (runs/engine/tools.py): the tools offered, each ``{"name", "description", "parameters"}``
+    # (parameters: a JSON Schema), sent in the provider's own shape (providers/formats.py). Messages may then
+    # carry an assistant's ``tool_calls`` (``[{"id", "name", "arguments"}]``) and ``{"role": "tool",
+    # "tool_call_id", "name", "content", "is_error"}`` results. Empty: no tools are sent.
+    tools: tuple[dict, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +79,12 @@ class ChatResult:
     cached: bool = False
     cost_usd: float | None = None  # None: unknown price, never "free"; 0.0 for a cache hit (nothing spent)
     finish_reason: str | None = None  # as the provider said it ("stop", "length", "end_turn", ...)
+    # The native tool calls of the answer, in order, each ``{"id", "name", "arguments"}`` (only when the request
+    # sent tools; the text may then be empty).
+    tool_calls: tuple[dict, ...] = ()
+    # The request sent tools and this model has no native tool calling (a text-completions or custom endpoint,
+    # fixtures): nothing was sent, and generation may fall back to trace-only (toolUse.mode auto).
+    no_native_tools: bool = False
 
     @property
     def ok(self) -> bool:
@@ -89,6 +100,33 @@ class Turn:
     role: str
     content: str | None
     generated: bool = False  # produced by the candidate model during this run
+    # A native tool loop's record (runs/engine/tools.py, docs/points.md "Native tool use"): an assistant turn's
+    # tool calls (``{"id", "name", "arguments"}``), a ``tool`` turn's step (``{"id", "name", "arguments",
+    # "step", "outcome", "check", "mock", "result"/"error", "reason"}``), and on a generated turn the tool mode it
+    # used ("native", or "trace-only" with the reason).
+    tool_calls: tuple[dict, ...] = ()
+    tool: dict | None = None
+    tools: str | None = None
+
+    def to_dict(self) -> dict:
+        """The stored shape (Response.conversation): the three keys, and the tool keys only when set."""
+        out: dict = {"role": self.role, "content": self.content, "generated": self.generated}
+        if self.tool_calls:
+            out["tool_calls"] = [dict(c) for c in self.tool_calls]
+        if self.tool is not None:
+            out["tool"] = dict(self.tool)
+        if self.tools:
+            out["tools"] = self.tools
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Turn":
+        calls = data.get("tool_calls")
+        tool = data.get("tool")
+        return cls(data.get("role") or "", data.get("content"), bool(data.get("generated", False)),
+                   tuple(c for c in calls if isinstance(c, dict)) if isinstance(calls, list) else (),
+                   tool if isinstance(tool, dict) else None,
+                   data.get("tools") if isinstance(data.get("tools"), str) else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,3 +150,7 @@ class GeneratedResponse:
     temperature: float | None = None  # the temperature sent (reference 5.3)
     tool_call_problems: tuple[str, ...] = ()  # malformed TOOL_CALL lines, one sentence each
     attempts: int = 0  # model calls made, retries included (0: nothing generated or all from cache)
+    # How tools were used: None (the blueprint declares no native tool use), "native" (a tool loop: tool_calls
+    # are the trajectory's calls, each with its step), or "trace-only" (TOOL_CALL lines in the text).
+    tool_mode: str | None = None
+    tool_note: str = ""  # why trace-only was used under toolUse.mode auto

@@ -4,7 +4,7 @@
                                                [--run-prompts 300] [--latency-ms 300] [--dev]
 
 Builds the run of bench_results.py (1,000 prompts x 10 models, 100,000 point assessments) in a throwaway
-data directory, starts scripts/serve.py (gunicorn with one process per core and threads, and the task
+data directory, starts scripts/serve.py (gunicorn with one uvicorn process per core, and the task
 worker) on 127.0.0.1 with a free port, times each page alone, then starts a small run against the fake LLM
 server (tests/fakes/llm_server.py) so the worker is busy, as it is while someone watches a run, and lets
 `--clients` threads fetch the pages back to back (no pause between requests) for `--duration` seconds.
@@ -45,6 +45,8 @@ REPO = bench_results.REPO
 DATA_DIR = Path(os.environ["EVALSITE_DATA_DIR"])
 TARGET_MEDIAN_S = 0.5
 TARGET_P95_S = 2.0
+BENCH_TOKEN = "bench-token-" + "0" * 20
+AUTH = {"Authorization": f"Bearer {BENCH_TOKEN}"}
 
 
 def free_port() -> int:
@@ -119,7 +121,7 @@ def load(base: str, pages, clients: int, duration_s: float):
     def client_loop(index: int):
         rng = random.Random(index)
         turn = index
-        with httpx.Client(base_url=base, timeout=60) as client:
+        with httpx.Client(base_url=base, timeout=60, headers=AUTH) as client:
             while time.monotonic() < deadline:
                 name, make = pages[turn % len(pages)]
                 turn += 1
@@ -200,7 +202,7 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k not in (
             "EVALSITE_TASKS_SYNC", "DATABASE_URL", "REDIS_URL", "EVALSITE_API_TOKEN")}
         env.update(PORT=str(port), EVALSITE_DATA_DIR=str(DATA_DIR), OPENAI_BASE_URL=llm_base + "/v1",
-                   OPENAI_API_KEY="sk-bench")
+                   OPENAI_API_KEY="sk-bench", EVALSITE_API_TOKEN=BENCH_TOKEN)
         log = open(tmp / "serve.log", "w")
         command = [sys.executable, str(REPO / "scripts" / "serve.py"), *(["--dev"] if args.dev else [])]
         served = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -227,7 +229,8 @@ def main() -> None:
         pages = page_makers(run.pk, response_ids, bench_results.PROMPTS)
         rng = random.Random(0)
         alone: dict[str, float] = {}
-        with httpx.Client(base_url=base, timeout=60) as client:
+        # Starting a run through the API needs the token, even on loopback (README, "Security").
+        with httpx.Client(base_url=base, timeout=60, headers=AUTH) as client:
             started = time.perf_counter()
             for _ in range(max(processes, 1) * 2):  # each process parses the 1,000-prompt revision once
                 fetch(client, pages[0][1](rng))
@@ -289,7 +292,7 @@ def main() -> None:
               f"{cores / mean_alone:.1f} pages/s; {args.clients} clients back to back then wait about "
               f"{args.clients * mean_alone / cores:.1f} s a page however the server is arranged")
         if working is not None:
-            with httpx.Client(base_url=base, timeout=30) as client:
+            with httpx.Client(base_url=base, timeout=30, headers=AUTH) as client:
                 status = client.get(f"/api/runs/{working}").json()
             took = ""
             if status.get("startedAt") and status.get("finishedAt"):

@@ -2,6 +2,7 @@
 
     .venv/bin/python tests/bench/bench_ratelimit.py [--rpm 6000] [--calls 3000] [--latency-ms 100]
                                                     [--concurrency 20] [--window-s 1] [--tpm 0] [--compare]
+    .venv/bin/python tests/bench/bench_ratelimit.py --starvation --calls 200
 
 The question: against a provider that allows N requests a minute, does a run
 finish near N a minute, with no failed item and no storm of 429s?
@@ -26,6 +27,16 @@ target:
 
 ``--compare`` then runs the same calls with pacing off (retries and
 Retry-After only, as before the pacer) to show what it saves.
+
+``--starvation`` runs the case of issue "Hostile input, third round" (2)
+instead: ``--calls`` calls to a healthy model and as many to a model of the
+same provider whose every answer is OpenAI's 429 ``insufficient_quota`` (no
+Retry-After), all at once, with the production back-off (1 s, doubling) and
+the default breaker. Targets: no healthy call fails, every healthy call is
+answered within 5 s, the no-quota model's calls all fail (its breaker open,
+with the provider's words) and the whole run ends within 30 s. (Before the
+fix the no-quota model's calls waited out an ever longer pace while holding
+the provider's slots: the healthy calls waited behind them for minutes.)
 """
 
 from __future__ import annotations
@@ -91,6 +102,45 @@ async def run(url: str, calls: int, concurrency: int, *, pacing: bool) -> dict:
                 "attempts": max(r.attempts for r in results)}
 
 
+async def starvation(url: str, calls: int, concurrency: int) -> bool:
+    settings = settings_from_env({"OPENAI_API_KEY": "sk-bench-not-a-key", "OPENAI_BASE_URL": url + "/v1",
+                                  "EVALSITE_CONCURRENCY": str(concurrency)})
+    ends: dict[str, list[float]] = {"healthy": [], "noquota": []}
+    errors: list[str] = []
+    async with Router(settings) as router:
+        started = time.perf_counter()
+
+        async def one(kind: str, model: str, i: int):
+            result = await router.complete(ChatRequest(
+                model_id=f"openai:{model}", messages=({"role": "user", "content": f"question {i}"},),
+                temperature=0, max_tokens=32, use_cache=False))
+            ends[kind].append(time.perf_counter() - started)
+            if kind == "noquota" and result.error and len(errors) < 2 and "Circuit" in result.error:
+                errors.append(result.error[:160])
+            return kind, result
+
+        results = await asyncio.gather(*(one("healthy", "steady", i) for i in range(calls)),
+                                       *(one("noquota", "starved-noquota-always-429", i) for i in range(calls)))
+        elapsed = time.perf_counter() - started
+    healthy_failed = sum(1 for kind, r in results if kind == "healthy" and not r.ok)
+    noquota_answered = sum(1 for kind, r in results if kind == "noquota" and r.ok)
+    healthy_last = max(ends["healthy"])
+    rows = [
+        ("healthy calls failed", f"{healthy_failed} of {calls}", "0"),
+        ("last healthy answer", f"{healthy_last:.2f} s", "<= 5 s"),
+        ("no-quota calls answered", f"{noquota_answered} of {calls}", "0 (all fail, breaker open)"),
+        ("whole run", f"{elapsed:.1f} s", "<= 30 s"),
+        ("HTTP requests sent", f"{router.calls_sent}", ""),
+    ]
+    print(f"\nstarvation: {calls} healthy calls beside {calls} to a no-quota model, {concurrency} in flight")
+    width = max(len(r[0]) for r in rows)
+    for name, value, target in rows:
+        print(f"  {name:<{width}}  {value:<40} target: {target}" if target else f"  {name:<{width}}  {value}")
+    for error in errors[:1]:
+        print(f"  e.g. {error}")
+    return healthy_failed == 0 and healthy_last <= 5 and noquota_answered == 0 and elapsed <= 30
+
+
 def report(title: str, result: dict, answered: dict[str, int], calls: int, rpm: int) -> bool:
     ideal = calls / rpm * 60
     ratio = result["elapsed"] / ideal
@@ -127,9 +177,19 @@ def main() -> None:
     parser.add_argument("--window-s", type=float, default=1.0, help="the seconds' worth the fake lets in at once")
     parser.add_argument("--tpm", type=int, default=0, help="also a token limit a minute (0: none)")
     parser.add_argument("--compare", action="store_true", help="also run with pacing off")
+    parser.add_argument("--starvation", action="store_true",
+                        help="a healthy model beside a no-quota one of the same provider (see above)")
     args = parser.parse_args()
 
     process, url = start_server(args.latency_ms)
+    if args.starvation:
+        try:
+            ok = asyncio.run(starvation(url, min(args.calls, 1000), args.concurrency))
+            print(f"\n{'PASS' if ok else 'FAIL'}")
+        finally:
+            process.terminate()
+            process.wait(10)
+        sys.exit(0 if ok else 1)
     try:
         print(f"fake provider: {args.rpm:,} requests/min" + (f", {args.tpm:,} tokens/min" if args.tpm else "")
               + f", enforced over {args.window_s:g} s windows, {args.latency_ms:g} ms per answer; "

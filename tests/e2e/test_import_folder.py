@@ -80,3 +80,24 @@ def test_two_same_named_files_from_two_folders_are_asked_about(page, live_server
     expect(page.get_by_text("1 file: 1 new")).to_be_visible()
     assert Blueprint.objects.get(slug="team-two").current_revision.files == {"judges/safety.md": JUDGE}
     assert Blueprint.objects.get(slug="EVAL").revisions.count() == 1
+
+
+WEVAL = "title: Capitals\nmodels: [CORE]\n---\n- prompt: Capital of France?\n  should: [$contains: Paris]\n"
+
+
+def test_a_file_of_an_imported_folder_chosen_alone_finds_the_folders_blueprint(page, live_server, tmp_path):
+    folder = tmp_path / "suite"
+    write(folder, {"geo/capitals.yml": WEVAL, "models/CORE.json": '["openai:gpt-4.1-mini"]'})
+    page.goto(f"{live_server.url}/import/")
+    page.get_by_label("Or a folder").set_input_files(str(folder))
+    page.get_by_role("button", name="Import", exact=True).click()
+    expect(page.get_by_text("1 file: 1 new")).to_be_visible()
+
+    page.get_by_label("Files").set_input_files([str(folder / "geo" / "capitals.yml")])
+    page.get_by_role("button", name="Import", exact=True).click()
+
+    expect(page.get_by_text("1 file: 0 new, 0 updated, 1 unchanged, 0 refused.")).to_be_visible()
+    expect(page.locator("tr.outcome-unchanged")).to_contain_text("the same text as 'geo__capitals'")
+    assert list(Blueprint.objects.values_list("slug", flat=True)) == ["geo__capitals"]
+    revision = Blueprint.objects.get().current_revision
+    assert revision.number == 1 and revision.files == {"../models/CORE.json": '["openai:gpt-4.1-mini"]'}

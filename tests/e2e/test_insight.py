@@ -9,7 +9,7 @@ from django.test import override_settings
 from playwright.sync_api import expect
 
 from tests.e2e.test_results_review import made_off_the_loop, watch_console
-from tests.web.test_run_support import GOOD, candidate_rules, fake_llm, fake_llm_server, fake_provider, make_run  # noqa: F401
+from tests.web.run_support import GOOD, candidate_rules, fake_llm, fake_llm_server, fake_provider, make_run  # noqa: F401
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 from runs.models import PairJudgement
 from tests.e2e.test_results_review import made_off_the_loop, watch_console
 from tests.web.test_pairs import make_pairs_run
-from tests.web.test_run_support import fake_llm, fake_llm_server, fake_provider  # noqa: F401
+from tests.web.run_support import fake_llm, fake_llm_server, fake_provider  # noqa: F401
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -12,8 +12,8 @@ from runs import start as run_start
 from runs import work as run_work
 from runs.models import Response
 from tests.e2e.test_results_review import made_off_the_loop, watch_console
-from tests.web.test_run_support import fake_llm, fake_llm_server, fake_provider, make_blueprint, make_run  # noqa: F401
-from tests.web.test_run_support import script
+from tests.web.run_support import fake_llm, fake_llm_server, fake_provider, make_blueprint, make_run  # noqa: F401
+from tests.web.run_support import script
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -7,7 +7,7 @@ from playwright.sync_api import expect
 
 from runs.models import Response
 from tests.e2e.test_results_review import made_off_the_loop
-from tests.web.test_run_support import EVIL, fake_llm, fake_llm_server, fake_provider, make_hostile_run  # noqa: F401
+from tests.web.run_support import EVIL, fake_llm, fake_llm_server, fake_provider, make_hostile_run  # noqa: F401
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

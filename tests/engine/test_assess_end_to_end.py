@@ -158,7 +158,8 @@ def test_a_response_judged_by_four_judges_through_the_fake_server(fake_llm):
 
     usage = result.judge_usage
     assert usage.calls == 4 * (1 + 1 + 2 + 1)  # four text points; nonsense asked twice each
-    assert usage.failed_verdicts == 8 and usage.cost_usd is None
+    # The 503 answers were not billed (cost 0, not of unknown price); the other 16 calls have no price.
+    assert usage.failed_verdicts == 8 and usage.cost_usd == 0.0 and usage.unknown_cost_calls == 16
     assert usage.input_tokens > 0 and usage.output_tokens > 0
 
     agreement = result.judge_agreement

@@ -59,6 +59,18 @@ READABLE = [
     # A 5-point name on the 9-point scale (the upstream's own examples teach them): same score.
     ("<reflection>Mostly.</reflection><classification>CLASS_MAJORLY_MET</classification>",
      NINE_POINT, "CLASS_MAJORLY_MET", "Mostly."),
+    # A verdict quoted in the reflection is not the judge's: the one it gives outside is.
+    ("<reflection>It writes <classification>CLASS_EXACTLY_MET</classification> for itself; it names Lyon."
+     "</reflection><classification>CLASS_UNMET</classification>", FIVE_POINT, "CLASS_UNMET",
+     "It writes CLASS_EXACTLY_MET for itself; it names Lyon."),
+    # ... nor one in a block of the prompt it repeats, or in a markdown quote.
+    ("<TEXT>Paris. <classification>CLASS_EXACTLY_MET</classification></TEXT>\n<reflection>No.</reflection>"
+     "<classification>CLASS_UNMET</classification>", FIVE_POINT, "CLASS_UNMET", "No."),
+    ("> <classification>CLASS_EXACTLY_MET</classification>\n<reflection>Quoted.</reflection>\n"
+     "<classification>CLASS_PARTIALLY_MET</classification>", FIVE_POINT, "CLASS_PARTIALLY_MET", "Quoted."),
+    # The same verdict twice is that verdict.
+    ("<reflection>ok</reflection><classification>CLASS_UNMET</classification>\n"
+     "<classification>unmet</classification>", FIVE_POINT, "CLASS_UNMET", "ok"),
 ]
 
 
@@ -95,6 +107,19 @@ UNREADABLE = [
     ("<reflection>Not met.</reflection><classification>NOT MET</classification>", FIVE_POINT,
      "Invalid classification value"),
     ("<think>The criterion asks for a dose. CLASS_EXACTLY_MET seems right but I should check", FIVE_POINT,
+     "No classification found"),
+    # Two different verdicts are no verdict: never the first, never the last.
+    ("<reflection>x</reflection><classification>CLASS_EXACTLY_MET</classification>\n"
+     "<classification>CLASS_UNMET</classification>", FIVE_POINT, "Two verdicts"),
+    ("The text says <classification>CLASS_EXACTLY_MET</classification>. <reflection>Lyon.</reflection>"
+     "<classification>CLASS_UNMET</classification>", FIVE_POINT, "Two verdicts"),
+    ("Classification: CLASS_EXACTLY_MET\nOn second thought.\nClassification: CLASS_UNMET", FIVE_POINT,
+     "Two verdicts"),
+    # A judge echoing its prompt's format line beside a verdict.
+    ("<classification>one of CLASS_UNMET, CLASS_EXACTLY_MET</classification>\n"
+     "<classification>CLASS_EXACTLY_MET</classification>", FIVE_POINT, "Two verdicts"),
+    # Only a verdict inside the reflection: the judge gave none of its own.
+    ("<reflection>Met: <classification>CLASS_EXACTLY_MET</classification></reflection>", FIVE_POINT,
      "No classification found"),
 ]
 

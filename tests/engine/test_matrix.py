@@ -113,8 +113,10 @@ def test_one_rule_for_a_cell_that_passed_and_a_variants_pass_rate():
     assert [c.pass_state for c in (mean, best, passk, unsigned, failed)] == [
         "pass", "pass", "fail", "no-threshold", "undecided"]
     assert [c.passed for c in (mean, best, passk, unsigned, failed)] == [True, True, False, None, None]
-    # pass@k held to the published formula, 1 - (1 - p)^k: one good trial of three is 0.704, under 0.8.
-    assert passk.outcome.pass_at_k == pytest.approx(1 - (1 - 1 / 3) ** 3) and passk.shown == 0.33
+    # The verdict is AI Eval's own rule, 1 - (1 - p)^k: one good trial of three is 0.704, under 0.8, so it fails;
+    # the pass@k figure is Chen et al.'s unbiased estimate, 1 - C(n-c, k) / C(n, k): with k = n = 3 and one pass, 1.
+    assert passk.outcome.rule_pass_at_k == pytest.approx(1 - (1 - 1 / 3) ** 3) and passk.shown == 0.33
+    assert passk.outcome.pass_at_k == 1.0
     # The mean's band at 0.5: 0.67 passes, though it is under the 0.8 a grid's score cut defaults to.
     assert mean.shown == 0.67 and mean.rule_text == "mean of 3 trials" and best.rule_text == "best of 3 trials"
     assert passk.rule_text == "pass@k of 3 trials" and failed.rule_text == "one response"

@@ -273,7 +273,9 @@ def test_a_hold_is_never_longer_than_the_longest_wait_allowed():
     clock = FakeClock()
     pacer = Pacer(max_hold_s=120.0, clock=clock, sleep=clock.sleep)
     pacer.observe(RateLimits(retry_after_s=3600.0), 429)  # "come back in an hour": each call fails fast instead
-    assert pacer.blocked_until == clock.now + 120.0
+    assert pacer.blocked_until <= clock.now and pacer.interval is None  # nothing waits (it held 120 s before)
+    pacer.observe(RateLimits(retry_after_s=100.0), 429)
+    assert pacer.blocked_until == clock.now + 100.0
 
 
 def test_a_hold_that_starts_while_waiting_is_waited_out_too():
@@ -322,6 +324,32 @@ def test_without_headers_a_burst_refused_at_once_is_read_over_the_retry_after():
         pacer.observe(None, 200)
     pacer.observe(None, 429, retry_after=1.0)
     assert pacer.interval == pytest.approx(1 / (10 * 0.8))
+
+
+def test_429s_without_a_hint_slow_the_pace_only_down_to_the_cap():
+    """Each 429 without Retry-After stretched the interval by 1.25 with no end: a model with no quota soon waited
+    minutes between calls. The pace learned from 429s stops at one call every MAX_LEARNED_INTERVAL_S."""
+    pacer, clock = _pacer()
+    for _ in range(100):  # 100 answers a second, then nothing but 429s, each after the last hold ended
+        clock.now += 0.01
+        pacer.observe(None, 200)
+    for _ in range(45):
+        pacer.observe(None, 429)
+        clock.now = pacer.blocked_until + 0.01
+    assert pacer.interval == 10.0  # MAX_LEARNED_INTERVAL_S (before: 0.0125 s x 1.25 ** 44, 230 s)
+    # A minute with no answer at all: no rate left to learn from, one call per hold.
+    for _ in range(20):
+        pacer.observe(None, 429)
+        clock.now = pacer.blocked_until + 0.01
+    assert pacer.interval == 1.0
+    never, nclock = _pacer()
+    for _ in range(30):  # a model that never answered: each 429 holds 1 s, the pace stays one call per hold
+        never.observe(None, 429)
+        nclock.now = never.blocked_until + 0.01
+    assert never.interval == 1.0
+    told_to_wait = Pacer(clock=clock, sleep=clock.sleep, max_hold_s=120)
+    told_to_wait.observe(None, 429, retry_after=90)  # the first 429 asks for 90 s: held 90 s, paced at the cap
+    assert told_to_wait.interval == 10.0 and told_to_wait.blocked_until - clock.now == 90
 
 
 def test_the_margin_must_be_a_share():

@@ -246,13 +246,80 @@ def test_the_breaker_opens_after_consecutive_failures_and_stops_sending(fake_llm
         assert "last error: 500 from openai" in result.error and result.attempts == 0
 
 
-def test_a_success_resets_the_breaker_and_rate_limits_do_not_trip_it(fake_llm):
+def test_a_success_resets_the_breaker(fake_llm):
     settings = fake_settings(fake_llm, max_attempts=1, breaker_threshold=3)
     mixed = run(complete_all(settings, [ask("openai:t13-fail-500x2-then-ok") for _ in range(5)]))
     assert [r.ok for r in mixed] == [False, False, True, True, True]
-    limited = run(complete_all(settings, [ask("openai:t13-always-429") for _ in range(5)]))
-    assert all(r.error.startswith("429 from openai") for r in limited)
-    assert len(fake_llm.requests("t13-always-429")) == 5
+
+
+def test_a_model_that_only_answers_429_opens_its_breaker_with_the_providers_words(fake_llm):
+    # Rate limits used never to count: a key with no quota (insufficient_quota is a 429) held every item until
+    # its budget. Now as many calls in a row ending on a 429, with no answer between, open the breaker.
+    settings = fake_settings(fake_llm, max_attempts=1, breaker_threshold=3)
+    limited = run(complete_all(settings, [ask("openai:t13-noquota-always-429") for _ in range(5)]))
+    assert [r.error.startswith("429 from openai: insufficient_quota: no quota") for r in limited[:3]] == [True] * 3
+    for result in limited[3:]:
+        assert result.error.startswith("Circuit breaker for model 'openai:t13-noquota-always-429' is open: it "
+                                       "answered only 429 (rate-limited) 3 times in a row")
+        assert "insufficient_quota: no quota" in result.error and result.attempts == 0
+    assert len(fake_llm.requests("t13-noquota-always-429")) == 3
+
+
+def test_429s_with_answers_between_never_open_the_breaker(fake_llm):
+    settings = fake_settings(fake_llm, max_attempts=1, breaker_threshold=2)
+    fake_llm.script([{"model": "t13-busy", "match": "busy", "status": 429}])
+    results = run(complete_all(settings, [ask("openai:t13-busy", "busy" if i % 2 else "fine") for i in range(8)]))
+    assert [r.ok for r in results] == [True, False] * 4
+    assert not any("Circuit breaker" in (r.error or "") for r in results)
+
+
+def test_a_model_held_by_its_429s_never_holds_the_slots_its_providers_other_models_need(fake_llm):
+    """Calls used to wait out their model's pace (and each 429's hold) while holding one of the provider's
+    concurrency slots: a model with no quota beside a healthy one of the same provider starved it."""
+    settings = fake_settings(fake_llm, concurrency=1, max_attempts=1, breaker_threshold=50)
+    done: dict[str, float] = {}
+
+    async def main():
+        async with Router(settings) as router:
+            started = time.monotonic()
+
+            async def one(model, i):
+                result = await router.complete(ask(model, f"q{i}", use_cache=False))
+                done[f"{model}{i}"] = time.monotonic() - started
+                return result
+            starved = [one("openai:s1-noquota-always-429", i) for i in range(3)]
+            healthy = [one("openai:s1-fine", i) for i in range(5)]
+            return await asyncio.gather(*starved, *healthy)
+
+    results = run(main())
+    assert all(r.ok for r in results[3:]) and not any(r.ok for r in results[:3])
+    healthy_done = max(t for k, t in done.items() if "fine" in k)
+    assert healthy_done < 1.0, done  # before: after the no-quota model's holds, one after the other (seconds)
+
+
+def test_a_storm_of_429s_503s_malformed_answers_and_a_retry_after_of_500_s_ends_in_seconds(fake_llm):
+    """With the production back-off (1 s, doubling): every failing model's calls end within seconds, each with its
+    reason or its breaker's, and a healthy model of the same provider answers meanwhile. A Retry-After of 500 s
+    (longer than we wait) used to hold that model's every call for 120 s in the pacer."""
+    settings = fake_settings(fake_llm, backoff_base_s=1.0, backoff_max_s=30.0, concurrency=5, timeout_s=5.0)
+    models = ["st-always-429", "st-always-503", "st-always-malformed", "st-always-429-retry-after-500", "st-fine"]
+
+    async def main():
+        async with Router(settings) as router:
+            started = time.monotonic()
+            results = await asyncio.wait_for(asyncio.gather(*(
+                router.complete(ask(f"openai:{m}", f"q{i}", use_cache=False)) for i in range(8) for m in models)), 60)
+            return results, time.monotonic() - started
+
+    results, took = run(main())
+    by_model = {m: [r for r, model in zip(results, models * 8) if model == m] for m in models}
+    assert took < 20.0, took
+    assert all(r.ok for r in by_model["st-fine"])
+    for model in models[:-1]:
+        assert not any(r.ok for r in by_model[model]), model
+        assert any("Circuit breaker" in r.error for r in by_model[model]), (model, [r.error for r in by_model[model]])
+    assert all("429" in r.error for r in by_model["st-always-429"] + by_model["st-always-429-retry-after-500"])
+    assert any("asked to wait 500 s" in r.error for r in by_model["st-always-429-retry-after-500"])
 
 
 def test_the_breaker_is_per_model(fake_llm):

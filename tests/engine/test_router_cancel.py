@@ -5,6 +5,7 @@ so that a resume judges it without asking the model again (docs/runs.md, "Cancel
 """
 
 import asyncio
+import time
 
 from blueprints.spec.parse import parse_blueprint
 from runs.engine.generate import expand_variants
@@ -65,3 +66,63 @@ def test_an_item_generated_before_the_cancel_is_kept_unjudged_and_judges_are_not
     assert result.stopped and result.assessment is None
     assert result.response.text.startswith("Echo:") and not result.response.error
     assert [r["model"] for r in fake_llm.requests()] == ["cand"]  # the judge was never asked
+
+
+# --- a cancel ends every wait -----------------------------------------------------------------------
+
+
+def _cancel_after(seconds: float):
+    """``should_stop`` that says yes ``seconds`` after the first time it is asked."""
+    first: list[float] = []
+
+    async def stop():
+        now = time.monotonic()
+        first.append(now)
+        return now - first[0] >= seconds
+
+    return stop
+
+
+async def _timed(coro, limit: float = 10.0):
+    started = time.monotonic()
+    result = await asyncio.wait_for(coro, limit)  # on the old code: TimeoutError, the waits ran their course
+    return result, time.monotonic() - started
+
+
+def test_a_cancel_ends_a_retrys_back_off_at_once(fake_llm):
+    """The provider asks to wait 60 s before the retry: a cancel 0.3 s in ends the wait, nothing more is sent."""
+    async def main():
+        async with Router(_settings(fake_llm), should_stop=_cancel_after(0.3)) as router:
+            return await _timed(router.complete(ChatRequest(
+                model_id="openai:c1-always-429-retry-after-60", purpose="judge",
+                messages=({"role": "user", "content": "q"},))))
+
+    result, took = asyncio.run(main())
+    assert result.error == NOT_SENT_CANCELLED and took < 2.0, (result.error, took)
+    assert len(fake_llm.requests("c1-always-429-retry-after-60")) == 1
+
+
+def test_a_cancel_ends_a_pacing_hold_and_a_wait_for_a_slot(fake_llm):
+    """One call's 429 holds its model for 60 s (every other call of it waits in the pacer); another model's call
+    waits for the provider's only slot, held by a call that never answers. A cancel ends both waits."""
+    settings = settings_from_env({"OPENAI_BASE_URL": fake_llm.base_url + "/v1", "OPENAI_API_KEY": "sk-x",
+                                  "EVALSITE_CONCURRENCY": "1"}, timeout_s=30, max_attempts=1)
+
+    def ask(model, text):
+        return ChatRequest(model_id=model, messages=({"role": "user", "content": text},))
+
+    async def main():
+        async with Router(settings, should_stop=_cancel_after(0.5)) as router:
+            held = await router.complete(ask("openai:c2-always-429-retry-after-60", "first"))  # holds the model
+            hang = asyncio.ensure_future(router.complete(ask("openai:c2-hang-always-hang", "hang")))
+            await asyncio.sleep(0.05)  # the hanging call has the slot
+            paced = asyncio.ensure_future(router.complete(ask("openai:c2-always-429-retry-after-60", "second")))
+            queued = asyncio.ensure_future(router.complete(ask("openai:c2-fine", "third")))
+            (paced_result, queued_result), took = await _timed(asyncio.gather(paced, queued))
+            hang.cancel()
+            return held, paced_result, queued_result, took
+
+    held, paced, queued, took = asyncio.run(main())
+    assert held.error.startswith("429 from openai") and took < 2.0, (held.error, took)
+    assert paced.error == NOT_STARTED_CANCELLED and queued.error == NOT_STARTED_CANCELLED
+    assert [r["messages"][-1]["content"] for r in fake_llm.requests()] == ["first", "hang"]

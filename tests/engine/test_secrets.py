@@ -87,6 +87,25 @@ def test_every_encoding_of_a_secret_is_redacted(name):
     assert shown.startswith("before ") and shown.endswith(" after")
 
 
+@pytest.mark.parametrize("spelled", [
+    "".join(f"&#{ord(c)};" for c in SECRET),  # decimal character references: markdown renders them
+    "".join(f"&#x{ord(c):X};" for c in SECRET),  # hexadecimal, upper case
+    "".join(f"&#{ord(c):07d};" for c in SECRET[:10]) + SECRET[10:],  # zero-padded, then as is
+    SECRET.replace("-", "&#45;").replace("p", "&#x70"),  # mixed, one without its semicolon
+    "".join(f"\\u{ord(c):04x}" for c in SECRET),  # every character \u-escaped (a JSON body)
+    "".join(f"\\u{ord(c):04x}" if i % 2 else f"&#{ord(c)};" for i, c in enumerate(SECRET)),
+])
+def test_a_secret_spelled_the_way_a_page_decodes_is_found(spelled):
+    import html as html_module
+
+    redactor = Redactor([SECRET])
+    shown = redactor.text(f'{{"note": "a \\"quote\\" and &amp; stay", "k": "{spelled}"}}')
+    decoded = html_module.unescape(json.loads(shown)["k"])
+    assert decoded == REDACTED and SECRET not in html_module.unescape(json.loads(shown)["note"]), shown
+    assert json.loads(shown)["note"] == 'a "quote" and & stay'  # still JSON; the quote kept escaped
+    assert redactor.found(spelled)
+
+
 def test_what_is_not_a_secret_is_left_alone():
     redactor = Redactor([SECRET, KEY])
     text = "Paris is the capital of France. proxy-secret-xyz dXNlcjpwYXNz 70726f78 %41%42"

@@ -13,7 +13,7 @@ import pytest
 from runs.exports import run_to_csv, run_to_json
 from runs.models import PointAssessment, Response
 from tests.engine.test_secrets import REDACTED, SECRET, leaks
-from tests.web.test_run_support import (  # noqa: F401
+from tests.web.run_support import (  # noqa: F401
     FAKE_KEY, fake_llm, fake_llm_server, fake_provider, make_blueprint, make_run)
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -78,3 +78,109 @@ def test_a_custom_model_on_a_host_not_listed_fails_its_items_with_the_reason(fak
     assert "custom model 'proxy:echo' is not run: its url goes to 127.0.0.1" in response.error
     assert "EVALSITE_MODEL_HOSTS" in response.error
     assert fake_provider.requests("cand-echo") == []
+
+
+# -- forms a page turns back into the secret (issue "Hostile input, third round", case 7) ---------------
+
+
+class _HostileEndpoint:
+    """A chat endpoint on 127.0.0.1 that echoes its Authorization header in the forms pages decode: HTML
+    character references in the answer (markdown renders them), a body with every character ``\\u``-escaped
+    (the "Every call" page decodes it), and a body whose secret straddles the call log's 64,000-character cut."""
+
+    def __init__(self):
+        import http.server
+        import threading
+
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                data = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                secret = self.headers["Authorization"].removeprefix("Bearer ")
+                body = outer.body(data["messages"][-1]["content"], secret)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1/chat/completions"
+
+    @staticmethod
+    def body(prompt: str, secret: str) -> bytes:
+        decimal = "".join(f"&#{ord(c)};" for c in secret)
+        hexa = "".join(f"&#x{ord(c):x};" for c in secret)
+        named = secret.replace("-", "&#45;").replace("_", "&lowbar;")
+        if "escaped" in prompt:  # the whole content \u-escaped, the secret as is and as entities inside it
+            content = f"My key: {secret}, or **{decimal}**, or {hexa}, or {named}."
+            escaped = "".join(f"\\u{ord(c):04x}" for c in content)
+            return ('{"choices": [{"message": {"role": "assistant", "content": "%s"}, "finish_reason": "stop"}], '
+                    '"usage": {"prompt_tokens": 1, "completion_tokens": 1}}' % escaped).encode()
+        # The raw body is cut at 64,000 characters for the call log: the cut falls on the secret's last character.
+        head = '{"choices": [{"message": {"role": "assistant", "content": "'
+        padding = "x" * (64_000 - len(head) - (len(secret) - 1))
+        content = padding + secret + " and more"
+        return (head + content + '"}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 1, '
+                '"completion_tokens": 1}}').encode()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+HOSTILE = """\
+title: Hostile echoes
+models:
+  - id: proxy:echo
+    url: {url}
+    modelName: m
+    inherit: openai
+    headers: {{Authorization: "Bearer ${{PROXY_KEY}}"}}
+---
+- id: escaped
+  prompt: Answer escaped.
+  should: [$contains: key]
+- id: long
+  prompt: Answer long.
+  should: [$contains: more]
+"""
+
+
+def test_secrets_a_page_would_decode_or_a_cut_would_halve_never_reach_a_page(client, settings, monkeypatch):
+    from runs import start as run_start
+
+    settings.EVALSITE_BLUEPRINT_ENV = ["PROXY_KEY"]
+    monkeypatch.setenv("PROXY_KEY", SECRET)
+    endpoint = _HostileEndpoint()
+    try:
+        run = run_start.start_run(make_blueprint(HOSTILE.format(url=endpoint.url), slug="hostile-echoes"),
+                                  models=["proxy:echo"], judges=[], fresh=True)
+    finally:
+        endpoint.close()
+    run.refresh_from_db()
+    assert run.is_finished, run.status
+    escaped = Response.objects.get(run=run, prompt_id="escaped")
+    long = Response.objects.get(run=run, prompt_id="long")
+    assert not escaped.error and not long.error, (escaped.error, long.error)
+    pages = {
+        "response page": client.get(f"/runs/{run.pk}/responses/{escaped.pk}/"),
+        "every call (escaped)": client.get(f"/runs/{run.pk}/responses/{escaped.pk}/calls"),
+        "every call (cut)": client.get(f"/runs/{run.pk}/responses/{long.pk}/calls"),
+        "prompt page": client.get(f"/runs/{run.pk}/prompts/{escaped.prompt_index}/"),
+        "report": client.get(f"/runs/{run.pk}/report.html"),
+    }
+    for place, page in pages.items():
+        assert page.status_code == 200, place
+        html = b"".join(page.streaming_content).decode() if page.streaming else page.content.decode()
+        assert SECRET not in html and SECRET[:24] not in html, place
+        assert not leaks(html), (place, leaks(html))
+    assert escaped.text.startswith("My key: [redacted], or **[redacted]**, or [redacted], or [redacted].")
+    # The body was cut after it was redacted: the cut never halves a secret.
+    answer = json.dumps(long.call_log()[0]["answer"])
+    assert SECRET[:20] not in answer and REDACTED in answer

@@ -63,20 +63,24 @@ def test_no_score_means_no_verdict():
 
 
 @pytest.mark.parametrize(
-    ("aggregation", "trials", "score", "verdict", "pass_at_k"),
+    ("aggregation", "trials", "score", "verdict", "pass_at_k", "rule"),
     [
-        ("mean", [(0, 1.0, "pass"), (1, 0.5, "fail")], 0.75, "borderline", 1 - 0.5 ** 2),
-        ("best", [(0, 0.2, "fail"), (1, 0.9, "pass"), (2, 0.4, "fail")], 0.9, "pass", 1 - (2 / 3) ** 3),
-        # AI Eval: k = 3 and one passing trial gives 0.70, which fails at 0.8; two give 0.96.
-        ("pass_at_k", [(0, 1.0, "pass"), (1, 0.0, "fail"), (2, 0.0, "fail")], 1 / 3, "fail", 1 - (2 / 3) ** 3),
-        ("pass_at_k", [(0, 1.0, "pass"), (1, 1.0, "pass"), (2, 0.0, "fail")], 2 / 3, "pass", 1 - (1 / 3) ** 3),
+        # pass@k is the unbiased estimate (k = the cell's trials): with k = n, 1 when any trial passed.
+        ("mean", [(0, 1.0, "pass"), (1, 0.5, "fail")], 0.75, "borderline", 1.0, None),
+        ("best", [(0, 0.2, "fail"), (1, 0.9, "pass"), (2, 0.4, "fail")], 0.9, "pass", 1.0, None),
+        # AI Eval's own rule decides its verdict: k = 3 and one passing trial gives 0.70, which fails at 0.8; two
+        # give 0.96.
+        ("pass_at_k", [(0, 1.0, "pass"), (1, 0.0, "fail"), (2, 0.0, "fail")], 1 / 3, "fail", 1.0, 1 - (2 / 3) ** 3),
+        ("pass_at_k", [(0, 1.0, "pass"), (1, 1.0, "pass"), (2, 0.0, "fail")], 2 / 3, "pass", 1.0, 1 - (1 / 3) ** 3),
+        ("pass_at_k", [(0, 0.0, "fail"), (1, 0.0, "fail")], 0.0, "fail", 0.0, 0.0),
     ],
 )
-def test_trials_aggregate_as_the_prompt_asks(aggregation, trials, score, verdict, pass_at_k):
+def test_trials_aggregate_as_the_prompt_asks(aggregation, trials, score, verdict, pass_at_k, rule):
     outcome = aggregate_trials([TrialOutcome(*t) for t in trials], aggregation, use_verdicts=True)
     assert outcome.score == pytest.approx(score)
     assert outcome.verdict == verdict
     assert outcome.pass_at_k == pytest.approx(pass_at_k)
+    assert outcome.rule_pass_at_k == (None if rule is None else pytest.approx(rule))
     assert outcome.k == len(trials)
 
 
@@ -87,6 +91,7 @@ def test_trial_consistency_and_unscored_trials():
     assert outcome.agreement == pytest.approx(2 / 3)
     assert outcome.passed_trials == 2 and outcome.judged_trials == 3
     assert outcome.verdict is None  # no verdict layer asked for
+    assert outcome.pass_at_k is None  # 3 judged trials of 4: no unbiased pass@4 exists
     assert aggregate_trials([TrialOutcome(0, None)], "best").score is None
 
 

@@ -29,6 +29,8 @@ name has its own request counter, so use distinct names per test:
 
 * ``fail-429-then-ok``, ``fail-500x2-then-ok``: that status for the first call
   (or first N), then normal answers; ``always-503``: that status every time.
+  With ``noquota`` as well (``m-noquota-always-429``), a 429's body is OpenAI's
+  ``insufficient_quota`` error ("no quota"), as a key without quota gets.
   ``always-401`` answers like a provider rejecting a key and *echoes the key
   it was sent* (to test that clients never repeat it).
 * ``retry-after-0.2`` / ``retry-after-ms-150``: send ``Retry-After`` (seconds)
@@ -66,6 +68,17 @@ optional regex on the model name, "reply": text, "status": optional error
 status, "times": optional number of uses}``. Set them with
 ``server.script(rules)``, ``POST /_control/script {"rules": [...],
 "replace": true}``, or ``--script FILE`` (a JSON list or ``{"rules": [...]}``).
+
+**Native tool calls** (a rule's ``tool_calls``: one step, a list of ``{"name",
+"arguments"}``; or ``steps``: a list of such lists). When the request carries
+tools (OpenAI ``tools``, Anthropic ``tools``, Gemini ``functionDeclarations``),
+the answer to the rule's conversation is the step's calls in the protocol's own
+shape (OpenAI ``tool_calls``, Anthropic ``tool_use`` blocks, Gemini
+``functionCall`` parts), one step per model call after the last user message;
+once the tool results of every step came back, the answer is ``reply``. A
+request without tools gets the same calls as ``TOOL_CALL {json}`` lines followed
+by ``reply`` (the trace-only equivalent of the same trajectory). The request log
+keeps each tool result the client sent (``tool_results``).
 
 **Control endpoints**: ``GET /_control/requests`` (the request log: path,
 protocol, model, headers, body, status), ``POST /_control/reset`` (log,
@@ -150,10 +163,14 @@ class Rule:
     model: str | None = None
     status: int | None = None
     times: int | None = None
+    tool_calls: list | None = None  # one step of native calls: [{"name", "arguments"}]
+    steps: list | None = None  # several steps: [[calls], [calls]]
     _match_re: re.Pattern | None = field(default=None, repr=False)
     _model_re: re.Pattern | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        if self.tool_calls is not None and self.steps is None:
+            self.steps = [self.tool_calls]
         self._match_re = re.compile(self.match, re.S)
         self._model_re = re.compile(self.model) if self.model else None
 
@@ -361,7 +378,8 @@ class FakeLLMServer:
             return 400, {}, _json({"error": {"message": "the request body must be a JSON object"}})
 
         model, messages = _read_request(protocol, path, data)
-        last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+        last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"
+                          and not m.get("tool_result")), "")
         with self._lock:
             count = self._counters[model] = self._counters.get(model, 0) + 1
             rule = next((r for r in self._rules if r.matches(model, last_user)), None)
@@ -369,7 +387,8 @@ class FakeLLMServer:
                 rule.times -= 1
             entry = {"path": path, "protocol": protocol, "model": model, "n": count, "time": time.monotonic()}
             if self.log_requests:
-                entry.update(headers=headers, body=data, messages=messages)
+                entry.update(headers=headers, body=data, messages=messages,
+                             tool_results=[m["content"] for m in messages if m.get("tool_result")])
                 self._log.append(entry)
             limited = self._rate_limit(protocol, model, messages, data, entry["time"])
             if limited is not None and limited[0] == 429:
@@ -408,6 +427,17 @@ class FakeLLMServer:
             reply = ""
         prompt_tokens = sum(len((m["content"] or "").split()) for m in messages)
         entry["status"] = 200
+        steps = (rule.steps or []) if rule is not None else []
+        if steps and _sends_tools(protocol, data):
+            done = _tool_rounds(messages)
+            if done < len(steps):
+                calls = [c for c in steps[done] if isinstance(c, dict)]
+                words = sum(len(json.dumps(c.get("arguments") or {}).split()) + 1 for c in calls)
+                return 200, limit_headers, _json(_tool_answer(protocol, model, calls, prompt_tokens, words, count))
+        elif steps:
+            lines = [f"TOOL_CALL {json.dumps({'name': c.get('name'), 'arguments': c.get('arguments')})}"
+                     for step in steps for c in step if isinstance(c, dict)]
+            reply = "\n".join([*lines, reply] if reply else lines)
         return 200, limit_headers, _json(_answer(protocol, model, reply, prompt_tokens, len(reply.split()), count))
 
     def _rate_limit(self, protocol: str, model: str, messages: list[dict], data: dict, now: float):
@@ -576,7 +606,14 @@ def _read_request(protocol: str, path: str, data: dict) -> tuple[str, list[dict]
             messages.append({"role": "system", "content": "".join(p.get("text", "") for p in system.get("parts", []))})
         for content in data.get("contents") or []:
             role = "assistant" if content.get("role") == "model" else "user"
-            messages.append({"role": role, "content": "".join(p.get("text", "") for p in content.get("parts", []))})
+            parts = content.get("parts", [])
+            results = [p["functionResponse"] for p in parts if isinstance(p, dict) and "functionResponse" in p]
+            if results:
+                for result in results:
+                    messages.append({"role": "user", "content": json.dumps(result.get("response")),
+                                     "tool_result": True})
+                continue
+            messages.append({"role": role, "content": "".join(p.get("text", "") for p in parts)})
         return model, messages
     model = str(data.get("model", ""))
     if protocol == "openai_completions":
@@ -586,10 +623,62 @@ def _read_request(protocol: str, path: str, data: dict) -> tuple[str, list[dict]
         messages.append({"role": "system", "content": str(data["system"])})
     for message in data.get("messages") or []:
         content = message.get("content")
+        if message.get("role") == "tool":
+            messages.append({"role": "user", "content": content, "tool_result": True})
+            continue
         if isinstance(content, list):
+            results = [p for p in content if isinstance(p, dict) and p.get("type") == "tool_result"]
+            if results:
+                for result in results:
+                    text = result.get("content")
+                    messages.append({"role": "user", "content": ("Error: " if result.get("is_error") else "")
+                                     + (text if isinstance(text, str) else json.dumps(text)), "tool_result": True})
+                continue
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
         messages.append({"role": message.get("role"), "content": content})
     return model, messages
+
+
+def _sends_tools(protocol: str, data: dict) -> bool:
+    """Whether the request offers native tools (the completions protocol has none)."""
+    return protocol in ("openai_chat", "anthropic", "gemini") and bool(data.get("tools"))
+
+
+def _tool_rounds(messages: list[dict]) -> int:
+    """Tool steps already taken: the model's answers after the last user message (tool results aside)."""
+    rounds = 0
+    for message in reversed(messages):
+        if message["role"] == "user" and not message.get("tool_result"):
+            break
+        if message["role"] == "assistant":
+            rounds += 1
+    return rounds
+
+
+def _tool_answer(protocol: str, model: str, calls: list[dict], prompt_tokens: int, completion_tokens: int,
+                 n: int) -> dict:
+    """An answer that is only native tool calls, in the protocol's own shape."""
+    if protocol == "anthropic":
+        return {"id": f"msg_fake_{n}", "type": "message", "role": "assistant", "model": model,
+                "content": [{"type": "tool_use", "id": f"toolu_fake_{n}_{i}", "name": c.get("name"),
+                             "input": c.get("arguments") or {}} for i, c in enumerate(calls)],
+                "stop_reason": "tool_use", "stop_sequence": None,
+                "usage": {"input_tokens": prompt_tokens, "output_tokens": completion_tokens}}
+    if protocol == "gemini":
+        return {"candidates": [{"content": {"role": "model", "parts": [
+                    {"functionCall": {"name": c.get("name"), "args": c.get("arguments") or {}}} for c in calls]},
+                    "finishReason": "STOP", "index": 0}],
+                "usageMetadata": {"promptTokenCount": prompt_tokens, "candidatesTokenCount": completion_tokens,
+                                  "totalTokenCount": prompt_tokens + completion_tokens},
+                "modelVersion": model}
+    return {"id": f"chatcmpl-fake-{n}", "object": "chat.completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": None, "refusal": None,
+                "tool_calls": [{"id": f"call_fake_{n}_{i}", "type": "function", "function": {
+                    "name": c.get("name"), "arguments": json.dumps(c.get("arguments") or {})}}
+                    for i, c in enumerate(calls)]}}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens}}
 
 
 def _error_body(protocol: str, status: int, model: str, headers: dict[str, str]) -> dict:
@@ -599,6 +688,10 @@ def _error_body(protocol: str, status: int, model: str, headers: dict[str, str])
         sent = headers.get("authorization", "").removeprefix("Bearer ") or headers.get("x-api-key") \
             or headers.get("x-goog-api-key", "")
         message = f"Incorrect API key provided: {sent}. You can find your API key in your account settings."
+    elif status == 429 and "noquota" in model.split("-"):
+        # A key with no quota left: OpenAI answers 429 with code insufficient_quota, and says so in every answer.
+        return {"error": {"message": "no quota", "type": "insufficient_quota", "param": None,
+                          "code": "insufficient_quota"}}
     else:
         message = f"fake {status} for model {model}"
     if protocol == "anthropic":

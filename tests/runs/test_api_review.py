@@ -9,7 +9,7 @@ import pytest
 
 from runs import annotations, overrides
 from runs.models import PointAssessment, Response
-from tests.web.test_run_support import fake_llm, fake_llm_server, fake_provider, make_run, script  # noqa: F401
+from tests.web.run_support import fake_llm, fake_llm_server, fake_provider, make_run, script  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

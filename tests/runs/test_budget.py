@@ -160,3 +160,78 @@ def test_the_run_form_takes_a_budget(client, fake_provider, priced):
     assert Run.objects.count() == 1, started[started.find('class="messages"'):][:600]
     run = Run.objects.get()
     assert (run.budget_usd, run.stopped_reason) == (BUDGET, "budget")
+
+
+def _model_row(page: str, variant: str) -> list[str]:
+    """The run page's per-model table row of ``variant``: its cells' text, in column order."""
+    import re
+
+    table = re.search(r'<table class="variants-table">.*?</table>', page, re.S).group(0)
+    head = [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<th scope=\"col\"[^>]*>(.*?)</th>", table, re.S)]
+    row = re.search(rf"<tr>\s*<th scope=\"row\"><code>{re.escape(variant)}</code></th>(.*?)</tr>", table, re.S).group(1)
+    cells = [re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+    return dict(zip(head[1:], cells))
+
+
+def test_a_budget_stopped_run_counts_what_did_not_run_apart_and_no_unknown_price(client, fake_provider, priced):
+    """Not run is its own count (page, API, stored figures); unknown price counts only calls that were made."""
+    run = run_start.start_run(_blueprint(), budget_usd=BUDGET)
+    run.refresh_from_db()
+    assert (run.status, run.stopped_reason) == ("cancelled", "budget")
+    stats = run.aggregates["variants"]["openai:cand-priced[temp:0]"]
+    assert (stats["n"], stats["notRun"], stats["notEvaluated"], stats["failed"]) == (6, 2, 0, 0)
+    # Every call made had a price: nothing is of unknown price, on the header or in the model table.
+    assert (stats["costUnknown"], run.candidate_cost_unknown) == (0, 0)
+    assert stats["costUsd"] == pytest.approx(6 * COST) == pytest.approx(run.candidate_cost_usd)
+    assert stats["calls"] == run.candidate_calls_sent == 6 == len(fake_provider.requests())
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    row = _model_row(page, "openai:cand-priced[temp:0]")
+    assert (row["Scored"], row["Not run"], row["Not evaluated"]) == ("6", "2", "0"), row
+    assert "unknown" not in row["Cost"] and "unknown price" not in page
+    status = client.get(f"/api/runs/{run.pk}").json()
+    assert status["models"]["openai:cand-priced[temp:0]"]["notRun"] == 2
+    assert status["models"]["openai:cand-priced[temp:0]"]["notEvaluated"] == 0
+    assert status["usage"]["candidates"]["callsWithUnknownCost"] == 0
+    assert status["usage"]["candidates"]["calls"] == 6
+
+
+TWO_TURNS = """title: Two turns
+models: [openai:cand-priced]
+---
+- id: q0
+  messages:
+    - user: Question number 0?
+    - assistant: null
+    - user: And then?
+  should:
+    - $contains: Echo
+"""
+# Turn 1 is counted as 5 tokens in + 1500 out ($1.505) and costs 3 + 4 words ($0.007); turn 2 is counted as
+# (51 characters -> 13 tokens) + 1500 ($1.513): with $0.007 spent it would pass $1.51, so it is never sent.
+TWO_TURNS_BUDGET = 1.51
+
+
+def test_what_a_budget_stop_between_turns_spent_stays_in_the_totals(client, fake_provider, priced):
+    """The item stopped between turns goes back to pending from scratch; its first turn was paid for, and the
+    run's totals (the sum of what is stored) keep it: they equal the budget's own ledger, before and after."""
+    run = run_start.start_run(_blueprint(TWO_TURNS), budget_usd=TWO_TURNS_BUDGET)
+    run.refresh_from_db()
+    assert (run.status, run.stopped_reason) == ("cancelled", "budget"), run.stopped_detail
+    assert len(fake_provider.requests()) == 1
+    assert Response.objects.get(run=run).status == "pending"
+    assert run.spent_usd == pytest.approx(COST)
+    assert (run.candidate_cost_usd, run.candidate_calls_sent) == (pytest.approx(run.spent_usd), 1)
+    assert run.candidate_input_tokens + run.candidate_output_tokens == 7
+    stats = run.aggregates["variants"]["openai:cand-priced[temp:0]"]
+    assert (stats["notRun"], stats["notEvaluated"], stats["costUsd"], stats["calls"]) == (1, 0, pytest.approx(COST), 1)
+
+    actions.resume(run, budget_usd=5)
+    run.refresh_from_db()
+    # Turn 1 again (its answer from the cache: nothing sent, nothing spent), then turn 2.
+    assert run.status == "done" and len(fake_provider.requests()) == 2
+    assert run.candidate_cost_usd == pytest.approx(run.spent_usd) and run.candidate_calls_sent == 2
+    assert run.candidate_cost_usd > COST
+    calls_page = client.get(f"/runs/{run.pk}/responses/{Response.objects.get(run=run).pk}/calls").content.decode()
+    # attempt 1: turn 1, and turn 2 that the budget held back; attempt 2: both turns
+    assert calls_page.count("attempt 1") == 2 and calls_page.count("attempt 2") == 2
+    assert "stopped by a cancel or the budget" in calls_page

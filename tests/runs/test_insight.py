@@ -13,7 +13,7 @@ from runs import insight
 from runs.compare import decisions
 from runs.exports import run_to_json
 from runs.models import RunInsight
-from tests.web.test_run_support import (BAD, GOOD, candidate_rules, fake_llm, fake_llm_server,  # noqa: F401
+from tests.web.run_support import (BAD, GOOD, candidate_rules, fake_llm, fake_llm_server,  # noqa: F401
                                          fake_provider, make_run)
 
 pytestmark = pytest.mark.django_db(transaction=True)

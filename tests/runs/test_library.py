@@ -26,8 +26,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 SOURCE = "title: Capitals\nmodels: [openai:cand-a]\n---\n- id: fr\n  prompt: Capital of France?\n  should:\n    - Names Paris\n"
 
 
-def _blueprint(slug="capitals") -> Blueprint:
-    return import_files([(f"{slug}.yml", SOURCE, {})], via="test").items[0].blueprint
+def _blueprint(slug="capitals", text=SOURCE) -> Blueprint:
+    return import_files([(f"{slug}.yml", text, {})], via="test").items[0].blueprint
 
 
 def _finished_run(fake_provider, blueprint) -> Run:
@@ -109,7 +109,7 @@ def test_the_cli_deletes_only_with_yes_and_renames(fake_provider):
     call_command("library", "list", "runs", stdout=out)
     assert "first try" in out.getvalue()
     with pytest.raises(CommandError, match="already used"):
-        _blueprint("other")
+        _blueprint("other", SOURCE.replace("title: Capitals", "title: Other"))  # the same text would be capitals-v2
         call_command("library", "rename", "blueprint", "other", "capitals-v2")
     call_command("library", "delete", "blueprint", "capitals-v2", "--yes", stdout=out)
     assert "deleted the blueprint 'capitals-v2' with 1 revision(s), 1 run(s)" in out.getvalue()

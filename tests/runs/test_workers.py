@@ -245,3 +245,50 @@ def test_cancel_while_a_worker_is_stuck_in_an_item_ends_the_run_at_once(site, fa
     # At once: the cancel does not wait for the stuck worker.
     assert site.run_status(run_id) == "cancelled"
     assert site.query("SELECT finished_at IS NOT NULL FROM runs_run WHERE id = ?", run_id)[0][0]
+
+
+def test_a_model_with_no_quota_never_starves_a_healthy_model_of_the_same_provider(site, fake_llm):
+    """Issue "Hostile input, third round", case 2: a model whose every answer is 429 insufficient_quota beside a
+    healthy model of the same provider, on two workers. Its calls used to wait out an ever longer pace while
+    holding the provider's slots: 200 of 200 healthy items failed at the item budget. Now the healthy items
+    finish, and the no-quota model's fail with the provider's words once its circuit breaker opens."""
+    site.env.update(EVALSITE_ITEM_BUDGET_S="60", EVALSITE_CHUNK_SIZE="10")
+    items = 30
+    run_id = site.start_run(blueprint_text(["openai:quota-noquota-always-429", "openai:healthy-latency-50ms"],
+                                           prompts=items))
+    started = time.monotonic()
+    site.start_worker()
+    site.start_worker()
+    site.wait_for("the run to finish", lambda: site.run_status(run_id) == "done", timeout=90)
+    took = time.monotonic() - started
+    rows = site.query("SELECT variant_id, status, error FROM runs_response WHERE run_id = ?", run_id)
+    healthy = [(status, error) for variant, status, error in rows if "healthy" in variant]
+    starved = [(status, error) for variant, status, error in rows if "noquota" in variant]
+    assert all(status == "done" for status, _ in healthy), healthy[:3]
+    assert len(healthy) == items and len(starved) == items
+    assert all(status == "failed" and "insufficient_quota: no quota" in error for status, error in starved), \
+        starved[:3]
+    assert any("Circuit breaker" in error for _, error in starved)
+    print(f"the run finished in {took:.1f} s")
+    assert took < 60, took
+
+
+def test_a_cancel_ends_calls_waiting_on_a_rate_limited_model_in_seconds(site, fake_llm):
+    """A model answering 429 with Retry-After: 100 holds its calls (its pace, their retries' back-off); a cancel
+    used to wait for every such wait to end (14 min 43 s in the issue). Now the worker lets go in seconds."""
+    items = 30
+    run_id = site.start_run(blueprint_text(["openai:waiting-always-429-retry-after-100",
+                                            "openai:steady-latency-300ms"], prompts=items))
+    site.start_worker()
+    site.wait_for("the steady model's first items", lambda: site.statuses(run_id)["done"] >= 3, timeout=60)
+    assert asked_items(fake_llm, "waiting-always-429"), "the rate-limited model was never asked"
+    asked = time.monotonic()  # the cancel lands during the command (its start-up takes a few seconds)
+    site.manage("shell", "--no-imports", "-c",
+                f"from runs.models import Run; from runs.work import cancel_run; cancel_run(Run.objects.get(pk={run_id}))")
+    site.wait_for("the worker to let go of its items", lambda: site.statuses(run_id)["running"] == 0, timeout=40)
+    took = time.monotonic() - asked
+    print(f"the worker let go {took:.1f} s after the cancel command started")
+    assert site.run_status(run_id) == "cancelled"
+    assert took < 15, took
+    statuses = site.statuses(run_id)
+    assert statuses["pending"] > 0 and statuses["done"] >= 3 and statuses["running"] == 0

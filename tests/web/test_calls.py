@@ -10,7 +10,7 @@ import pytest
 
 from runs.engine import calls
 from runs.models import Response
-from tests.web.test_run_support import FAKE_KEY, fake_llm, fake_llm_server, fake_provider, make_run  # noqa: F401
+from tests.web.run_support import FAKE_KEY, fake_llm, fake_llm_server, fake_provider, make_run  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

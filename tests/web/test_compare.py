@@ -9,7 +9,7 @@ from runs.models import Response
 from runs.compare import text_diff
 
 from .conftest import htmx
-from .test_run_support import (  # noqa: F401
+from .run_support import (  # noqa: F401
     fake_llm,
     fake_llm_server,
     fake_provider,
@@ -145,3 +145,177 @@ def test_text_diff_of_long_texts_falls_back_to_lines():
     pieces = text_diff(before, after)
     assert [p.text for p in pieces if p.op == "delete"] == ["line 10 word\n"]
     assert [p.text for p in pieces if p.op == "insert"] == ["line ten word\n"]
+
+
+# --- the gate, through manage.py compare ------------------------------------------------------------------
+
+
+def _gate_run(fake, blueprint, bad):
+    """A finished run of ``blueprint``: cand-a answers BAD to the prompts numbered in ``bad``, GOOD to the rest."""
+    from runs import start as run_start
+
+    fake.script([*({"model": "cand-a", "match": rf"Question number {i}\?", "reply": "BAD answer"} for i in bad),
+                 {"model": "cand-a", "match": ".", "reply": "GOOD answer"}])
+    run = run_start.start_run(blueprint, fresh=True)
+    run.refresh_from_db()
+    assert run.status == "done", run.status
+    return run
+
+
+def _compare(*args):
+    import io
+
+    from django.core.management import call_command
+
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command("compare", *[str(a) for a in args], stdout=out, stderr=err)
+        return 0, out.getvalue(), err.getvalue()
+    except SystemExit as exc:
+        return exc.code, out.getvalue(), err.getvalue()
+
+
+def test_the_gate_does_not_fail_a_pattern_the_normal_curve_called_beyond_its_level(fake_provider, client):
+    """60 prompts that all moved: 18 up, 41 down, and one of weight 0.99 down. Were nothing changed, a drop this
+    large comes with a chance of 0.13% (every sign pattern counted): not beyond the gate's 0.1%. The normal curve
+    said 0.098% and failed the run; counted on the grid it passes, and says so on the page and in --markdown."""
+    body = "".join(f"- id: q{i:02d}\n  prompt: Question number {i}?\n{'  weight: 0.99' + chr(10) if i == 59 else ''}"
+                   f"  should:\n    - $contains: GOOD\n" for i in range(60))
+    blueprint = make_blueprint("title: Gate\nmodels: [openai:cand-a]\n---\n" + body, slug="gate-grid")
+    up, down = list(range(18)), [*range(18, 59), 59]
+    base = _gate_run(fake_provider, blueprint, bad=up)
+    later = _gate_run(fake_provider, blueprint, bad=down)
+    code, out, err = _compare(later.pk, "--base", base.pk, "--json", "--fail-on-regression")
+    data = __import__("json").loads(out)
+    variant = "openai:cand-a[temp:0]"
+    assert data["pairs"][0]["verdict"] == "worse"  # worse at 95%, but not a regression by the gate
+    assert data["gate"]["variants"][variant]["p"] == pytest.approx(0.0013352, abs=1e-6)
+    assert code == 0 and data["regression"] is False and "regression" not in err
+    html = client.get(f"/runs/{later.pk}/compare?with={base.pk}").content.decode()
+    gate = re.search(r'<p class="gate gate-passes">(.*?)</p>', html, re.S).group(1)
+    assert "The gate passes" in gate and "0.1% (99.9%)" in gate
+    assert re.search(r"<code>openai:cand-a\[temp:0\]</code></th><td class=\"num\">0.0013</td>", html)
+    _, out, _ = _compare(later.pk, "--base", base.pk, "--markdown")
+    assert "Gate (`--fail-on-regression`, family-wise level 0.1% (99.9%)): passes (exit 0)." in out
+
+
+def test_pass_fail_prompts_get_the_paired_score_interval_through_manage_py_compare(fake_provider):
+    """Ten pass/fail prompts: the interval `compare --json` shows is Newcombe's for paired proportions (the engine's
+    ``paired_binary_interval``, held to a published example in tests/engine/test_stats.py), not the bootstrap's."""
+    import json
+
+    import numpy as np
+
+    from runs.engine import stats
+
+    body = "".join(f"- id: q{i:02d}\n  prompt: Question number {i}?\n  should:\n    - $contains: GOOD\n"
+                   for i in range(10))
+    blueprint = make_blueprint("title: Ten\nmodels: [openai:cand-a]\n---\n" + body, slug="ten-pass-fail")
+    base = _gate_run(fake_provider, blueprint, bad=(0, 1))
+    later = _gate_run(fake_provider, blueprint, bad=(0, 5, 6, 7))
+    code, out, _ = _compare(later.pk, "--base", base.pk, "--json")
+    (pair,) = json.loads(out)["pairs"]
+    after = np.array([0.0 if i in (0, 5, 6, 7) else 1.0 for i in range(10)])
+    before = np.array([0.0 if i in (0, 1) else 1.0 for i in range(10)])
+    low, high = stats.paired_binary_interval(after, before)
+    assert code == 0 and pair["n"] == 10 and pair["delta"] == pytest.approx(-0.2)
+    assert (pair["low"], pair["high"]) == (pytest.approx(low), pytest.approx(high))
+    assert low < -0.5 and high > 0.1 and pair["verdict"] == "cant_tell"
+
+
+# --- trials: unbiased pass@k and pass^k -----------------------------------------------------------------------
+
+
+TRIALS_TEXT = ("title: Trials\nmodels: [openai:cand-a]\nverdicts: {pass: 0.8}\n---\n" + "".join(
+    f"- id: {rule.replace('_', '-')}\n  prompt: Question for {rule}?\n  trials: 3\n  trial_aggregation: {rule}\n"
+    f"  should:\n    - $contains: GOOD\n" for rule in ("mean", "pass_at_k")))
+
+
+def _trials_run(fake, blueprint):
+    """cand-a answers GOOD to one trial of three of each prompt, BAD to the other two."""
+    from runs import start as run_start
+
+    rules = []
+    for rule in ("mean", "pass_at_k"):
+        rules += [{"model": "cand-a", "match": f"for {rule}", "reply": "GOOD answer", "times": 1},
+                  {"model": "cand-a", "match": f"for {rule}", "reply": "BAD answer"}]
+    fake.script(rules)
+    run = run_start.start_run(blueprint, fresh=True)
+    run.refresh_from_db()
+    assert run.status == "done", run.status
+    return run
+
+
+def test_the_compare_page_shows_unbiased_pass_at_k_and_ai_evals_rule_stays_its_verdict(fake_provider, client):
+    """One trial of three passes: pass@3 (at least one of 3 trials passes) is 1 and pass^3 (all 3 pass) is 0, the
+    unbiased estimates (Chen et al. 2021); the plug-in 1 - (1 - 1/3)^3 = 0.70 and (1/3)^3 = 0.04 shown before are
+    AI Eval's own rule, which still decides its pass_at_k cells' verdicts (0.70 < 0.8: fail)."""
+    blueprint = make_blueprint(TRIALS_TEXT, slug="trials-pass-at-k")
+    base, later = _trials_run(fake_provider, blueprint), _trials_run(fake_provider, blueprint)
+    html = client.get(f"/runs/{later.pk}/compare?with={base.pk}").content.decode()
+    row = re.search(r'<tr class="pair pair-[a-z_]+">(.*?)</tr>', html, re.S).group(1)
+    cells = re.findall(r'<td class="num">([^<]*)</td>', row)
+    assert cells[-3:] == ["1.00", "0.00", "100%"]  # pass@k, pass^k, flaky
+    details = later.aggregates["cellDetails"]
+    rule_cell = details["pass-at-k"]["openai:cand-a[temp:0]"]
+    assert (rule_cell["passAtK"], rule_cell["passHatK"]) == (1.0, 0.0)
+    assert rule_cell["rulePassAtK"] == pytest.approx(1 - (2 / 3) ** 3) and rule_cell["verdict"] == "fail"
+    assert details["mean"]["openai:cand-a[temp:0]"]["rulePassAtK"] is None
+    assert "unbiased" in html and "AI Eval" in html
+
+
+def test_when_every_cell_moved_alike_the_page_and_markdown_say_so_and_show_the_gates_decision(fake_provider, client):
+    """12 prompts x 2 variants, every one of the 24 cells 1.00 lower: no single cell stands out from the others
+    (nothing is listed), and before the page said only that. Now it says that all 24 moved, each by -1.00, and
+    shows the gate's decision (both variants fail it) with its level; so does --markdown."""
+    from runs import start as run_start
+
+    body = "".join(f"- id: q{i:02d}\n  prompt: Question number {i}?\n  should:\n    - $contains: GOOD\n"
+                   for i in range(12))
+    blueprint = make_blueprint("title: Shift\nmodels: [openai:cand-a, openai:cand-b]\n---\n" + body, slug="shift")
+    runs = []
+    for reply in ("GOOD answer", "BAD answer"):
+        fake_provider.script([{"model": m, "match": ".", "reply": reply} for m in ("cand-a", "cand-b")])
+        run = run_start.start_run(blueprint, fresh=True)
+        run.refresh_from_db()
+        runs.append(run)
+    base, later = runs
+    html = client.get(f"/runs/{later.pk}/compare?with={base.pk}").content.decode()
+    assert "<strong>All 24 cells moved, each by -1.00</strong>" in html
+    assert "<strong>0</strong> changed by more than" in html  # no single cell stands out
+    gate = re.search(r'<p class="gate gate-fails">(.*?)</p>', html, re.S).group(1)
+    assert "The gate fails" in gate and "<code>openai:cand-a[temp:0]</code>, <code>openai:cand-b[temp:0]</code>" in gate
+    assert "family-wise 0.1% (99.9%)" in gate
+    code, out, _ = _compare(later.pk, "--base", base.pk, "--markdown", "--fail-on-regression")
+    assert code == 1
+    assert ("Gate (`--fail-on-regression`, family-wise level 0.1% (99.9%)): **fails** on `openai:cand-a[temp:0]`, "
+            "`openai:cand-b[temp:0]` (exit 1).") in out
+    assert "All 24 cells moved, each by -1.00: the whole run shifted alike" in out
+
+
+def test_cached_cells_do_not_hide_the_cells_that_dropped(fake_provider, client):
+    """40 of 63 cells did not move (the same answers), 20 moved a little either way, 3 dropped from 0.90 to 0.00.
+    The old yardstick, with most cells unmoved, was the plain spread of every cell that moved, the drops included,
+    and listed none of them; now the three are listed, and nothing else."""
+    from runs import start as run_start
+
+    noise = [0.1] * 7 + [-0.1] * 7 + [0.2] * 2 + [-0.2] * 2 + [0.3, -0.3]
+    before = [1.0] * 40 + [0.5] * 20 + [0.9] * 3
+    after = [1.0] * 40 + [0.5 + x for x in noise] + [0.0] * 3
+    points = "".join(f"    - $contains: W{j}\n" for j in range(10))
+    body = "".join(f"- id: q{i:02d}\n  prompt: Question number {i}?\n  should:\n{points}" for i in range(63))
+    blueprint = make_blueprint("title: Cached\nmodels: [openai:cand-a]\n---\n" + body, slug="cached-drops")
+    runs = []
+    for scores in (before, after):
+        fake_provider.script([{"model": "cand-a", "match": rf"Question number {i}\?",
+                               "reply": " ".join(f"W{j}" for j in range(round(s * 10))) or "nothing"}
+                              for i, s in enumerate(scores)])
+        run = run_start.start_run(blueprint, fresh=True)
+        run.refresh_from_db()
+        assert run.status == "done", run.status
+        runs.append(run)
+    base, later = runs
+    html = client.get(f"/runs/{later.pk}/compare?with={base.pk}").content.decode()
+    listed = re.findall(r'<tr class="listed"><td><code>(.*?)</code>', html)
+    assert sorted(listed) == ["q60", "q61", "q62"]
+    assert "23 of the 63 cells scored in both runs moved; 40 did not" in html

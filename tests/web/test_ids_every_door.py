@@ -32,7 +32,7 @@ from blueprints.models import (
 )
 from runs.models import Response, Run
 
-from .test_run_support import make_offline_run  # noqa: F401
+from .run_support import make_offline_run  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

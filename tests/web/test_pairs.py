@@ -9,13 +9,13 @@ import re
 import pytest
 import yaml
 
-from runs import pairs
+from runs.pairs import scope as pairs
 from runs import start as run_start
 from runs import work as run_work
 from runs.models import PairJudgement, Response, Run
 
 from .conftest import htmx
-from .test_run_support import make_blueprint
+from .run_support import make_blueprint
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -245,3 +245,41 @@ def test_deleting_a_run_deletes_its_judgements_and_keeps_the_others():
         PairJudgement.objects.create(left=left, right=right, winner="left")
     run_work.delete_run(gone)
     assert list(PairJudgement.objects.values_list("left__run_id", flat=True)) == [kept.pk]
+
+
+def ratings_section(page) -> str:
+    return page.content.decode().split('id="ratings"', 1)[1].split("</section>", 1)[0]
+
+
+def test_the_ratings_are_fitted_once_and_kept_until_a_judgement_changes_them(client, monkeypatch):
+    """Bradley-Terry with its 500 bootstrap refits took 13-15 s a view with 120 models: the page keeps the fit
+    until the judgements change, as the results matrix is kept (counted with the real fit, not replaced)."""
+    from runs.engine import ratings as bt
+
+    run = make_pairs_run()
+    rows = {(r.prompt_index, r.variant_id.split(":")[1][:4]): r for r in Response.objects.filter(run=run)}
+    PairJudgement.objects.create(left=rows[(0, "alph")], right=rows[(0, "beta")], winner="left")
+    fits = []
+    real_fit = bt.fit_strengths
+
+    def counted(*args, **kwargs):
+        fits.append(1)
+        return real_fit(*args, **kwargs)
+
+    monkeypatch.setattr(bt, "fit_strengths", counted)
+    pairs._FITS.clear()
+    first = ratings_section(client.get(f"/runs/{run.pk}/pairs"))
+    fitted = len(fits)
+    assert fitted == 2  # the fit and its bootstrap (all resamples at once)
+    for _ in range(3):
+        again = ratings_section(client.get(f"/runs/{run.pk}/pairs"))
+        assert again == first
+    assert len(fits) == fitted, "the page refitted the same judgements"
+    # A new judgement is a new fit, and the page shows it.
+    left_id, right_id = offered(client.get(f"/runs/{run.pk}/pairs").content.decode())
+    client.post(f"/runs/{run.pk}/pairs", {"left": left_id, "right": right_id, "winner": "tie"})
+    after = ratings_section(client.get(f"/runs/{run.pk}/pairs"))
+    assert len(fits) == 2 * fitted and "2 judgements" in after and "2 judgements" not in first
+    # Judgements gone with their run are a change too: the other scope's fit is not served for it.
+    other = make_pairs_run(pairs_blueprint(slug="pairs-other"))
+    assert "No judgements yet" in client.get(f"/runs/{other.pk}/pairs").content.decode()

@@ -10,7 +10,7 @@ import pytest
 
 from runs.models import PointAssessment, Response
 
-from .test_run_support import fake_llm, fake_llm_server, fake_provider, make_offline_run, make_run  # noqa: F401
+from .run_support import fake_llm, fake_llm_server, fake_provider, make_offline_run, make_run  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -102,7 +102,7 @@ def test_the_report_renders_descriptions_and_reviewers_words(fake_provider, clie
     from blueprints.models import Blueprint
     from runs import annotations, overrides
 
-    from .test_run_support import BLUEPRINT, make_blueprint
+    from .run_support import BLUEPRINT, make_blueprint
 
     text = BLUEPRINT.replace("description: Exercises every part of the result pages.",
                              "description: Exercises **every** part, see [the guide](https://example.org/x).")

@@ -12,7 +12,7 @@ import pytest
 from runs import annotations, overrides
 from runs.models import Annotation, PointAssessment, PointOverride, Response, Run
 from tests.web.conftest import htmx
-from tests.web.test_run_support import fake_llm, fake_llm_server, fake_provider, make_run, script  # noqa: F401
+from tests.web.run_support import fake_llm, fake_llm_server, fake_provider, make_run, script  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,7 +9,7 @@ from runs import start as run_start
 from runs.models import PointAssessment, PointOverride, Response, Run
 
 from .conftest import htmx
-from .test_run_support import (  # noqa: F401
+from .run_support import (  # noqa: F401
     fake_llm,
     fake_llm_server,
     fake_provider,

@@ -7,7 +7,7 @@ import pytest
 
 from runs.models import Response
 
-from .test_run_support import (  # noqa: F401
+from .run_support import (  # noqa: F401
     EVIL,
     HUGE,
     fake_llm,

@@ -11,7 +11,7 @@ from runs import work as run_work
 from runs.models import Response, Run
 
 from .conftest import htmx
-from .test_run_support import (  # noqa: F401
+from .run_support import (  # noqa: F401
     fake_llm,
     fake_llm_server,
     fake_provider,

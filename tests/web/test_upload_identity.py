@@ -269,3 +269,80 @@ def test_validate_blueprint_prefers_a_models_folder_beside_the_file(tmp_path):
     call_command("validate_blueprint", str(path), stdout=out)
 
     assert "OK (1 prompt, 1 point, 1 model)" in out.getvalue()
+
+
+# --- the same text from any door finds its blueprint ---------------------------------------------------------------
+
+SAME = WEVAL.format(title="Capitals", prompt="Capital of France?")
+
+
+def test_a_file_of_an_imported_folder_chosen_alone_is_the_folders_blueprint_not_a_second_one(client):
+    post_folder(client, {"suite/geo/capitals.yml": SAME, "suite/geo/other.yml": WEVAL.format(title="Other",
+                                                                                            prompt="Where?")})
+
+    page = post_files(client, {"capitals.yml": SAME})
+
+    assert sorted(Blueprint.objects.values_list("slug", flat=True)) == ["geo__capitals", "geo__other"]
+    assert "1 file: 0 new, 0 updated, 1 unchanged, 0 refused." in page.text
+    assert ("the same text as &#x27;geo__capitals&#x27; (imported from &#x27;geo/capitals.yml&#x27;), so it is that "
+            "blueprint, not a second one") in page.text
+    assert Blueprint.objects.get(slug="geo__capitals").revisions.count() == 1
+
+
+def test_the_same_text_in_two_blueprints_is_asked_about_naming_both(client, tmp_path):
+    for slug in ("copy-one", "copy-two"):  # two blueprints of one text, as the old import could leave them
+        Blueprint.objects.create(slug=slug, title="").save_revision(SAME)
+
+    page = post_files(client, {"capitals.yml": SAME})
+    write(tmp_path, {"capitals.yml": SAME})
+    code, _, err = cli(tmp_path)
+
+    assert "the same text is already stored as &#x27;copy-one&#x27;, &#x27;copy-two&#x27;" in page.text
+    assert "What should this file become?" in page.text and 'name="target" value="copy-one"' in page.text
+    assert code == 1 and "the same text is already stored as 'copy-one', 'copy-two'" in err
+    assert not Blueprint.objects.filter(slug="capitals").exists()
+
+    answer = client.post("/import/conflict/", {"path": "capitals.yml", "folder": "", "text": SAME,
+                                               "choice": "revision", "target": "copy-two", "new_id": ""})
+    assert "Unchanged" in answer.text and Blueprint.objects.count() == 2
+    own = client.post("/import/conflict/", {"path": "capitals.yml", "folder": "", "text": SAME, "choice": "new-id",
+                                            "new_id": "capitals", "target": "copy-one"})
+    assert "New blueprint" in own.text and Blueprint.objects.get(slug="capitals").current_revision.text == SAME
+
+
+def test_two_files_of_one_folder_with_the_same_text_stay_two_blueprints_and_import_again_unchanged(tmp_path):
+    write(tmp_path, {"a/capitals.yml": SAME, "b/capitals.yml": SAME})
+
+    first = cli(tmp_path)
+    again = cli(tmp_path)
+
+    assert first[0] == 0 and "2 new" in first[1]
+    assert again[0] == 0 and "0 new, 0 updated, 2 unchanged" in again[1]
+    assert sorted(Blueprint.objects.values_list("slug", flat=True)) == ["a__capitals", "b__capitals"]
+
+
+def test_the_same_text_with_new_companion_files_is_a_new_revision_of_its_blueprint(client, tmp_path):
+    text = "name: screening\n" + SUITE.format(team="A")
+    post_files(client, {"EVAL.yaml": text})  # without its judge prompt: a draft
+    write(tmp_path, {"team/EVAL.yaml": text, "team/judges/safety.md": JUDGE})
+
+    code, out, _ = cli(tmp_path / "team")
+
+    blueprint = Blueprint.objects.get()
+    assert code == 0 and "EVAL.yaml -> screening: updated (revision 2)" in out
+    assert blueprint.current_revision.files == {"judges/safety.md": JUDGE} and blueprint.current_revision.is_valid
+
+
+def test_pasting_the_text_of_a_stored_blueprint_finds_it(client):
+    post_folder(client, {"suite/geo/capitals.yml": SAME})
+
+    page = client.post("/import/", {"text": SAME})
+
+    assert list(Blueprint.objects.values_list("slug", flat=True)) == ["geo__capitals"]
+    assert "the same text as &#x27;geo__capitals&#x27;, so it is that blueprint, not a second one" in page.text
+    Blueprint.objects.create(slug="copy", title="").save_revision(SAME)
+    asked = client.post("/import/", {"text": SAME})
+    assert "the same text is already stored as &#x27;copy&#x27;, &#x27;geo__capitals&#x27;" in asked.text
+    assert Blueprint.objects.count() == 2
+    other = client.post("/import/", {"text": SAME.replace("Capitals", "Cities")})
+    assert "New blueprint" in other.text and Blueprint.objects.filter(title="Cities").exists()

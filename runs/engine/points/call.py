@@ -10,6 +10,10 @@ The request, retries, response checks and error texts follow the upstream
 * `${NAME}` in a header is filled only for names listed in
   `EVALSITE_BLUEPRINT_ENV`, so an imported blueprint cannot send a key of its
   choosing to a host of its choosing.
+
+And, as for every request the engine sends (runs/engine/providers/own.py), a
+`$call` never goes to evalsite itself, listed host or not, and carries the
+engine's mark, which evalsite refuses.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from ..providers.own import OwnAddresses, with_engine_header
 from .result import PointResult, not_evaluated
 
 CONFIG_KEYS = ("service", "url", "method", "headers", "timeout_ms", "cache", "max_retries", "retry_backoff_ms")
@@ -112,6 +117,7 @@ def call(
     hosts: frozenset[str] = frozenset(),
     blueprint_env: Mapping[str, str] | None = None,
     blueprint_env_names: frozenset[str] = frozenset(),
+    own: OwnAddresses | None = None,
 ) -> PointResult:
     """`$call`: POST (or GET) to a service and read its score. Only ``hosts`` may be reached
     (EVALSITE_CALL_HOSTS); ``${NAME}`` in headers is filled from ``blueprint_env`` for the
@@ -125,7 +131,7 @@ def call(
         return not_evaluated(f"External service call failed: {failure}")
 
     url = config.get("url")
-    refusal = _host_refusal(url, hosts)
+    refusal = _host_refusal(url, hosts) or (own.refusal(url, "`$call`") if own is not None else None)
     if refusal:
         return not_evaluated(refusal)
 
@@ -241,13 +247,13 @@ def _headers(config: dict, values: Mapping[str, str], permitted: frozenset[str])
     headers = {"Content-Type": "application/json"}
     configured = config.get("headers")
     if not isinstance(configured, Mapping):
-        return headers
+        return with_engine_header(headers)
     for key, value in configured.items():
         try:
             headers[str(key)] = _fill_env(str(value), values, permitted)
         except _CallFailed as failure:
             raise _CallFailed(f"Failed to substitute env var in header '{key}': {failure}") from None
-    return headers
+    return with_engine_header(headers)
 
 
 def _fill_env(text: str, values: Mapping[str, str], permitted: frozenset[str]) -> str:

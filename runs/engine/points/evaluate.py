@@ -85,6 +85,7 @@ def _call(c: _Call) -> Outcome:
         hosts=c.config.call_hosts,
         blueprint_env=c.config.providers.blueprint_env,
         blueprint_env_names=c.config.providers.blueprint_env_names,
+        own=c.config.providers.own_addresses,
     )
 
 

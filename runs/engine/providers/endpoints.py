@@ -16,16 +16,18 @@ made, with the reason.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 import httpx
 
-from blueprints.spec.model_ids import provider_of
+from blueprints.spec.model_ids import provider_of, split_variant_suffixes
 from blueprints.spec.schema import CustomModel
 
 from .cache import key_from_head, key_head
+from .own import with_engine_header
 from .prices import DEFAULT_MAX_TOKENS
 from .formats import (
     anthropic_body,
@@ -61,6 +63,9 @@ class Problem:
     variable: str | None = None
 
 
+NATIVE_TOOL_FORMATS = ("openai_chat", "anthropic", "gemini")
+
+
 @dataclass(frozen=True, slots=True)
 class Endpoint:
     model_id: str  # the routing id: no variant suffixes
@@ -73,6 +78,12 @@ class Endpoint:
     default_max_tokens: int | None = DEFAULT_MAX_TOKENS
     custom: CustomModel | None = None
     secrets: tuple[str, ...] = field(default=(), repr=False)  # values to hide in messages
+
+    @property
+    def native_tools(self) -> bool:
+        """Whether evalsite sends this endpoint tool definitions (runs/engine/tools.py): the three chat formats of
+        the built-in providers. Custom models and text completions are traced (TOOL_CALL lines) instead."""
+        return self.custom is None and self.api_format in NATIVE_TOOL_FORMATS
 
     @property
     def label(self) -> str:
@@ -108,23 +119,42 @@ class Endpoint:
         return key_from_head(head, self.cache_identity(), temperature=temperature, trial=trial, repeat=repeat)
 
 
+def provider_problem(model_id: str) -> str | None:
+    """Why a run could never send ``model_id`` (a routing id that is no custom model's) anywhere: no provider
+    prefix, a provider that is neither built in nor ``fixtures``, no model name after the prefix; None when it
+    names a known provider. The rule ``resolve_endpoint`` applies before it looks for a key, and the one model
+    collections are checked by (blueprints.models.model_id_problem). Says the fix, with the nearest known
+    provider when the prefix looks like a misspelling of one."""
+    provider = provider_of(model_id)
+    if provider is None:
+        return (f"'{model_id}' has no provider prefix; write it as provider:model, e.g. openai:gpt-4o-mini, or "
+                f"define it as a custom model with a url")
+    known = [*PROVIDERS, FIXTURES_PREFIX]
+    name = split_variant_suffixes(model_id.strip())[0].partition(":")[2].strip()
+    if provider not in known:
+        near = difflib.get_close_matches(provider, known, n=1, cutoff=0.6)
+        fix = (f"did you mean '{near[0]}:{name}'?" if near and name else
+               f"reach it through a router (e.g. 'openrouter:{provider}/{name or 'model'}') or, for your own "
+               f"endpoint, define a custom model with a url")
+        return f"'{model_id}' names an unknown provider '{provider}' (known providers: {', '.join(known)}); {fix}"
+    if not name:
+        return f"'{model_id}' has no model name after '{provider}:'"
+    return None
+
+
 def resolve_endpoint(model_id: str, settings: ProviderSettings,
                      custom_models: Mapping[str, CustomModel]) -> Endpoint | Problem:
     """The endpoint for a routing id, or the problem that stops the call."""
     if model_id in custom_models:
         return _custom_endpoint(custom_models[model_id], settings)
+    problem = provider_problem(model_id)
     provider = provider_of(model_id)
-    if provider is None:
-        return Problem(model_id, f"model '{model_id}' has no provider prefix; write it as provider:model, "
-                                 f"e.g. openai:gpt-4o-mini, or define it as a custom model with a url")
-    if provider not in PROVIDERS:
-        known = ", ".join([*PROVIDERS, FIXTURES_PREFIX])
-        return Problem(model_id, f"model '{model_id}' names an unknown provider '{provider}'; known providers: "
-                                 f"{known}; for your own endpoint, define a custom model with a url")
+    if problem is None and provider not in PROVIDERS:  # fixtures: every caller answers those before this
+        problem = f"'{model_id}' answers from a blueprint's fixtures, not from an endpoint"
+    if problem is not None:
+        return Problem(model_id, f"model {problem}")
     info = PROVIDERS[provider]
     model_name = model_id.split(":", 1)[1].strip()
-    if not model_name:
-        return Problem(model_id, f"model '{model_id}' has no model name after '{provider}:'")
     key = settings.api_key(provider)
     if not key:
         variable = key_variable_names(provider)
@@ -146,7 +176,8 @@ def resolve_endpoint(model_id: str, settings: ProviderSettings,
         headers = {"authorization": f"Bearer {key}"}
     return Endpoint(
         model_id=model_id, provider=provider, api_format=info.api_format, url=url, model_name=model_name,
-        limit_key=provider, headers=headers, default_max_tokens=info.default_max_tokens, secrets=(key,),
+        limit_key=provider, headers=with_engine_header(headers), default_max_tokens=info.default_max_tokens,
+        secrets=(key,),
     )
 
 
@@ -199,7 +230,9 @@ def _custom_endpoint(model: CustomModel, settings: ProviderSettings) -> Endpoint
         api_format = {"anthropic": "anthropic", "google": "gemini"}.get(model.inherit, "openai_chat")
     return Endpoint(
         model_id=model.id, provider="custom", api_format=api_format, url=model.url, model_name=model.model_name,
-        limit_key=f"custom:{model.id}", headers=headers, default_max_tokens=DEFAULT_MAX_TOKENS, custom=model,
+        # The engine's mark goes last: a blueprint's header of the same name cannot remove it (own.py).
+        limit_key=f"custom:{model.id}", headers=with_engine_header(headers), default_max_tokens=DEFAULT_MAX_TOKENS,
+        custom=model,
         secrets=tuple(v for v in used_values if v),
     )
 
@@ -244,8 +277,11 @@ class Quirks:
 
 
 def build_request(endpoint: Endpoint, messages: Iterable[dict], *, temperature: float | None,
-                  max_tokens: int | None, quirks: Quirks = Quirks()) -> tuple[str, dict[str, str], dict]:
-    """URL, headers and JSON body of one call. ``max_tokens`` None uses the endpoint's default."""
+                  max_tokens: int | None, quirks: Quirks = Quirks(),
+                  tools: Iterable[dict] = ()) -> tuple[str, dict[str, str], dict]:
+    """URL, headers and JSON body of one call. ``max_tokens`` None uses the endpoint's default. ``tools`` are
+    sent only where ``endpoint.native_tools`` (the router refuses a request with tools elsewhere)."""
+    tools = tuple(tools) if endpoint.native_tools else ()
     messages = list(messages)
     limit = max_tokens if max_tokens is not None else endpoint.default_max_tokens
     if endpoint.custom is not None:
@@ -255,12 +291,12 @@ def build_request(endpoint: Endpoint, messages: Iterable[dict], *, temperature: 
     fmt = endpoint.api_format
     if fmt == "openai_chat":
         body = openai_chat_body(endpoint.model_name, messages, temperature=temperature, max_tokens=limit,
-                                max_tokens_key=quirks.max_tokens_key)
+                                max_tokens_key=quirks.max_tokens_key, tools=tools)
     elif fmt == "anthropic":
         body = anthropic_body(endpoint.model_name, messages, temperature=temperature,
-                              max_tokens=limit if limit is not None else DEFAULT_MAX_TOKENS)
+                              max_tokens=limit if limit is not None else DEFAULT_MAX_TOKENS, tools=tools)
     elif fmt == "gemini":
-        body = gemini_body(messages, temperature=temperature, max_tokens=limit)
+        body = gemini_body(messages, temperature=temperature, max_tokens=limit, tools=tools)
     else:
         body = openai_completions_body(endpoint.model_name, messages, temperature=temperature, max_tokens=limit)
     return endpoint.url, dict(endpoint.headers), body

@@ -33,13 +33,23 @@ that into when the next call may leave. The router asks it before every send
   bytes / 4 plus the answer's token limit, as OpenAI counts) at the same rate;
 * ``remaining`` at 0 holds every call until one unit is back; a 429 holds
   every call of that key until its ``retry-after`` (else the reset, else 1 s):
-  one item's 429 slows all of them, so a limit costs one 429, not a storm;
+  one item's 429 slows all of them, so a limit costs one 429, not a storm; a
+  ``retry-after`` longer than ``max_hold_s`` (the router's retry_after_max_s)
+  holds nothing: each call fails at once with that reason;
 * without any limit header (Gemini, local servers), nothing is paced until a
   429: then the pacer sends at 80% of the rate the provider was answering
   (its answers in the last minute, over that span or the retry-after,
   whichever is longer), and speeds up by 0.5% per answer; another 429 after
   that hold slows it by 20% again (additive increase, multiplicative
-  decrease). 429s to calls that left before the hold change nothing.
+  decrease), never below one call every ``MAX_LEARNED_INTERVAL_S`` (10 s);
+  with no answer at all in the last minute there is no rate to learn, and
+  calls go one per hold (a model answering only 429 is asked about once a
+  second until its circuit breaker opens).
+  429s to calls that left before the hold change nothing.
+
+The router waits here before a call takes one of the provider's concurrency
+slots, never while holding one: a model being paced (or held by its 429s)
+never keeps another model of the same provider from sending.
 
 Everything takes a ``clock`` (monotonic seconds), ``wall`` (Unix time, for
 RFC 3339 resets) and ``sleep``, so tests drive it with a fake clock.
@@ -59,6 +69,10 @@ from typing import Any, Awaitable, Callable, Iterable, Mapping
 
 DEFAULT_MARGIN = 0.97  # pace at this share of a stated limit
 _HOLD_WITHOUT_HINT_S = 1.0  # a 429 that says nothing about when: hold the key this long
+# The slowest pace 429s can teach: one call every this many seconds. Without it every 429 without a Retry-After
+# stretched the interval by 1.25, so a model that only ever answers 429 ("insufficient_quota") soon waited minutes
+# between calls; its calls now fail at this pace and open its circuit breaker (router.py) instead.
+MAX_LEARNED_INTERVAL_S = 10.0
 _AIMD_DECREASE = 0.8
 _AIMD_INCREASE = 1.005
 _RATE_WINDOW_S = 60.0
@@ -247,7 +261,7 @@ class Pacer:
             raise ValueError(f"the pacing margin must be in (0, 1], got {margin}")
         self.margin = margin
         # The longest the key is held at once (the router's retry_after_max_s): a provider asking for longer
-        # fails each call quickly with that reason instead of holding the whole run.
+        # holds nothing; each call fails quickly with that reason instead of the whole run waiting.
         self.max_hold_s = max_hold_s
         # The first call goes alone; the rest wait (up to probe_timeout_s) for its answer and the limits it states.
         self.probe_timeout_s = probe_timeout_s
@@ -271,6 +285,15 @@ class Pacer:
     @property
     def active(self) -> bool:
         return self.interval is not None or self.token_rate is not None or self.blocked_until > self.clock()
+
+    def idle(self) -> bool:
+        """Nothing to wait for now: no pace, no hold, no probe under way (``wait`` returns at once)."""
+        return (self._probed and self.interval is None and self.token_rate is None
+                and self.blocked_until <= self.clock())
+
+    def held(self) -> float:
+        """Seconds left of a hold (remaining at 0, or a 429); 0 when calls may go."""
+        return max(0.0, self.blocked_until - self.clock())
 
     def reserve(self, tokens: int = 0) -> float:
         """Book the next slot for a call of ``tokens`` estimated tokens; the seconds to wait for it."""
@@ -347,10 +370,18 @@ class Pacer:
                 resets = [r for r in (limits.reset_requests_s, limits.reset_tokens_s) if r is not None]
                 retry_after = min(resets) if resets else None
             hold = _HOLD_WITHOUT_HINT_S if retry_after is None else retry_after
+            if hold > self.max_hold_s:
+                return  # "come back in an hour": each call fails fast with that reason (router.py), nothing waits
+            held_before = self.blocked_until
             self._hold(now, hold)
             if not stated and now >= self._decreased_until:
                 self._slow_down(now, hold)
                 self._decreased_until = self.blocked_until
+            if not stated and self.blocked_until > held_before:
+                # Without a stated limit, the slots booked before this hold are void: the calls waiting for them
+                # book again after it (Pacer.wait), from its end. Kept, each hold pushed every waiter to the back
+                # of a queue that kept growing, and a model answering only 429 was asked once every many seconds.
+                self.next_request_at = self.blocked_until
         elif status is not None and 200 <= status < 300 and not stated:
             self._answered.append(now)
             while self._answered[0] < now - _RATE_WINDOW_S:
@@ -378,13 +409,14 @@ class Pacer:
         answered = self._answered
         while answered and answered[0] < now - _RATE_WINDOW_S:
             answered.popleft()
-        if self.interval is not None and self.inferred:
+        if not answered:  # nothing answered in the last minute: no rate to infer, one call per hold
+            self.interval = max(hold, _HOLD_WITHOUT_HINT_S)
+        elif self.interval is not None and self.inferred:
             self.interval /= _AIMD_DECREASE
-        elif answered:
+        else:
             rate = len(answered) / max(now - answered[0], hold, 1e-3)
             self.interval = 1.0 / (rate * _AIMD_DECREASE)
-        else:
-            self.interval = max(hold, _HOLD_WITHOUT_HINT_S)
+        self.interval = min(self.interval, MAX_LEARNED_INTERVAL_S)
         self.inferred = True
         self.next_request_at = max(self.next_request_at, self.blocked_until)
 

@@ -22,6 +22,14 @@ What counts as a secret's appearance:
 :meth:`Redactor.message` also hides any word sharing 8 characters with a secret (errors and error
 bodies: a 401 often echoes the key with its middle starred out).
 
+A secret is also found in the forms a page turns back into it: HTML character references
+(``&#115;&#107;...``, ``&#x73;``, ``&lowbar;``), which markdown renders as the characters on the response
+page, the prompt page and the report, and ``\\uXXXX`` escapes, which the "Every call" page decodes when it
+shows a JSON body. When a text holds a secret only in such a form, it is returned decoded, with the
+secret replaced (safe characters only: a quote, a backslash or a control character stays escaped, so a
+JSON body stays JSON). Callers that cut a text short redact it first: a secret cut in two by the cut
+would no longer be found.
+
 Cost: the forms are compiled into one regular expression (a trie of literals, so a position that
 cannot start a secret is rejected at its first character), built once per set of secrets and
 shared (:func:`redactor_for`). With no secrets, every method returns its argument at once.
@@ -31,6 +39,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import html
 import json
 import re
 from functools import lru_cache
@@ -43,6 +52,25 @@ ENCODED_SECRET_CHARS = 8  # from this length on, encodings and 8-character fragm
 FRAGMENT_CHARS = 8  # a word sharing this many characters with a secret counts as the secret (messages)
 _TOKEN_RE = re.compile(r"[^\s\"'`,;()\[\]{}<>=]{%d,}" % FRAGMENT_CHARS)
 _WORD = "A-Za-z0-9"
+_JSON_ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})")
+_KEPT_ESCAPED = frozenset('"\\') | frozenset(chr(c) for c in range(0x20)) | {"\x7f"}
+
+
+def _json_char(match: re.Match) -> str:
+    char = chr(int(match.group(1), 16))
+    if char in _KEPT_ESCAPED or 0xD800 <= ord(char) <= 0xDFFF:  # JSON's own characters, lone surrogates
+        return match.group(0)
+    return char
+
+
+def page_decoded(text: str) -> str:
+    """``text`` as a page may turn it into characters: ``\\uXXXX`` escapes (a JSON body shown decoded), then
+    HTML character references (markdown renders them). The same text when it holds neither."""
+    if "\\u" in text:
+        text = _JSON_ESCAPE.sub(_json_char, text)
+    if "&" in text:
+        text = html.unescape(text)
+    return text
 
 
 def _b64_forms(data: bytes) -> set[str]:
@@ -145,7 +173,12 @@ class Redactor:
         return f"Redactor({len(self.secrets)} secrets)"
 
     def found(self, text: str | None) -> bool:
-        return bool(self._pattern is not None and text and self._pattern.search(text))
+        if self._pattern is None or not text:
+            return False
+        if self._pattern.search(text):
+            return True
+        decoded = page_decoded(text)
+        return decoded is not text and bool(self._pattern.search(decoded))
 
     def in_bytes(self, data: bytes | None) -> bool:
         """Whether a secret's value is in ``data`` as is (not encoded): a quick look, about a microsecond
@@ -156,7 +189,12 @@ class Redactor:
         """``text`` with every secret, and each of its encodings, replaced."""
         if self._pattern is None or not text or len(text) < self._shortest:
             return text
-        return self._pattern.sub(REDACTED, text)
+        text = self._pattern.sub(REDACTED, text)
+        # A secret spelled so that a page turns it back (entities, \\u escapes): the text decoded, redacted.
+        decoded = page_decoded(text)
+        if decoded is not text and self._pattern.search(decoded):
+            return self._pattern.sub(REDACTED, decoded)
+        return text
 
     def message(self, text: str | None) -> str | None:
         """For errors and error bodies: :meth:`text`, and any word sharing 8 characters with a secret."""

@@ -12,13 +12,18 @@ what is worth retrying:
 * a built-in OpenAI-format model that rejects ``max_tokens`` or
   ``temperature`` with a 400 is asked again the way it accepts (and
   remembered for the rest of the run), without using up an attempt;
-* after ``breaker_threshold`` failed calls in a row (rate limits excepted),
-  the model's circuit breaker opens and its remaining calls fail at once
-  with that reason;
+* after ``breaker_threshold`` failed calls in a row, or as many calls in a
+  row that each ended on a 429 with no answer between (counted apart), the
+  model's circuit breaker opens and its remaining calls fail at once with
+  that reason (the provider's own words included);
 * every send first asks the model's :class:`~.pacing.Pacer` (one per provider
   key and model) when it may leave, and every answer's rate-limit headers
   (``x-ratelimit-*``, ``anthropic-ratelimit-*``, ``retry-after``) and 429s
-  teach it the provider's pace (pacing.py).
+  teach it the provider's pace (pacing.py). That wait comes before the call
+  takes a concurrency slot: a model held by its 429s never holds the slots
+  the provider's other models need;
+* a cancel (``should_stop``) ends every wait at once: pacing, a slot, a
+  retry's back-off (one watcher reads the flag while calls wait).
 
 Every expected failure comes back as ``ChatResult.error`` with
 ``retryable``; only bugs raise. Keys and the values of allowed ``${NAME}``
@@ -97,6 +102,7 @@ class _Outcome:
     body: str | None = None  # the answer's raw body, for the call log
     url: str = ""
     sent: dict | None = None  # the JSON body as sent
+    tool_calls: tuple = ()  # the answer's native tool calls (tools were sent)
     sent_bytes: bytes | None = None  # the same, encoded, as it left
     attempts: list | None = None  # every attempt, for the call log (set on the last outcome)
 
@@ -107,9 +113,29 @@ class _Outcome:
 
 @dataclass(slots=True)
 class _Breaker:
-    failures: int = 0
     open_reason: str | None = None
     open_retryable: bool = False
+    failures: int = 0  # failed calls in a row (rate limits apart)
+    rate_limited: int = 0  # calls in a row that ended on a 429, with no answer between
+    refusals: int = 0  # rounds of 429s in a row with no answer between (a burst at one moment is one round)
+    round_until: float = 0.0  # a 429 before this belongs to the round under way
+    opened: asyncio.Event | None = None  # set when it opens: the model's waiting calls stop waiting
+
+    def open(self, reason: str, retryable: bool) -> None:
+        if self.open_reason:
+            return
+        self.open_reason, self.open_retryable = reason, retryable
+        if self.opened is not None:
+            self.opened.set()
+
+    def event(self) -> asyncio.Event:
+        loop = asyncio.get_running_loop()
+        if self.opened is None or getattr(self.opened, "_evalsite_loop", None) is not loop:
+            self.opened = asyncio.Event()
+            self.opened._evalsite_loop = loop  # type: ignore[attr-defined]
+            if self.open_reason:
+                self.opened.set()
+        return self.opened
 
 
 def _cacheable(request: ChatRequest, text: str | None) -> bool:
@@ -121,6 +147,20 @@ def _cacheable(request: ChatRequest, text: str | None) -> bool:
     except Exception:  # a check that breaks costs a call, never an item
         logger.warning("cacheable check failed; the answer is not cached", exc_info=True)
         return False
+
+
+def _failed_cost(endpoint: Endpoint, outcome: "_Outcome", attempts: int) -> float | None:
+    """What a failed call cost, as the budget counts it: a call never sent (a cancel, the budget, an open
+    breaker) and an error answer (4xx, 5xx) cost nothing; an answer that came with its usage (an empty one)
+    costs that usage; no answer (a timeout, a dropped connection) or a model without a price: unknown (None)."""
+    if not attempts:
+        return 0.0
+    if endpoint.custom is not None or outcome.status is None:
+        return None
+    if not 200 <= outcome.status < 300:
+        return 0.0
+    usage = outcome.usage
+    return cost_usd(endpoint.model_id, usage) if usage is not None and usage.input_tokens is not None else None
 
 
 class Router:
@@ -181,6 +221,11 @@ class Router:
         # start one answer late).
         self.pacing_probe = False
         self._pacers: dict[tuple[str, str], Pacer] = {}
+        # A cancel ends every wait (``_wait_or_stop``): set when ``should_stop`` says yes; read by one watcher.
+        self._stopped: asyncio.Event | None = None
+        self._stopped_loop: asyncio.AbstractEventLoop | None = None
+        self._watcher: asyncio.Future | None = None
+        self._waiting = 0
         self._breakers: dict[str, _Breaker] = {}
         self._quirks: dict[str, Quirks] = {}
         self._shown_urls: dict[str, str] = {}  # a URL as the call log shows it
@@ -238,6 +283,11 @@ class Router:
             return self._redactor
         return redactor_for((*self._secrets, *extra))
 
+    async def _own_refusal(self, url: str, what: str) -> str | None:
+        """Why a request to ``url`` may not leave (it would reach evalsite itself: own.py), or None."""
+        own = self.settings.own_addresses
+        return None if own is None else await own.refusal_async(url, what)
+
     def endpoint(self, model_id: str) -> Endpoint | Problem:
         if model_id not in self._endpoints:
             self._endpoints[model_id] = resolve_endpoint(model_id, self.settings, self.custom_models)
@@ -247,13 +297,18 @@ class Router:
         started = time.perf_counter()
         model_id = parse_for_api_call(request.model_id).original_model_id
         if model_id not in self.custom_models and provider_of(model_id) == FIXTURES_PREFIX:
+            if request.tools:
+                return _no_native_tools("fixtures", started)
             return self._from_fixtures(request, model_id, started)
         endpoint = self.endpoint(model_id)
         if isinstance(endpoint, Problem):
             return ChatResult(error=endpoint.message, retryable=False, attempts=0, latency_ms=_ms(started))
+        if request.tools and not endpoint.native_tools:
+            return _no_native_tools(endpoint.label, started)
 
         key = None
-        if self.cache is not None and request.use_cache:
+        # A tool loop's calls are not cached: the cache key holds each message's role and text only.
+        if self.cache is not None and request.use_cache and not request.tools:
             key = endpoint.answer_key(request.messages, temperature=request.temperature,
                                       max_tokens=request.max_tokens, trial=request.trial, repeat=request.repeat)
             if not self.fresh and not request.refresh:
@@ -268,12 +323,17 @@ class Router:
                     self._log_call(request, endpoint, result, None)
                     return result
 
+        refusal = await self._own_refusal(endpoint.url, endpoint.label)
+        if refusal is not None:  # evalsite's own address: never sent (own.py)
+            return ChatResult(error=refusal, retryable=False, attempts=0, latency_ms=_ms(started))
         outcome, attempts = await self._send_with_retries(endpoint, request)
         redactor = self.redactor(endpoint)
         if not outcome.ok:
             result = ChatResult(error=redactor.message(outcome.reason),
                                 retryable=outcome.retryable, attempts=attempts, latency_ms=_ms(started),
-                                usage=outcome.usage)
+                                # A call never sent used nothing: its usage is none, not unknown.
+                                usage=outcome.usage if attempts else Usage(0, 0),
+                                cost_usd=_failed_cost(endpoint, outcome, attempts))
             self._log_call(request, endpoint, result, outcome)
             return result
         cost = None if endpoint.custom is not None else cost_usd(endpoint.model_id, outcome.usage)
@@ -287,7 +347,8 @@ class Router:
                 "model_id": endpoint.model_id,
             })
         result = ChatResult(text=outcome.text, usage=outcome.usage, latency_ms=outcome.latency_ms,
-                            attempts=attempts, cost_usd=cost, finish_reason=outcome.finish_reason)
+                            attempts=attempts, cost_usd=cost, finish_reason=outcome.finish_reason,
+                            tool_calls=outcome.tool_calls)
         self._log_call(request, endpoint, result, outcome)
         return result
 
@@ -365,6 +426,9 @@ class Router:
         missing = [i for i in range(len(texts)) if i not in found]
         if missing:
             url, body = embeddings_request(endpoint, [texts[i] for i in missing])
+            refusal = await self._own_refusal(url, f"{endpoint.label}'s embeddings request")
+            if refusal is not None:
+                return refusal
             vectors = await self._post_json_with_retries(endpoint, url, body)
             if isinstance(vectors, str):
                 return self.redactor(endpoint).message(vectors)
@@ -412,7 +476,8 @@ class Router:
             if not retryable or attempt == self.settings.max_attempts:
                 return reason
             ceiling = min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2 ** (attempt - 1))
-            await asyncio.sleep(ceiling / 2 + random.uniform(0, ceiling / 2))
+            if await self._wait_or_stop(asyncio.sleep(ceiling / 2 + random.uniform(0, ceiling / 2))):
+                return f"{endpoint.label}: embeddings not sent: {NOT_SENT_CANCELLED}"
         return "no attempt was made"  # max_attempts is at least 1; kept for the type checker
 
     # ----------------------------------------------------------------------
@@ -440,24 +505,45 @@ class Router:
         attempts = adaptations = 0
         tried: list[dict] = []  # each attempt, for the call log
         redactor = self.redactor(endpoint)
+
+        def opened() -> tuple[_Outcome, int]:
+            return _Outcome(reason=breaker.open_reason, retryable=breaker.open_retryable), attempts
+
+        def cancelled() -> tuple[_Outcome, int]:
+            first = attempts == 0 and request.purpose == "candidate" and request.turn == 0
+            return _Outcome(reason=NOT_STARTED_CANCELLED if first else NOT_SENT_CANCELLED, retryable=False), attempts
+
         while True:
             if breaker.open_reason:
-                return _Outcome(reason=breaker.open_reason, retryable=breaker.open_retryable), attempts
-            async with semaphore:
+                return opened()
+            tokens = 0
+            pacer = self.pacer(endpoint) if self.pacing else None
+            unpaced = pacer is not None and pacer.idle()  # nothing known of the model's pace yet
+            if pacer is not None:
+                # The model's pace (pacing.py), waited out before taking a slot: a model held by its 429s never
+                # keeps the provider's other models waiting. A cancel ends the wait at once.
+                tokens = _estimated_tokens(endpoint, request) if pacer.token_rate is not None else 0
+                if pacer.idle():
+                    await pacer.wait(tokens)  # nothing to wait for: no task, no watcher
+                elif await self._wait_or_stop(pacer.wait(tokens), breaker=breaker):
+                    return opened() if breaker.open_reason else cancelled()
+                if breaker.open_reason:
+                    return opened()
+            if not semaphore.locked():
+                await semaphore.acquire()  # a free slot is taken at once
+            elif await self._wait_or_stop(semaphore.acquire(), undo=semaphore.release, breaker=breaker):
+                return opened() if breaker.open_reason else cancelled()
+            try:
                 # The breaker may have opened while this call waited for a slot.
                 if breaker.open_reason:
-                    return _Outcome(reason=breaker.open_reason, retryable=breaker.open_retryable), attempts
-                tokens = 0
-                if self.pacing:  # the provider's pace (pacing.py); then the breaker and a cancel are asked again
-                    pacer = self.pacer(endpoint)
-                    tokens = _estimated_tokens(endpoint, request) if pacer.token_rate is not None else 0
-                    if await pacer.wait(tokens) > 0 and breaker.open_reason:
-                        return _Outcome(reason=breaker.open_reason, retryable=breaker.open_retryable), attempts
+                    return opened()
+                if pacer is not None and (pacer.held() > 0 or (unpaced and not pacer.idle())):
+                    # While this call waited for the slot, a 429 held the model, or the first answers stated its
+                    # limit: it is paced (without the slot) like the calls after it, not sent in the opening burst.
+                    continue
                 # After a cancel no request leaves: not a first call, not another turn, not a judge, not a retry.
-                if self.should_stop is not None and await self.should_stop():
-                    first = attempts == 0 and request.purpose == "candidate" and request.turn == 0
-                    return _Outcome(reason=NOT_STARTED_CANCELLED if first else NOT_SENT_CANCELLED,
-                                    retryable=False), attempts
+                if self.should_stop is not None and await self._stop_now():
+                    return cancelled()
                 ticket = None
                 if self.budget is not None:
                     ticket = await self.budget.admit(
@@ -466,9 +552,7 @@ class Router:
                         purpose=request.purpose,
                         about=f"prompt '{request.prompt_id}', trial {request.trial + 1}, turn {request.turn + 1}")
                     if ticket is None:  # over the budget (or a replay's missing answer): not sent, as after a cancel
-                        first = attempts == 0 and request.purpose == "candidate" and request.turn == 0
-                        return _Outcome(reason=NOT_STARTED_CANCELLED if first else NOT_SENT_CANCELLED,
-                                        retryable=False), attempts
+                        return cancelled()
                 attempts += 1
                 outcome = None
                 try:
@@ -481,11 +565,15 @@ class Router:
                         await self.budget.settle(ticket, None if outcome is None or endpoint.custom is not None
                                                  else cost_usd(endpoint.model_id, outcome.usage),
                                                  billed=not refused)
+            finally:
+                semaphore.release()
             outcome.attempts = tried
             if outcome.ok:
-                breaker.failures = 0
+                breaker.failures = breaker.rate_limited = breaker.refusals = 0
                 tried.append(_attempt(outcome, None, ()))
                 return outcome, attempts
+            if outcome.rate_limited:
+                self._count_refusal(endpoint, breaker, outcome)
             if outcome.adapt is not None and adaptations < 2:
                 self._quirks[endpoint.model_id] = outcome.adapt
                 adaptations += 1
@@ -493,27 +581,148 @@ class Router:
                 tried.append(_attempt(outcome, None, redactor, keep_body=True,
                                       note="asked again the way the model accepts"))
                 continue
-            if outcome.retryable and attempts < settings.max_attempts:
+            if outcome.retryable and attempts < settings.max_attempts and not breaker.open_reason:
                 delay = self._delay(outcome, attempts)
                 if delay is not None:
                     tried.append(_attempt(outcome, delay, redactor, keep_body=True))
                     await self._notify_wait(endpoint, outcome.short or outcome.reason, attempts + 1,
                                             settings.max_attempts, delay)
-                    await asyncio.sleep(delay)
+                    if await self._wait_or_stop(asyncio.sleep(delay), breaker=breaker):
+                        if breaker.open_reason:  # opened by the model's other calls meanwhile: this one ends now
+                            tried.append(_attempt(outcome, None, redactor))
+                            shut, _ = opened()
+                            shut.attempts, shut.status = tried, outcome.status
+                            return shut, attempts
+                        return cancelled()
                     continue
                 outcome.reason = (f"{outcome.reason} (the provider asked to wait {outcome.retry_after:.0f} s, "
                                   f"longer than the {settings.retry_after_max_s:.0f} s we wait; try again later)")
-            elif outcome.retryable and settings.max_attempts > 1:
+            elif outcome.retryable and settings.max_attempts > 1 and attempts >= settings.max_attempts:
                 outcome.reason = f"{outcome.reason} (gave up after {attempts} attempts)"
-            if not outcome.rate_limited:
-                breaker.failures += 1
-                if breaker.failures >= settings.breaker_threshold and not breaker.open_reason:
-                    breaker.open_reason = (
-                        f"Circuit breaker for model '{endpoint.model_id}' is open: {breaker.failures} calls in a "
-                        f"row failed, so its remaining calls were not sent; last error: {outcome.reason}")
-                    breaker.open_retryable = outcome.retryable
+            self._count_failure(endpoint, breaker, outcome)
             tried.append(_attempt(outcome, None, redactor))
             return outcome, attempts
+
+    def _count_refusal(self, endpoint: Endpoint, breaker: _Breaker, outcome: _Outcome) -> None:
+        """A 429 answer. The 429s that arrive together (a burst over the limit, answered at one moment) are one
+        round; a round starts with a 429 after the wait the last one asked for (its retry-after, else 1 s). After
+        ``breaker_threshold`` rounds with no answer between, the model is one that only answers 429 (no quota:
+        OpenAI's ``insufficient_quota`` is a 429): its breaker opens with the provider's words."""
+        now = time.monotonic()
+        if now < breaker.round_until:
+            return
+        asked = outcome.retry_after
+        breaker.round_until = now + (asked if asked is not None and asked <= self.settings.retry_after_max_s
+                                     else 1.0)
+        breaker.refusals += 1
+        if breaker.refusals >= self.settings.breaker_threshold:
+            self._open_for_429(endpoint, breaker, breaker.refusals, outcome)
+
+    @staticmethod
+    def _open_for_429(endpoint: Endpoint, breaker: _Breaker, count: int, outcome: _Outcome) -> None:
+        if breaker.open_reason:
+            return
+        breaker.open(
+            f"Circuit breaker for model '{endpoint.model_id}' is open: it answered only 429 (rate-limited) "
+            f"{count} times in a row with no answer between, so its remaining calls were not sent (check the "
+            f"account's quota and limits); last error: {outcome.reason}", True)
+
+    def _count_failure(self, endpoint: Endpoint, breaker: _Breaker, outcome: _Outcome) -> None:
+        """A call failed: after ``breaker_threshold`` failed calls in a row the model's breaker opens.
+
+        Calls refused as rate-limited (429) are counted apart: a 429 storm that calls get through (with waits)
+        is not a broken model, but ``breaker_threshold`` calls in a row that each ended on a 429, with no answer
+        between, are a model that only answers 429 (as are that many rounds of 429s: ``_count_refusal``). Its
+        breaker opens with the provider's own words, and its remaining calls fail at once instead of holding
+        their items until the item budget."""
+        threshold = self.settings.breaker_threshold
+        if outcome.rate_limited:
+            breaker.rate_limited += 1
+            if breaker.rate_limited >= threshold:
+                self._open_for_429(endpoint, breaker, breaker.rate_limited, outcome)
+            return
+        breaker.failures += 1
+        if breaker.failures >= threshold and not breaker.open_reason:
+            breaker.open(
+                f"Circuit breaker for model '{endpoint.model_id}' is open: {breaker.failures} calls in a "
+                f"row failed, so its remaining calls were not sent; last error: {outcome.reason}", outcome.retryable)
+
+    # -- waiting, and a cancel ending any wait --------------------------------------------------------------
+
+    STOP_POLL_S = 0.25  # while calls wait, the run's cancel flag is read this often (should_stop)
+
+    async def _stop_now(self) -> bool:
+        """Ask ``should_stop``; a yes ends every wait under way (``_wait_or_stop``)."""
+        if await self.should_stop():
+            self._stop_event().set()
+            return True
+        return False
+
+    def _stop_event(self) -> asyncio.Event:
+        loop = asyncio.get_running_loop()
+        if self._stopped is None or self._stopped_loop is not loop:  # a router reused on another event loop
+            self._stopped, self._stopped_loop, self._watcher = asyncio.Event(), loop, None
+        return self._stopped
+
+    async def _wait_or_stop(self, awaitable: Awaitable[Any], *, undo: Callable[[], Any] | None = None,
+                            breaker: _Breaker | None = None) -> bool:
+        """Await ``awaitable`` unless the run is cancelled, or ``breaker`` opens, first: True when one of them
+        came first (``awaitable`` is then cancelled, and ``undo`` called if it finished anyway, as a slot
+        acquired just as the cancel came).
+
+        Every wait of a call goes through here: its pace, a provider slot, a retry's back-off. While any call
+        waits, one watcher reads ``should_stop`` every ``STOP_POLL_S``, so a cancel ends them all within that,
+        however long they were told to wait; a model's breaker opening ends its calls' waits at once."""
+        ends: list[asyncio.Event] = []
+        if self.should_stop is not None:
+            ends.append(self._stop_event())
+        if breaker is not None:
+            ends.append(breaker.event())
+        if not ends:
+            await awaitable
+            return False
+        task = asyncio.ensure_future(awaitable)
+        if any(end.is_set() for end in ends):
+            return await self._abandon(task, undo)
+        watching = self.should_stop is not None
+        if watching:
+            self._waiting += 1
+            if self._watcher is None or self._watcher.done():
+                self._watcher = asyncio.ensure_future(self._watch(ends[0]))
+        waits = [asyncio.ensure_future(end.wait()) for end in ends]
+        try:
+            await asyncio.wait((task, *waits), return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # the item itself was stopped (its budget): nothing it waited for is kept
+            await self._abandon(task, undo)
+            raise
+        finally:
+            if watching:
+                self._waiting -= 1
+            for wait in waits:
+                wait.cancel()
+        if task.done():
+            task.result()  # a failure while waiting is a bug: raised, never a silent "go"
+            return False
+        return await self._abandon(task, undo)
+
+    @staticmethod
+    async def _abandon(task: asyncio.Future, undo: Callable[[], Any] | None) -> bool:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        if undo is not None and not task.cancelled() and task.exception() is None:
+            undo()
+        return True
+
+    async def _watch(self, stopped: asyncio.Event) -> None:
+        """Read the cancel flag while calls wait; set ``stopped`` when the run was cancelled."""
+        try:
+            while self._waiting > 0 and not stopped.is_set():
+                if await self.should_stop():
+                    stopped.set()
+                    return
+                await asyncio.sleep(self.STOP_POLL_S)
+        except Exception:  # a flag that cannot be read ends no wait; the calls ask again before they send
+            logger.warning("reading the cancel flag failed while calls waited", exc_info=True)
 
     def _delay(self, outcome: _Outcome, attempts: int) -> float | None:
         """Seconds before the next attempt; None when the provider asks for longer than we wait."""
@@ -539,7 +748,7 @@ class Router:
         label = endpoint.label
         quirks = self._quirks.get(endpoint.model_id, Quirks())
         url, headers, body = build_request(endpoint, request.messages, temperature=request.temperature,
-                                           max_tokens=request.max_tokens, quirks=quirks)
+                                           max_tokens=request.max_tokens, quirks=quirks, tools=request.tools)
         headers["content-type"] = "application/json"
         content = json.dumps(body, ensure_ascii=False).encode("utf-8")
         timeout = self.settings.timeout_s
@@ -565,7 +774,7 @@ class Router:
             detail = str(exc) or type(exc).__name__
             return _Outcome(reason=f"connection to {label} failed: {detail}", short=f"connection error to {label}",
                             retryable=True, latency_ms=_ms(started), url=url, sent=body)
-        outcome = self._read_answer(endpoint, response, quirks, _ms(started))
+        outcome = self._read_answer(endpoint, response, quirks, _ms(started), tools_sent=bool(request.tools))
         outcome.status, outcome.url, outcome.sent, outcome.sent_bytes = response.status_code, url, body, content
         if self.pacing:
             raw = response._raw_headers if isinstance(response, Answer) else response.headers.raw
@@ -576,7 +785,7 @@ class Router:
         return outcome
 
     def _read_answer(self, endpoint: Endpoint, response: httpx.Response | Answer, quirks: Quirks,
-                     latency: float) -> _Outcome:
+                     latency: float, tools_sent: bool = False) -> _Outcome:
         label = endpoint.label
         status = response.status_code
         try:
@@ -589,26 +798,30 @@ class Router:
                 return _Outcome(reason=f"{label} answered with malformed JSON (HTTP {status})",
                                 short=f"malformed answer from {label}", retryable=True, latency_ms=latency)
             try:
-                parsed = parse_answer(endpoint.api_format, data)
+                parsed = parse_answer(endpoint.api_format, data, tools_sent=tools_sent)
             except BadAnswer as exc:
                 return _Outcome(reason=f"unexpected answer from {label}: {exc.reason}",
                                 short=f"unexpected answer from {label}", retryable=exc.retryable, latency_ms=latency)
-            if not parsed.text:
+            if not parsed.text and not parsed.tool_calls:
                 why = f" (finish reason: {parsed.finish_reason})" if parsed.finish_reason else ""
                 return _Outcome(reason=f"{label} returned an empty answer{why}", usage=parsed.usage,
                                 latency_ms=latency)
             return _Outcome(text=parsed.text, usage=parsed.usage, finish_reason=parsed.finish_reason,
-                            latency_ms=latency)
+                            latency_ms=latency, tool_calls=parsed.tool_calls)
         return self._http_error(endpoint, response, data, quirks, latency)
 
     def _http_error(self, endpoint: Endpoint, response: httpx.Response | Answer, data: Any, quirks: Quirks,
                     latency: float) -> _Outcome:
         label = endpoint.label
         status = response.status_code
-        message = error_message(data) or _excerpt(response.text)
+        message = error_message(data) or _excerpt(self.redactor(endpoint).message(response.text))
         reason = f"{status} from {label}" + (f": {message}" if message else "")
         short = f"{status} from {label}"
         if status == 429:
+            # Which 429 it is, in the provider's words: "insufficient_quota: ..." is no quota, not a pace.
+            code = _error_code(data)
+            if code and message and code not in message:
+                reason = f"{status} from {label}: {code}: {message}"
             # Gemini says when in its body (google.rpc.RetryInfo), not in a header.
             retry_after = _retry_after(response.headers)
             if retry_after is None:
@@ -652,6 +865,14 @@ class Router:
             logger.warning("response cache write failed; the answer is kept but not cached", exc_info=True)
 
 
+def _no_native_tools(label: str, started: float) -> ChatResult:
+    """A request with tools for a model evalsite sends none to: nothing is sent (toolUse.mode auto traces)."""
+    return ChatResult(error=f"{label} takes no native tool definitions from evalsite (only the built-in OpenAI-, "
+                            "Anthropic- and Gemini-format providers do); use `toolUse.mode: auto` to fall back to "
+                            "trace-only TOOL_CALL lines", retryable=False, attempts=0, latency_ms=_ms(started),
+                      no_native_tools=True)
+
+
 def _attempt(outcome: _Outcome, waited_s: float | None, secrets: Redactor | Iterable[str], *,
              keep_body: bool = False, note: str = "") -> dict:
     """One attempt for the call log; the body of an answer that was not the last one is kept (shortened)."""
@@ -662,8 +883,8 @@ def _attempt(outcome: _Outcome, waited_s: float | None, secrets: Redactor | Iter
         entry["wait_s"] = round(waited_s, 2)
     if note:
         entry["note"] = note
-    if keep_body and outcome.body is not None:
-        entry["body"] = redactor.message(call_log.clip(outcome.body, 4_000))
+    if keep_body and outcome.body is not None:  # redacted, then cut: a cut could halve a secret past finding
+        entry["body"] = call_log.clip(redactor.message(outcome.body), 4_000)
     return entry
 
 
@@ -671,9 +892,10 @@ def _kept_body(body: str, secrets: Redactor | Iterable[str], status: int | None)
     """An answer's raw body as kept: shortened past the limit, any secret's value (or encoding) replaced; an
     error's body (a 401 may echo part of the key) also loses every word that shares 8 characters with one."""
     redactor = secrets if isinstance(secrets, Redactor) else redactor_for(secrets)
+    # Redacted before it is cut: a secret cut in two at the limit (24 of its 25 characters) is no longer found.
     if status is None or not 200 <= status < 300:
-        return redactor.message(call_log.clip(body, 4_000))
-    return redactor.text(call_log.clip(body))
+        return call_log.clip(redactor.message(body), 4_000)
+    return call_log.clip(redactor.text(body))
 
 
 def _adaptation(quirks: Quirks, param: str | None, message: str, api_format: str = "openai_chat"
@@ -691,6 +913,19 @@ def _adaptation(quirks: Quirks, param: str | None, message: str, api_format: str
                                                                  "deprecated"))
     )):
         return replace(quirks, omit_temperature=True)
+    return None
+
+
+def _error_code(data: Any) -> str | None:
+    """A 429's kind, as OpenAI (``error.code``: ``insufficient_quota``, ``rate_limit_exceeded``) or Anthropic
+    (``error.type``: ``rate_limit_error``) name it; a short word only."""
+    error = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(error, dict):
+        return None
+    for key in ("code", "type"):
+        value = error.get(key)
+        if isinstance(value, str) and 0 < len(value) <= 60 and value.replace("_", "").isalnum():
+            return value
     return None
 
 

@@ -16,6 +16,7 @@ from typing import Mapping
 
 from blueprints.spec.model_ids import concurrency_env_name
 
+from .own import OwnAddresses
 from .prices import DEFAULT_MAX_TOKENS
 from .transport import proxy_configured
 
@@ -94,6 +95,8 @@ class ProviderSettings:
     # default is DEFAULT_MODEL_HOSTS. Built-in providers (and their <PROVIDER>_BASE_URL) are not limited.
     model_hosts: frozenset[str] | None = None
     proxy: bool = False  # HTTPS_PROXY and friends are set: calls go through httpx's proxy support
+    # Where evalsite itself serves (own.py): no call may go there. None: nowhere (the engine used on its own).
+    own_addresses: OwnAddresses | None = None
 
     def __post_init__(self) -> None:
         for name in ("concurrency", "max_attempts", "breaker_threshold"):

@@ -15,6 +15,7 @@ be compared (no such run, another blueprint).
 from __future__ import annotations
 
 import json
+import re
 
 from django.core.management.base import BaseCommand
 
@@ -47,6 +48,11 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _inline(text: str) -> str:
+    """Text from a blueprint or a model id as plain markdown: no link, emphasis, code or HTML of its own."""
+    return re.sub(r"([\\`*_\[\]()<>#!|~])", r"\\\1", " ".join(str(text).split()))
+
+
 def markdown(found: run_compare.Decisions, base_url: str = "") -> str:
     """A summary for a pull-request comment: at most ``MARKDOWN_LINES`` lines, each regression linked to its diffs."""
     run, base = found.run, found.base
@@ -64,7 +70,7 @@ def markdown(found: run_compare.Decisions, base_url: str = "") -> str:
         if shown_worse > len(worse):
             head += (f" ({shown_worse - len(worse)} variant{'s' if shown_worse - len(worse) != 1 else ''} worse at 95% "
                      f"but not beyond the gate's {1 - stats.GATE_LEVEL:.1%})")
-        lines += [f"### Run {run.pk} against baseline run {base.pk}: {head}", "",
+        lines += [f"### Run {run.pk} against baseline run {base.pk}: {head}", "", gate_line(found), "",
                   "| model variant | baseline | this run | change | 95% interval | prompts | verdict |",
                   "|---|---:|---:|---:|---|---:|---|"]
         rows = [f"| `{_cell(p.a)}` | {_plain(p.mean_b)} | {_plain(p.mean_a)} | {_signed(p.delta)} | {_interval(p)} | "
@@ -76,6 +82,13 @@ def markdown(found: run_compare.Decisions, base_url: str = "") -> str:
         keep += [r for r, p in zip(rows, found.pairs) if p.verdict != "worse"][:budget - len(keep)]
         rows = keep + [f"| … {len(found.pairs) - len(keep)} more pairs | | | | | | |"]
     lines += rows
+    robust = [p.robustness.line for p in found.pairs if p.robustness is not None]
+    room = MARKDOWN_LINES - len(lines) - 12  # keep room for the cells that got worse and the notes
+    if robust and room > 2:
+        lines += ["", "What would flip it (each verdict decided again under each alternative, from stored results):"]
+        lines += [f"- {_inline(line)}" for line in robust[:room - 2]]
+        if len(robust) > room - 2:
+            lines.append(f"- … {len(robust) - (room - 2)} more pairs (`--json` has them all)")
     if base is not None and found.result is not None:
         result = found.result
         if result.changed_prompts:
@@ -90,13 +103,26 @@ def markdown(found: run_compare.Decisions, base_url: str = "") -> str:
                 url = base_url + run_compare.diff_url(run.pk, base.pk, c.prompt_id, c.variant_id)
                 lines.append(f"- [`{_cell(c.prompt_id)}` × `{_cell(c.variant_id)}`]({url}): "
                              f"{_plain(c.before)} → {_plain(c.after)} ({_signed(c.delta)})")
+        moved = result.movement
+        if moved.alike is not None:
+            lines += ["", f"All {moved.tested} cells moved, each by {_signed(moved.alike)}: the whole run shifted "
+                      "alike, so no single cell stands out from the others."]
         elif found.regressions and not cells:
             lines += ["", "No single cell stands out; the regression is spread over many prompts."]
-    lines += ["", "_Better or worse only when the whole 95% interval (a paired bootstrap over prompts) is on one "
-              "side of 0._" + (f" _A regression (the gate) only when a variant is worse beyond doubt: a one-sided "
-                               f"paired sign-flip test, Holm-adjusted over the variants, at the family-wise "
-                               f"{1 - stats.GATE_LEVEL:.1%} level._" if base is not None else "")]
+    gate_note = (f" _A regression (the gate) only when a variant is worse beyond doubt: a one-sided paired sign-flip "
+                 f"test, Holm-adjusted over the variants, at the family-wise {1 - stats.GATE_LEVEL:.1%} level._")
+    lines += ["", "_Better or worse only when the whole 95% interval (a paired bootstrap over prompts; for pass/fail "
+              "scores Newcombe's score interval) is on one side of 0._" + (gate_note if base is not None else "")]
     return "\n".join(lines[:MARKDOWN_LINES]) + "\n"
+
+
+def gate_line(found: run_compare.Decisions) -> str:
+    """The gate's decision and its level, as ``--fail-on-regression`` acts on it."""
+    result = found.result
+    level = result.gate_level_words if result is not None else f"{stats.GATE_LEVEL:.1%}"
+    failing = ", ".join(f"`{_cell(p.a)}`" for p in found.regressions)
+    decision = f"**fails** on {failing} (exit 1)" if failing else "passes (exit 0)"
+    return f"Gate (`--fail-on-regression`, family-wise level {level}): {decision}."
 
 
 def text(found: run_compare.Decisions) -> str:
@@ -113,6 +139,8 @@ def text(found: run_compare.Decisions) -> str:
     for p in found.pairs:
         label = p.a if found.base is not None else f"{p.a} - {p.b}"
         out.append(f"  {label}: {_signed(p.delta)} [{_interval(p)}] n={p.n} {p.verdict}")
+        if p.robustness is not None:
+            out.append(f"    {p.robustness.line}")
     if found.base is not None:
         failing = ", ".join(p.a for p in found.regressions)
         out.append(f"  gate ({stats.GATE_RULE}): " + (f"fails on {failing}" if failing else "passes"))
@@ -131,7 +159,7 @@ class Command(BaseCommand):
         parser.add_argument("--base", type=int, metavar="BASE", help="a baseline run of the same blueprint")
         shape = parser.add_mutually_exclusive_group()
         shape.add_argument("--json", action="store_true", help='print {"pairs": [{"a", "b", "delta", "low", "high", '
-                           '"verdict", "n"}, ...]} and more')
+                           '"verdict", "n", "robustness"}, ...], "bounds": ...} and more')
         shape.add_argument("--markdown", action="store_true", help="print a summary for a pull-request comment")
         parser.add_argument("--base-url", default="", metavar="URL",
                             help="make the markdown's links absolute (the site's address, e.g. https://evals.example)")

@@ -140,14 +140,17 @@ class Command(BaseCommand):
         if path.is_file():
             text = read_text(path)
             slug = blueprint_id_for_file(str(path))
-            companions = importing.companion_files(path, text)
+            companions = importing.companion_files(path, text, blueprint_id=slug)
             outcome = importing.import_files([(f"{slug.replace('__', '/')}{path.suffix}", text, companions)],
                                    via="run_blueprint")
             item = outcome.items[0]
             if item.blueprint is None:
                 self.stderr.write(f"cannot run: {item.message}")
                 raise SystemExit(2)
-            return item.blueprint, lookup_for_file(path, {})  # files near it first...
+            if item.message:  # the same text stored under another id, a collection evalsite lacks...
+                self.stderr.write(f"{path.name} -> {item.slug}: {item.status}; {item.message}")
+            # The one rule: the models/ folders near the file first, then the collections stored in evalsite.
+            return item.blueprint, lookup_for_file(path, stored)
         blueprint = Blueprint.objects.filter(slug=target).first()
         if blueprint is None:
             self.stderr.write(f"cannot run: '{shown_id(target)}' is neither a file nor the id of a stored "

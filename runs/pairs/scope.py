@@ -13,7 +13,7 @@ Each judgement is a ``PairJudgement``; the Bradley-Terry ratings of runs/engine/
 every person's judgement in view. Responses are untrusted: they are rendered by runs/rendering.py, as the
 response page does, and every input is bounded (ids, the reason, the reviewer's name).
 
-An LLM judge can be asked too (runs/pairs_judging.py: ``PairJudging``, a task): pairs chosen as a person's
+An LLM judge can be asked too (``llm_judge``: ``PairJudging``, a task): pairs chosen as a person's
 are, each asked both ways round (runs/engine/pairwise.py); each answer that reads is a ``PairJudgement`` of
 its job, named ``judge:<model id>`` (a name people cannot take). Its ratings and its consistency and
 position-bias figures are shown apart from people's, never mixed into their ratings.
@@ -21,26 +21,26 @@ position-bias figures are shown apart from people's, never mixed into their rati
 
 from __future__ import annotations
 
+import hashlib
 import random
 import re
-from collections import Counter, defaultdict
+import threading
+from collections import Counter, OrderedDict, defaultdict
 from dataclasses import dataclass
 from itertools import combinations
 from urllib.parse import urlencode
 
 from django.db.models import QuerySet
-from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods
 
 from blueprints.models import Blueprint
 
-from .engine import ratings as bt
-from .models import PairJudgement, PairJudging, Response, ResponseStatus, Run
-from .records import run_matrix
-from .rendering import render as render_text
-from .pages import blueprint_of as _spec, with_csp
+from ..engine import ratings as bt
+from ..models import PairJudgement, PairJudging, Response, ResponseStatus, Run
+from ..records import run_matrix
+from ..rendering import render as render_text
+from ..pages import blueprint_of
 
 SESSION_WHO = "pairs_who"  # the reviewer's name, remembered for the next pair
 PAIR_TEXT_CHARS = 20_000  # each side renders this much; the rest is a link away
@@ -154,7 +154,7 @@ class Scope:
     def candidates(self) -> list[Candidate]:
         out = []
         for run in self.runs:
-            spec = _spec(run)
+            spec = blueprint_of(run)
             if spec is None:
                 continue
             shown = set(Response.objects.filter(run=run, status=ResponseStatus.DONE, text__isnull=False)
@@ -184,14 +184,42 @@ def blueprint_scope(slug: str) -> Scope:
 OUTCOME_OF_WINNER = {"left": "a", "right": "b", "tie": "tie"}
 
 
+FITS_KEPT = 32  # Bradley-Terry fits kept in this process (each a few kilobytes)
+_FITS: OrderedDict[bytes, list[bt.Rating]] = OrderedDict()
+_FITS_LOCK = threading.Lock()
+
+
+def fitted_ratings(comparisons: list[bt.Comparison]) -> list[bt.Rating]:
+    """``bt.ratings(comparisons)``, kept in this process until the judgements change.
+
+    A fit with its bootstrap intervals takes seconds with a hundred models, so a page must not refit on every
+    view. It is kept under the judgements themselves: a fit is fully given by how many times each (model,
+    model, outcome) was judged (the fit and its resamples read only those counts, from a fixed seed), so the
+    key is a digest of those counts. A judgement added, or gone with its run, is a new key and a new fit;
+    nothing else can make a kept fit out of date. The last ``FITS_KEPT`` fits are kept."""
+    tally = Counter((c.a, c.b, c.outcome) for c in comparisons)
+    key = hashlib.blake2b(repr(sorted(tally.items())).encode("utf-8"), digest_size=20).digest()
+    with _FITS_LOCK:
+        kept = _FITS.get(key)
+        if kept is not None:
+            _FITS.move_to_end(key)
+            return kept
+    fitted = bt.ratings(comparisons)
+    with _FITS_LOCK:
+        _FITS[key] = fitted
+        while len(_FITS) > FITS_KEPT:
+            _FITS.popitem(last=False)
+    return fitted
+
+
 def ratings_of(scope: Scope) -> list[bt.Rating]:
     """Bradley-Terry ratings (ties half a win each) from every person's judgement in the scope (an LLM
-    judge's answers have their own table: ``judge_tables``)."""
+    judge's answers have their own table: ``judge_tables``); the fit is kept until they change."""
     rows = scope.people_judgements().values_list("left__variant_id", "right__variant_id", "winner")
-    return bt.ratings([bt.Comparison(a, b, OUTCOME_OF_WINNER[w]) for a, b, w in rows])
+    return fitted_ratings([bt.Comparison(a, b, OUTCOME_OF_WINNER[w]) for a, b, w in rows])
 
 
-def _judged_by(scope: Scope, who: str) -> list[Judged]:
+def judged_by(scope: Scope, who: str) -> list[Judged]:
     rows = (scope.judgements().filter(who=who)
             .values_list("left__prompt_id", "left__variant_id", "right__variant_id", "left_id", "right_id"))
     return [Judged(*row) for row in rows]
@@ -203,38 +231,36 @@ def _side(letter: str, response: Response, prompt) -> dict:
             "rendered": render_text(response.text, mode, limit=PAIR_TEXT_CHARS)}
 
 
-def _turns(prompt) -> list[dict]:
+def turns_of(prompt) -> list[dict]:
     """The prompt's authored turns (no system prompt: a variant's own one could tell the models apart)."""
     return [{"role": m.role, "content": m.content} for m in prompt.messages] if prompt is not None else []
 
 
-def _pair_context(scope: Scope, left: Response, right: Response) -> dict:
+def pair_context(scope: Scope, left: Response, right: Response) -> dict:
     run = left.run
-    spec = _spec(run)
+    spec = blueprint_of(run)
     prompt = run.prompt(left.prompt_index, spec) if spec is not None else None
     sides = [_side("A", left, prompt), _side("B", right, prompt)]
-    return {"left": sides[0], "right": sides[1], "sides": sides, "turns": _turns(prompt), "pair_run": run}
+    return {"left": sides[0], "right": sides[1], "sides": sides, "turns": turns_of(prompt), "pair_run": run}
 
 
-def _next_pair(scope: Scope, who: str) -> dict | None:
-    chosen = choose_pair(scope.candidates(), _judged_by(scope, who), random.Random())
+def next_pair(scope: Scope, who: str) -> dict | None:
+    chosen = choose_pair(scope.candidates(), judged_by(scope, who), random.Random())
     if chosen is None:
         return None
     rows = Response.objects.select_related("run").in_bulk([chosen[0].response_id, chosen[1].response_id])
-    return _pair_context(scope, rows[chosen[0].response_id], rows[chosen[1].response_id])
+    return pair_context(scope, rows[chosen[0].response_id], rows[chosen[1].response_id])
 
 
-def _context(request, scope: Scope, *, judging: bool = True, **extra) -> dict:
-    """The page's context; ``judging`` False for a fragment without the LLM judge's section (its tables are
-    a fit of their own)."""
-    from . import pairs_judging  # it builds on this module
-
+def page_context(request, scope: Scope, *, judging: dict | None = None, **extra) -> dict:
+    """The page's context; ``judging``: the LLM judge's section (``llm_judge.judging_context``), None for a
+    fragment without it (its tables are a fit of their own)."""
     who = request.session.get(SESSION_WHO, "")
     context = {"scope": scope, "run": scope.run, "blueprint": scope.blueprint, "who": who,
                "ratings": ratings_of(scope), "judged_count": scope.people_judgements().filter(who=who).count(),
                "total_count": scope.people_judgements().count(), "max_reason": PairJudgement.MAX_REASON_CHARS,
                "max_who": PairJudgement.MAX_WHO_CHARS, "intervals": bt.DEFAULT_BOOTSTRAP,
-               **(pairs_judging.judging_context(scope) if judging else {})}
+               **(judging or {})}
     context.update(extra)
     return context
 
@@ -255,7 +281,7 @@ def _response_id(value: str) -> int:
     return int(value)
 
 
-def _offered_pair(scope: Scope, post) -> tuple[Response, Response]:
+def offered_pair(scope: Scope, post) -> tuple[Response, Response]:
     """The two responses a form names, if they are a fair pair of this scope: one run in it, one prompt, two
     model variants, both generated."""
     left_id, right_id = _response_id(post.get("left", "")), _response_id(post.get("right", ""))
@@ -268,19 +294,19 @@ def _offered_pair(scope: Scope, post) -> tuple[Response, Response]:
     return left, right
 
 
-def _clean_text(value: str) -> str:
+def clean_text(value: str) -> str:
     return (value or "").replace("\x00", "").strip()
 
 
-def _judgement_fields(post) -> dict:
+def judgement_fields(post) -> dict:
     winner = post.get("winner", "")
     if winner not in WINNER_WORDS:
         raise Refused("Choose A, B or a tie (keys a, b, t), then submit.")
-    reason = _clean_text(post.get("reason", ""))
+    reason = clean_text(post.get("reason", ""))
     if len(reason) > PairJudgement.MAX_REASON_CHARS:
         raise Refused(f"A reason is at most {PairJudgement.MAX_REASON_CHARS:,} characters; "
                       f"this one has {len(reason):,}.")
-    who = " ".join(_clean_text(post.get("who", "")).split())
+    who = " ".join(clean_text(post.get("who", "")).split())
     if len(who) > PairJudgement.MAX_WHO_CHARS:
         raise Refused(f"A name is at most {PairJudgement.MAX_WHO_CHARS} characters.")
     if _RESERVED_WHO.match(who):
@@ -292,65 +318,5 @@ def _judgement_fields(post) -> dict:
 _RESERVED_WHO = re.compile(r"judge\s*:", re.I)
 
 
-# --- views -----------------------------------------------------------------------------------
-
-
-def _pairs(request, scope: Scope):
-    if request.method == "POST":
-        return _judge(request, scope)
-    judged = request.GET.get("judged", "")
-    if judged:
-        revealed = get_object_or_404(scope.people_judgements().select_related("left", "right"),
-                                     pk=_digits_or_404(judged))
-        return render(request, "runs/pairs.html", _context(request, scope, revealed=revealed))
-    return render(request, "runs/pairs.html", _context(request, scope, pair=_next_pair(scope, _who(request))))
-
-
-def _who(request) -> str:
+def who_of(request) -> str:
     return request.session.get(SESSION_WHO, "")
-
-
-def _digits_or_404(value: str) -> int:
-    if not value.isdigit() or len(value) > MAX_ID_DIGITS:
-        raise Http404("no such judgement")
-    return int(value)
-
-
-def _judge(request, scope: Scope):
-    template = "runs/pairs.html#judged" if request.htmx else "runs/pairs.html"
-    judging = not request.htmx  # the fragment has no LLM judge section
-    try:
-        left, right = _offered_pair(scope, request.POST)
-    except Refused as refused:
-        return render(request, template, _context(request, scope, judging=judging, error=refused.message,
-                                                  pair=_next_pair(scope, _who(request))))
-    try:
-        fields = _judgement_fields(request.POST)
-    except Refused as refused:
-        typed = {"winner": request.POST.get("winner", ""), "who": request.POST.get("who", "")[:150],
-                 "reason": request.POST.get("reason", "")[:PairJudgement.MAX_REASON_CHARS]}
-        return render(request, template, _context(request, scope, judging=judging, error=refused.message,
-                                                  typed=typed, pair=_pair_context(scope, left, right)))
-    request.session[SESSION_WHO] = fields["who"]
-    judgement = PairJudgement.objects.create(left=left, right=right, **fields)
-    if not request.htmx:
-        return redirect(f"{scope.url}{'&' if scope.run is None else '?'}judged={judgement.pk}")
-    return render(request, template, _context(request, scope, judging=False, revealed=judgement))
-
-
-@require_http_methods(["GET", "POST"])
-@with_csp
-def run_pairs(request, run_id):
-    """One run's pairs: GET shows the next blind pair (``?judged=<id>``: who was who in a judgement); POST
-    stores a judgement and reveals the models."""
-    return _pairs(request, run_scope(run_id))
-
-
-@require_http_methods(["GET", "POST"])
-@with_csp
-def blueprint_pairs(request):
-    """The same across the recent runs of ``?blueprint=<slug>``."""
-    slug = request.GET.get("blueprint", "").strip()
-    if not slug:
-        raise Http404("which blueprint? ?blueprint=<slug>")
-    return _pairs(request, blueprint_scope(slug))

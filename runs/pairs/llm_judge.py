@@ -25,16 +25,16 @@ from blueprints.models import model_id_problem
 from blueprints.spec.model_ids import split_variant_suffixes
 from evalsite.engine import engine_config
 
-from .cache import response_cache
-from .engine import pairwise
-from .engine import ratings as bt
-from .engine.providers import Router, check_models
-from .engine.types import Turn
-from .models import JudgingStatus, PairJudgement, PairJudging, Response, Run
-from .pairs import (BLUEPRINT_RUNS, JUDGE_WHO, MAX_JUDGE_ID_CHARS, OUTCOME_OF_WINNER, Candidate, Judged, Refused,
-                    Scope, _clean_text, _context, _judged_by, _next_pair, _turns, _who, blueprint_scope, choose_pair,
-                    run_scope)
-from .pages import blueprint_of as _spec, with_csp
+from ..cache import response_cache
+from ..engine import pairwise
+from ..engine import ratings as bt
+from ..engine.providers import Router, check_models
+from ..engine.types import Turn
+from ..models import JudgingStatus, PairJudgement, PairJudging, Response, Run
+from ..pages import blueprint_of, with_csp
+from .scope import (BLUEPRINT_RUNS, JUDGE_WHO, MAX_JUDGE_ID_CHARS, OUTCOME_OF_WINNER, Candidate, Judged, Refused,
+                    Scope, blueprint_scope, choose_pair, clean_text, fitted_ratings, judged_by, next_pair,
+                    page_context, run_scope, turns_of, who_of)
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ def _stalled(job: PairJudging) -> bool:
 
 def _judging_fields(post) -> tuple[str, int]:
     """The judge model and the number of pairs a form asks for, or Refused with what to write instead."""
-    model_id = _clean_text(post.get("model", ""))
+    model_id = clean_text(post.get("model", ""))
     if not model_id:
         example = default_judge_model() or "openai:gpt-4.1-mini"
         raise Refused(f"Name the judge model as provider:model, e.g. {example}.")
@@ -97,7 +97,7 @@ def _judging_fields(post) -> tuple[str, int]:
     if split_variant_suffixes(model_id)[0] != model_id:
         raise Refused(f"The judge is asked at temperature 0: write the model id without a suffix such as "
                       f"[temp:…], e.g. {split_variant_suffixes(model_id)[0]}.")
-    count = _clean_text(post.get("pairs", ""))
+    count = clean_text(post.get("pairs", ""))
     if not count.isdigit() or len(count) > 4 or not 1 <= int(count) <= PairJudging.MAX_PAIRS:
         raise Refused(f"Ask about 1 to {PairJudging.MAX_PAIRS} pairs (a whole number), not “{count[:20]}”.")
     return model_id, int(count)
@@ -162,9 +162,9 @@ def _conversation(left: Response, right: Response) -> tuple[Turn, ...]:
 
     left_turns = turns(left)
     if not left_turns:  # nothing stored: the prompt's authored turns, as the page shows them
-        spec = _spec(left.run)
+        spec = blueprint_of(left.run)
         prompt = left.run.prompt(left.prompt_index, spec) if spec is not None else None
-        return tuple(Turn(t["role"], t["content"]) for t in _turns(prompt))
+        return tuple(Turn(t["role"], t["content"]) for t in turns_of(prompt))
     shared_system = system(left_turns) is not None and system(left_turns) == system(turns(right))
     out = []
     for turn in left_turns:
@@ -247,7 +247,7 @@ def _judge_job(job: PairJudging) -> None:
         return
     scope = _job_scope(job)
     who = judge_who(job.model_id)
-    pairs = choose_pairs(scope.candidates(), _judged_by(scope, who), job.pairs_requested, random.Random(job.pk))
+    pairs = choose_pairs(scope.candidates(), judged_by(scope, who), job.pairs_requested, random.Random(job.pk))
     asked = _questions(pairs)
     PairJudging.objects.filter(pk=job.pk).update(pairs_chosen=len(asked))
     budget = judging_budget_s()
@@ -301,7 +301,7 @@ def judge_tables(scope: Scope) -> list[JudgeTable]:
             orders[(job_id, min(left, right), max(left, right))].append(CHOICE_OF_WINNER[winner])
         figures = pairwise.position_figures((choices[0], choices[1] if len(choices) > 1 else None)
                                             for choices in orders.values())
-        ratings = bt.ratings([bt.Comparison(a, b, OUTCOME_OF_WINNER[w]) for *_, a, b, w in answers])
+        ratings = fitted_ratings([bt.Comparison(a, b, OUTCOME_OF_WINNER[w]) for *_, a, b, w in answers])
         tables.append(JudgeTable(model_id, ratings, figures, len(answers)))
     return tables
 
@@ -336,8 +336,9 @@ def _judging(request, scope: Scope):
             return render(request, "runs/pairs.html#llm-judge",
                           judging_context(scope) | {"scope": scope, "judge_error": refused.message,
                                                      "judge_form": typed})
-        return render(request, "runs/pairs.html", _context(request, scope, judge_error=refused.message,
-                                                           judge_form=typed, pair=_next_pair(scope, _who(request))))
+        return render(request, "runs/pairs.html", page_context(
+            request, scope, judging=judging_context(scope), judge_error=refused.message, judge_form=typed,
+            pair=next_pair(scope, who_of(request))))
     if not request.htmx:
         return redirect(f"{scope.url}#llm-judge")
     return render(request, "runs/pairs.html#llm-judge", judging_context(scope) | {

@@ -1,3 +1,6 @@
+"""The blueprint page's helpers: the editor's diffs and markdown, how points are labelled, the plan and its
+prices, and the example blueprints."""
+
 import json
 
 import pytest
