@@ -645,13 +645,14 @@ def delete_run(run: Run) -> dict:
 def _delete_rows_of(run_id: int) -> None:
     """A run's responses and what hangs on them, one DELETE a table, leaves first. Django's cascade would load
     every row as an object first (33 s for 200,000 responses, in the request, holding the write lock)."""
-    from .models import Annotation, PointConfirmation, PointOverride
+    from .models import Annotation, EarlierAttempt, PointConfirmation, PointOverride
 
     using = "default"
     for queryset in (PointOverride.objects.filter(assessment__response__run_id=run_id),
                      PointConfirmation.objects.filter(assessment__response__run_id=run_id),
                      PointAssessment.objects.filter(response__run_id=run_id),
                      Annotation.objects.filter(response__run_id=run_id),
+                     EarlierAttempt.objects.filter(run_id=run_id),
                      Response.objects.filter(run_id=run_id)):
         queryset._raw_delete(using)  # nothing else hangs on these rows and no signal listens (tests/runs)
 

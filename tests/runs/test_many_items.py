@@ -231,15 +231,15 @@ def test_a_runs_tasks_queued_in_redis_go_with_it(redis_url, monkeypatch):
 def test_deleting_a_run_takes_its_points_reviews_and_notes_and_nothing_of_another_run(client):
     from django.db.models.signals import post_delete, pre_delete
 
-    from runs.models import Annotation, PointAssessment, PointConfirmation, PointOverride
+    from runs.models import Annotation, EarlierAttempt, PointAssessment, PointConfirmation, PointOverride
 
     # The delete is one statement a table, leaves first: nothing else may hang on these rows, nor listen.
     hanging = {M.__name__: sorted(r.related_model.__name__ for r in M._meta.related_objects)
-               for M in (Response, PointAssessment, PointOverride, PointConfirmation, Annotation)}
-    assert hanging == {"Response": ["Annotation", "PointAssessment"],
+               for M in (Response, PointAssessment, PointOverride, PointConfirmation, Annotation, EarlierAttempt)}
+    assert hanging == {"Response": ["Annotation", "EarlierAttempt", "PointAssessment"],
                        "PointAssessment": ["PointConfirmation", "PointOverride"],
-                       "PointOverride": [], "PointConfirmation": [], "Annotation": []}
-    for model in (Response, PointAssessment, PointOverride, PointConfirmation, Annotation):
+                       "PointOverride": [], "PointConfirmation": [], "Annotation": [], "EarlierAttempt": []}
+    for model in (Response, PointAssessment, PointOverride, PointConfirmation, Annotation, EarlierAttempt):
         assert not pre_delete.has_listeners(model) and not post_delete.has_listeners(model)
     _blueprint()
     gone, kept = (_post(client, "/api/runs", {"blueprintId": "free", "trials": 2}).json()["id"] for _ in range(2))
@@ -250,12 +250,14 @@ def test_deleting_a_run_takes_its_points_reviews_and_notes_and_nothing_of_anothe
         # (a confirmation is of judges; these points are checks, so it is stored as the page would)
         PointConfirmation.objects.create(assessment=PointAssessment.objects.get(response_id=second, position=0))
         assert _post(client, f"/api/runs/{run_id}/responses/{third}/annotation", {"thumbs": "up"}).status_code == 200
-    before = [M.objects.count() for M in (Response, PointAssessment, PointOverride, PointConfirmation, Annotation)]
+        EarlierAttempt.objects.create(run_id=run_id, response_id=first, why="retry")
+    kinds = (Response, PointAssessment, PointOverride, PointConfirmation, Annotation, EarlierAttempt)
+    before = [M.objects.count() for M in kinds]
 
     assert client.delete(f"/api/runs/{gone}").status_code == 200
 
-    after = [M.objects.count() for M in (Response, PointAssessment, PointOverride, PointConfirmation, Annotation)]
-    assert before == [16, 16, 2, 2, 2] and after == [8, 8, 1, 1, 1]
+    after = [M.objects.count() for M in kinds]
+    assert before == [16, 16, 2, 2, 2, 2] and after == [8, 8, 1, 1, 1, 1]
     assert Response.objects.filter(run_id=kept).count() == 8 and not Run.objects.filter(pk=gone).exists()
 
 
