@@ -57,6 +57,7 @@ MIDDLEWARE = [
     "evalsite.security.SecurityHeadersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "evalsite.security.AccessMiddleware",
+    "evalsite.deadline.DeadlineMiddleware",  # every page's time limit (EVALSITE_PAGE_TIMEOUT_S)
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -151,6 +152,15 @@ EVALSITE_SUMMARY_MODEL = env_str("EVALSITE_SUMMARY_MODEL")
 # The run form asks "I expect about $X for N calls" before starting a run whose estimate reaches either.
 EVALSITE_CONFIRM_USD = env_float("EVALSITE_CONFIRM_USD", 5.0, minimum=0)
 EVALSITE_CONFIRM_CALLS = env_int("EVALSITE_CONFIRM_CALLS", 2000, minimum=1)
+# ... or whose items (prompts x model variants x trials) reach this; more than the most is refused at every door.
+EVALSITE_CONFIRM_ITEMS = env_int("EVALSITE_CONFIRM_ITEMS", 20_000, minimum=1)
+EVALSITE_MAX_ITEMS_PER_RUN = env_int("EVALSITE_MAX_ITEMS_PER_RUN", 200_000, minimum=1)
+# Every page's time limit (evalsite/deadline.py), and the part of it the estimate may spend looking up the
+# response cache (past it, the estimate says "at least" so many answers are cached).
+EVALSITE_PAGE_TIMEOUT_S = env_float("EVALSITE_PAGE_TIMEOUT_S", 30.0, minimum=0.1)
+EVALSITE_ESTIMATE_LOOKUP_S = env_float("EVALSITE_ESTIMATE_LOOKUP_S", 3.0, minimum=0)
+# On SQLite, deleting a run of more responses than this gives the space back to the disk (VACUUM, in a task).
+EVALSITE_VACUUM_AFTER_ROWS = env_int("EVALSITE_VACUUM_AFTER_ROWS", 50_000, minimum=1)
 EVALSITE_BLUEPRINT_ENV = env_list("EVALSITE_BLUEPRINT_ENV")
 EVALSITE_CALL_HOSTS = env_list("EVALSITE_CALL_HOSTS")
 # Hosts a blueprint's custom models may reach (`host` or `host:port`, `*` for any); set but empty: none.

@@ -40,6 +40,8 @@ def run_status(run: Run, request) -> dict:
         "label": run.label,
         "name": run.name,
         "items": {"total": run.items_total, "done": run.items_done, "failed": run.items_failed},
+        # true while a worker makes a large run's items (docs/runs.md, "How many items")
+        "itemsBeingMade": bool(run.options.get("makingItems")) and not run.is_finished,
         "judgeCalls": {"total": run.judge_calls_total, "done": run.judge_calls_done,
                        "failed": run.judge_calls_failed},
         "waiting": run.waiting,
@@ -118,7 +120,8 @@ def start(request):
             run = run_start.start_prepared(blueprint, prepared, source="api")
         except run_spec.RunRefused as refused:
             transaction.set_rollback(text is not None and not slug)  # keep nothing from a refused one-off text
-            return _error(422, refused.message, problems=refused.problems, blueprint=blueprint.slug)
+            return _error(422, refused.message, problems=refused.problems, blueprint=blueprint.slug,
+                          **({"field": refused.field} if getattr(refused, "field", None) else {}))
     run.refresh_from_db()  # with inline tasks (tests), the run has already finished on commit
     return JsonResponse(run_status(run, request), status=201)
 
@@ -135,7 +138,8 @@ def _dry_run(text, slug, run_request: RunRequest) -> JsonResponse:
                     return _error(404, f"no blueprint with the id '{shown_id(slug)}'")
             prepared = run_start.prepare(blueprint, run_request)
         except run_spec.RunRefused as refused:
-            return _error(422, refused.message, problems=refused.problems)
+            return _error(422, refused.message, problems=refused.problems,
+                          **({"field": refused.field} if getattr(refused, "field", None) else {}))
         finally:
             transaction.set_rollback(True)
     return JsonResponse({"dryRun": True, "blueprint": slug or blueprint.slug,

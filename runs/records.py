@@ -627,7 +627,10 @@ def run_matrix(run: Run, prompts, *, indices=None) -> Matrix:
     changes as workers claim items (pending -> running, which moves no version), so it is kept for at most
     ``LIVE_MATRIX_S``: the several viewers of one run share it, and the poll's 5 s overlap picks up the rest.
     """
+    from evalsite.deadline import check as page_time_left
+
     if indices is not None or _rerunning(run):
+        page_time_left("building this run's results")
         return build_matrix(response_records(run.pk, indices=indices), prompts, stopped=_stopped(run))
     key = (run.pk, run.results_version, run.status)  # a run's revision, so its prompts, never change
     # One build per run at a time in this process: the other requests for it wait for that build instead of
@@ -641,6 +644,7 @@ def run_matrix(run: Run, prompts, *, indices=None) -> Matrix:
             if kept is not None and (run.is_finished or now - kept[0] <= LIVE_MATRIX_S):
                 _MATRICES.move_to_end(key)
                 return kept[1]
+        page_time_left("building this run's results")  # a page that waited its time out for the build stops
         matrix = build_matrix(response_records(run.pk), prompts, stopped=_stopped(run))
         with _MATRICES_LOCK:
             for old in [k for k in _MATRICES if k[0] == run.pk]:

@@ -73,7 +73,7 @@ def form_state(blueprint: Blueprint, revision: BlueprintRevision | None, data=No
         request, state.refused = None, exc.message
     if request is not None:
         try:
-            state.prepared = run_start.prepare(blueprint, request, revision=revision)
+            state.prepared = run_start.prepare(blueprint, request, revision=revision, door="form")
         except RunRefused as refused:
             state.refused = refused.message + "".join(f" {p}" for p in refused.problems[:3])
     if data is None:  # as first offered: the boxes are the plan's

@@ -7,11 +7,12 @@ they produce is stored and finished by runs/records.py.
 from __future__ import annotations
 
 import hashlib
+from itertools import islice
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from blueprints.models import Blueprint, BlueprintRevision
 from blueprints.spec.collections import resolve_models
@@ -19,6 +20,7 @@ from blueprints.spec.schema import Blueprint as SpecBlueprint
 from blueprints.spec.schema import CustomModel
 from runs.engine.estimate import CacheProbe, RunEstimate, estimate_run  # noqa: F401 (the bench uses estimate_run)
 from blueprints.spec.model_ids import provider_of
+from runs.engine.generate import expand_variants
 from runs.engine.judge import MAX_JUDGE_REPEATS, JudgePlan, judges_from_models, plan_for_run
 from runs.engine.providers import SqliteCache, check_models
 from runs.engine.providers import fixtures_from_blueprint
@@ -27,12 +29,12 @@ from evalsite.engine import engine_config
 
 from .bulk import insert
 from .cache import response_cache
-from .models import Response, Run
+from .models import Response, Run, RunStatus
 
 from .records import finish_run, plan_to_json
 from .request import RunRequest
-from .spec import RunRefused, custom_models, remember
-from .work import enqueue_pending
+from .spec import RunRefused, custom_models, parsed_blueprint, remember
+from .work import enqueue_making, enqueue_pending, settle
 
 
 def resolve_run_models(bp: SpecBlueprint, requested: list[str] | None, collections) -> list[str | CustomModel]:
@@ -174,27 +176,41 @@ OBSERVED_ANSWERS = 1000  # the latest answers of a model its expected answer len
 def observed_answer_tokens(models) -> dict[str, tuple[float, int]]:
     """model id -> (mean output tokens, how many) of its latest stored answers (generated, not from the cache,
     with a token count): what the estimate's expected figure prices a model's answers at. A response of
-    several turns counts as one answer of all its turns' tokens."""
-    from django.db.models import Avg, Count
+    several turns counts as one answer of all its turns' tokens. One query for every model (the latest
+    ``OBSERVED_ANSWERS`` of each by a window), not one per model: a run of 2,000 models asks once."""
+    from django.db.models import Avg, Count, F, Window
+    from django.db.models.functions import RowNumber
 
-    ids = [m.id if isinstance(m, CustomModel) else m for m in models]
+    ids = list(dict.fromkeys(m.id if isinstance(m, CustomModel) else m for m in models))
+    ids = [i for i in ids if isinstance(i, str)]
     found = {}
-    for model_id in dict.fromkeys(i for i in ids if isinstance(i, str)):
-        latest = (Response.objects.filter(model_id=model_id, status="done", cached=False, output_tokens__gt=0)
-                  .order_by("-pk").values("pk")[:OBSERVED_ANSWERS])
-        row = Response.objects.filter(pk__in=latest).aggregate(mean=Avg("output_tokens"), n=Count("pk"))
-        if row["n"]:
-            found[model_id] = (float(row["mean"]), int(row["n"]))
+    for start in range(0, len(ids), 500):  # the database's limit on a statement's parameters
+        latest = (Response.objects.filter(model_id__in=ids[start:start + 500], status="done", cached=False,
+                                          output_tokens__gt=0)
+                  .annotate(latest=Window(RowNumber(), partition_by=[F("model_id")], order_by=F("pk").desc()))
+                  .filter(latest__lte=OBSERVED_ANSWERS).values("pk"))
+        rows = (Response.objects.filter(pk__in=latest).values("model_id")
+                .annotate(mean=Avg("output_tokens"), n=Count("pk")).order_by())
+        for row in rows:
+            found[row["model_id"]] = (float(row["mean"]), int(row["n"]))
     return found
 
 
 def estimate_start(planned: StartPlan, *, trials: int | None = None, fresh: bool = False) -> RunEstimate:
     """The bill of a planned run (``runs.engine.estimate.estimate_run``), answers in the response cache free;
     its expected figure prices each model's answers at the mean of its earlier ones when there are some."""
+    import time
+
+    from evalsite.deadline import deadline as page_deadline
+
     cache = response_cache()
     probe = None
     if not fresh and isinstance(cache, SqliteCache):  # the database cache is async: its hits go uncounted
-        probe = CacheProbe(engine_config().providers, cache.get, custom_models=custom_models(planned.blueprint))
+        # The look-up is bounded (EVALSITE_ESTIMATE_LOOKUP_S, and the page's own time limit): past it, what it
+        # did not look up is counted as calls, and the estimate says "at least" so many are cached.
+        ends = [time.monotonic() + settings.EVALSITE_ESTIMATE_LOOKUP_S, page_deadline()]
+        probe = CacheProbe(engine_config().providers, cache.get, custom_models=custom_models(planned.blueprint),
+                           deadline=min(e for e in ends if e is not None))
     try:
         return estimate_run(planned.blueprint, planned.models, planned.plan, trials=trials, fresh=fresh,
                             embedding_model=planned.embedding_model, cache=probe,
@@ -205,8 +221,11 @@ def estimate_start(planned: StartPlan, *, trials: int | None = None, fresh: bool
 
 
 def over_threshold(estimate: RunEstimate, budget_usd: float | None = None) -> bool:
-    """A run this large asks the person starting it to confirm (EVALSITE_CONFIRM_USD, EVALSITE_CONFIRM_CALLS),
-    judged by the most it can cost; a budget below EVALSITE_CONFIRM_USD has bounded it already."""
+    """A run this large asks the person starting it to confirm (EVALSITE_CONFIRM_USD, EVALSITE_CONFIRM_CALLS,
+    EVALSITE_CONFIRM_ITEMS), judged by the most it can cost; a budget below EVALSITE_CONFIRM_USD has bounded its
+    cost already, never its items."""
+    if estimate.responses >= settings.EVALSITE_CONFIRM_ITEMS:  # items cost rows and work even when calls are free
+        return True
     if budget_usd is not None and budget_usd < settings.EVALSITE_CONFIRM_USD:
         return False
     return ((estimate.most_cost or 0) >= settings.EVALSITE_CONFIRM_USD
@@ -216,18 +235,20 @@ def over_threshold(estimate: RunEstimate, budget_usd: float | None = None) -> bo
 def confirmation_key(estimate: RunEstimate) -> str:
     """What the confirmation box says it expects, as a value the start can compare: calls, expected and most
     cents, and the calls of no price."""
-    return (f"{estimate.total_calls}:{round((estimate.expected_cost or 0) * 100)}:"
+    return (f"{estimate.responses}:{estimate.total_calls}:{round((estimate.expected_cost or 0) * 100)}:"
             f"{round((estimate.most_cost or 0) * 100)}:{estimate.unpriced_calls}")
 
 
 def confirmation_label(estimate: RunEstimate) -> str:
     """What the person ticks: the calls and the two figures; with calls of no price, how many, and no dollar
     figure (one would leave them out)."""
+    items = (f" and {estimate.responses:,} items" if estimate.responses >= settings.EVALSITE_CONFIRM_ITEMS
+             else "")
     if estimate.unpriced_calls:
-        return (f"I expect {estimate.total_calls:,} calls, {estimate.unpriced_calls:,} of them to models with no "
-                f"price, whose cost is unknown")
+        return (f"I expect {estimate.total_calls:,} calls{items}, {estimate.unpriced_calls:,} of them to models with "
+                f"no price, whose cost is unknown")
     return (f"I expect about ${estimate.expected_cost or 0:,.2f} (at most ${estimate.most_cost or 0:,.2f}) for "
-            f"{estimate.total_calls:,} calls")
+            f"{estimate.total_calls:,} calls{items}")
 
 
 # --- one start, from any door ----------------------------------------------------------------------------
@@ -291,25 +312,40 @@ class Prepared:
         return settings.EVALSITE_CONFIRM_CALLS
 
     @property
+    def confirm_items(self) -> int:
+        return settings.EVALSITE_CONFIRM_ITEMS
+
+    @property
     def not_confirmed_message(self) -> str:
         e = self.estimate
         cost = (f", {e.unpriced_calls:,} of them to models with no price" if e.unpriced_calls else
                 f" for about ${e.expected_cost or 0:,.2f} (at most ${e.most_cost or 0:,.2f})")
-        return (f"Not started: this run would make {e.total_calls:,} calls{cost}, past the amount that asks first "
-                f"(${settings.EVALSITE_CONFIRM_USD:g} or {settings.EVALSITE_CONFIRM_CALLS:,} calls). Tick "
+        return (f"Not started: this run would make {e.total_calls:,} calls{cost} for {e.responses:,} items, past "
+                f"the amount that asks first (${settings.EVALSITE_CONFIRM_USD:g}, "
+                f"{settings.EVALSITE_CONFIRM_CALLS:,} calls or {settings.EVALSITE_CONFIRM_ITEMS:,} items). Tick "
                 f"“{self.confirm_label}” and start it again.")
 
 
 def prepare(blueprint: Blueprint, request: RunRequest, *, revision: BlueprintRevision | None = None,
-            parsed: SpecBlueprint | None = None, collections=None) -> Prepared:
+            parsed: SpecBlueprint | None = None, collections=None, door: str = "api") -> Prepared:
     """Plan the run ``request`` asks for once (``plan_start``), estimate it once (``estimate_start``), gather
     its key warnings from the plan's own problems, and say whether starting it needs the confirmation.
-    Raises RunRefused."""
+    Raises RunRefused; ``door`` (form, api, cli) is how its message names a field."""
     planned = plan_start(blueprint, revision=revision, models=list(request.models) if request.models else None,
                          judges=list(request.judges) if request.judges else None,
                          keep_judges=list(request.keep_judges) if request.keep_judges is not None else None,
                          add_judges=request.add_judges, backup_judge=request.backup_judge,
                          collections=collections, judge_repeats=request.judge_repeats, parsed=parsed)
+    # Counted before the estimate (which walks them): a run past EVALSITE_MAX_ITEMS_PER_RUN is refused here,
+    # naming the fields as this door names them.
+    per_prompt = [max(1, int(request.trials)) if request.trials is not None else (p.trials or 1)
+                  for p in planned.blueprint.prompts]
+    n_variants = len(expand_variants(planned.blueprint, planned.models))
+    if n_variants * sum(per_prompt) > settings.EVALSITE_MAX_ITEMS_PER_RUN:
+        refused = RunRefused(items_refusal(n_variants * sum(per_prompt), len(per_prompt), n_variants, per_prompt,
+                                           door))
+        refused.field = "trials"
+        raise refused
     estimate = estimate_start(planned, trials=request.trials, fresh=request.fresh)
     warnings, others = key_warnings(planned)
     return Prepared(request, planned, estimate, warnings, others,
@@ -362,9 +398,18 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
     if budget_usd is not None:
         judged = any(p.fn is None for prompt in bp.prompts for p in prompt.all_points())  # else no judge is asked
         refuse_unpriced_budget(budget_usd, resolved, plan if judged else None, embedding_model, custom_models(bp))
-    judged_points = {i: sum(1 for p in prompt.all_points() if p.fn is None) for i, prompt in enumerate(bp.prompts)}
+    judged_points = [sum(1 for p in prompt.all_points() if p.fn is None) for prompt in bp.prompts]
     override = max(1, int(trials)) if trials is not None else None
     per_prompt = [override or prompt.trials or 1 for prompt in bp.prompts]
+    subset = {"prompts": None if only_prompts is None else sorted(set(only_prompts)),
+              "variants": None if only_variants is None else sorted(set(only_variants))}
+    all_variants = expand_variants(bp, resolved)
+    per_cell = _variants_per_prompt(bp, all_variants, subset)  # variants each prompt runs with
+    items = sum(n * t for n, t in zip(per_cell, per_prompt))
+    if items > settings.EVALSITE_MAX_ITEMS_PER_RUN:
+        chosen = [t for n, t in zip(per_cell, per_prompt) if n] or per_prompt
+        raise RunRefused(items_refusal(items, len(chosen), max(per_cell, default=0), chosen))
+    later = items > ITEMS_IN_REQUEST  # made by a task (or, without workers, after the run is stored), in batches
     with transaction.atomic():
         run = Run.objects.create(
             revision=revision, blueprint=blueprint, label=run_label(revision), source=source,
@@ -374,32 +419,122 @@ def start_run(blueprint: Blueprint, *, revision: BlueprintRevision | None = None
                      "problems": problems, "embeddingModel": embedding_model,
                      "requestedModels": models or None, "requestedJudges": judges or None,
                      "keptJudges": keep_judges, **({"addedJudges": list(add_judges)} if add_judges else {}),
-                     **({"backupJudge": backup_judge} if backup_judge is not None else {}), **(extra_options or {})},
+                     **({"backupJudge": backup_judge} if backup_judge is not None else {}), **(extra_options or {}),
+                     **({MAKING_ITEMS: subset} if later else {})},
             budget_usd=budget_usd,
             manifest=run_manifest(revision, bp, resolved, plan, per_prompt=per_prompt, trials=override,
                                   fresh=fresh, embedding_model=embedding_model),
+            items_total=items,
+            judge_calls_total=sum(j * n * t for j, n, t in zip(judged_points, per_cell, per_prompt)) * len(plan.judges),
         )
-        variants = run.variants(bp)
-        wanted_prompts = None if only_prompts is None else set(only_prompts)
-        wanted_variants = None if only_variants is None else set(only_variants)
-        rows = [
-            dict(run_id=run.pk, prompt_id=prompt.id, prompt_index=index, variant_id=variant.id_for(prompt),
-                 model_id=variant.base_model_id, variant_index=v, temperature=variant.temperature_for(prompt),
-                 system_index=variant.sp_idx, trial=trial)
-            for index, prompt in enumerate(bp.prompts) if wanted_prompts is None or index in wanted_prompts
-            for v, variant in enumerate(variants)
-            if wanted_variants is None or variant.id_for(prompt) in wanted_variants
-            for trial in range(per_prompt[index])
-        ]
-        insert(Response, rows)
-        run.items_total = len(rows)
-        run.judge_calls_total = sum(judged_points[r["prompt_index"]] for r in rows) * len(plan.judges)
-        run.save(update_fields=["items_total", "judge_calls_total"])
-        if not rows:
-            finish_run(run.pk)
+        if not later:
+            insert(Response, item_rows(run, bp, per_prompt, subset))
+            if not items:
+                finish_run(run.pk)
+            elif enqueue:
+                transaction.on_commit(lambda: enqueue_pending(run.pk))
         elif enqueue:
-            transaction.on_commit(lambda: enqueue_pending(run.pk))
+            transaction.on_commit(lambda: enqueue_making(run.pk))
+    if later and not enqueue:
+        make_items(run.pk, enqueue=False)
     return run
+
+
+# --- a run's items ------------------------------------------------------------------------------------------
+# A run of more than ITEMS_IN_REQUEST items has them made outside the request that started it: the run is stored
+# as queued with ``options[MAKING_ITEMS]``, and a task (runs.tasks.make_items) inserts them in batches of
+# ITEM_BATCH, each its own short transaction (other writers wait for one batch, never for the whole run), then
+# hands them to the workers. Each batch goes on from the rows already there, so a task that died is
+# simply started again (runs.work.recover_stale_items).
+
+ITEMS_IN_REQUEST = 5_000
+ITEM_BATCH = 5_000
+MAKING_ITEMS = "makingItems"
+
+
+def items_refusal(items: int, prompts: int, variants: int, per_prompt: Sequence[int], door: str | None = None) -> str:
+    """Why a run of this many items is refused, naming the fields to change as ``door`` names them."""
+    from .request import FIELDS
+
+    name = (lambda f: FIELDS[f][door]) if door else (lambda f: f)
+    trials = f"{min(per_prompt)}" if len(set(per_prompt)) <= 1 else f"{min(per_prompt)} to {max(per_prompt)}"
+    return (f"{name('trials')} / {name('models')}: this run would make {items:,} items ({prompts:,} prompt"
+            f"{'s' if prompts != 1 else ''} x {variants:,} model variant{'s' if variants != 1 else ''} x {trials} "
+            f"trial{'s' if per_prompt and max(per_prompt) != 1 else ''}), more than the most one run may make, "
+            f"{settings.EVALSITE_MAX_ITEMS_PER_RUN:,} (the setting EVALSITE_MAX_ITEMS_PER_RUN): lower "
+            f"{name('trials')}, choose fewer {name('models')}, or split the blueprint")
+
+
+def _variants_per_prompt(bp: SpecBlueprint, variants, subset: dict) -> list[int]:
+    """How many of the variants each prompt runs with, within ``subset`` (``only_prompts``, ``only_variants``)."""
+    prompts, wanted = subset.get("prompts"), subset.get("variants")
+    prompts = None if prompts is None else set(prompts)
+    wanted = None if wanted is None else set(wanted)
+    return [0 if prompts is not None and index not in prompts
+            else len(variants) if wanted is None else sum(1 for v in variants if v.id_for(prompt) in wanted)
+            for index, prompt in enumerate(bp.prompts)]
+
+
+def item_rows(run: Run, bp: SpecBlueprint, per_prompt: Sequence[int], subset: dict | None = None):
+    """The run's items as rows, in the order they are made and worked (prompt, variant, trial); ``subset``
+    (``{"prompts": positions, "variants": ids}``, None for all) as ``start_run``'s ``only_prompts`` and
+    ``only_variants``."""
+    variants = run.variants(bp)
+    prompts = None if not subset or subset.get("prompts") is None else set(subset["prompts"])
+    wanted = None if not subset or subset.get("variants") is None else set(subset["variants"])
+    for index, prompt in enumerate(bp.prompts):
+        if prompts is not None and index not in prompts:
+            continue
+        for v, variant in enumerate(variants):
+            if wanted is not None and variant.id_for(prompt) not in wanted:
+                continue
+            for trial in range(per_prompt[index]):
+                yield dict(run_id=run.pk, prompt_id=prompt.id, prompt_index=index,
+                           variant_id=variant.id_for(prompt), model_id=variant.base_model_id, variant_index=v,
+                           temperature=variant.temperature_for(prompt), system_index=variant.sp_idx, trial=trial)
+
+
+def _without_making(run_id: int) -> dict:
+    options = dict(Run.objects.filter(pk=run_id).values_list("options", flat=True).first() or {})
+    options.pop(MAKING_ITEMS, None)
+    return options
+
+
+def make_items(run_id: int, *, enqueue: bool = True) -> int:
+    """Insert the items of a run stored with ``options[MAKING_ITEMS]``, in batches from those already there; then
+    hand them to the workers (``enqueue``). Stops when the run is deleted, cancelled or finished meanwhile (then
+    it counts what was made). Returns how many it inserted."""
+    run = Run.objects.select_related("revision").filter(pk=run_id).first()
+    making = (run.options or {}).get(MAKING_ITEMS) if run is not None else None
+    if not making:
+        return 0
+    bp = parsed_blueprint(run.revision)
+    per_prompt = ((run.manifest or {}).get("trials") or {}).get("perPrompt") or [1] * len(bp.prompts)
+    subset = making if isinstance(making, dict) else None
+    rows = islice(item_rows(run, bp, per_prompt, subset), Response.objects.filter(run_id=run_id).count(), None)
+    made, stopped = 0, False
+    while True:
+        batch = list(islice(rows, ITEM_BATCH))
+        if not batch:
+            break
+        if not Run.objects.filter(pk=run_id, cancel_requested=False, status=RunStatus.QUEUED).exists():
+            stopped = True
+            break
+        try:
+            with transaction.atomic():
+                made += insert(Response, batch)
+        except IntegrityError:  # another task makes them (one started again while this one worked): it goes on
+            return made
+    with transaction.atomic():
+        changes = {"options": _without_making(run_id)}
+        if stopped:
+            changes["items_total"] = Response.objects.filter(run_id=run_id).count()
+        Run.objects.filter(pk=run_id).update(**changes)
+    if stopped:
+        settle(run_id)
+    elif enqueue:
+        enqueue_pending(run_id)
+    return made
 
 
 # --- a budget, and the manifest -------------------------------------------------------------------------

@@ -8,6 +8,18 @@ def run_chunk(run_id: int, response_ids: list[int]) -> None:
     run_work.execute_chunk(run_id, response_ids, top_up=True)
 
 
+def make_items(run_id: int) -> None:
+    """A large run's items, made outside the request that started it (runs.start.make_items)."""
+    from runs import start as run_start
+
+    run_start.make_items(run_id)
+
+
+def reclaim_space() -> None:
+    """Give a large delete's space back to the disk (SQLite: VACUUM; runs.work.reclaim_space)."""
+    run_work.reclaim_space()
+
+
 def recover_runs() -> int:
     return run_work.recover_stale_items()
 

@@ -121,6 +121,13 @@ def enqueue_pending(run_id: int) -> int:
     return len(chunks)
 
 
+def enqueue_making(run_id: int) -> None:
+    """Hand the making of a large run's items to the workers (runs.start.make_items, then ``enqueue_pending``)."""
+    from django_q.tasks import async_task
+
+    async_task("runs.tasks.make_items", run_id, task_name=f"run {run_id}: its items", group=f"run-{run_id}")
+
+
 # --- executing --------------------------------------------------------------------------
 
 
@@ -610,18 +617,97 @@ def _release(token: str) -> None:
 
 
 def delete_run(run: Run) -> dict:
-    """Delete a run with its responses, assessments and overrides; returns what went.
+    """Delete a run with its responses, assessments and overrides, and its tasks still queued; returns what went.
 
     A run still going is cancelled first: its workers see it gone at their next
     stop check (within a second) and send nothing more; what they finish is dropped.
+    Its queued tasks go with it (``purge_queued_tasks``), so later runs do not wait behind them. On SQLite, a
+    delete of more than EVALSITE_VACUUM_AFTER_ROWS responses gives the space back to the disk afterwards
+    (``reclaim_space``, a task); PostgreSQL's autovacuum does that itself.
     """
+    run_id = run.pk
     with transaction.atomic():
         gone = {"responses": Response.objects.filter(run=run).count(),
                 "overrides": PointAssessment.objects.filter(response__run=run, override__isnull=False).count(),
                 "was_running": not run.is_finished}
         Run.objects.filter(pk=run.pk).exclude(status__in=FINISHED).update(cancel_requested=True)
+        _delete_rows_of(run_id)
         run.delete()
+    purge_queued_tasks(run_id)
+    if connections["default"].vendor == "sqlite" and gone["responses"] > settings.EVALSITE_VACUUM_AFTER_ROWS:
+        from django_q.tasks import async_task
+
+        transaction.on_commit(lambda: async_task("runs.tasks.reclaim_space", task_name="reclaim space",
+                                                 group="reclaim-space"))
     return gone
+
+
+def _delete_rows_of(run_id: int) -> None:
+    """A run's responses and what hangs on them, one DELETE a table, leaves first. Django's cascade would load
+    every row as an object first (33 s for 200,000 responses, in the request, holding the write lock)."""
+    from .models import Annotation, EarlierAttempt, PointConfirmation, PointOverride
+
+    using = "default"
+    for queryset in (PointOverride.objects.filter(assessment__response__run_id=run_id),
+                     PointConfirmation.objects.filter(assessment__response__run_id=run_id),
+                     PointAssessment.objects.filter(response__run_id=run_id),
+                     Annotation.objects.filter(response__run_id=run_id),
+                     EarlierAttempt.objects.filter(run_id=run_id),
+                     Response.objects.filter(run_id=run_id)):
+        queryset._raw_delete(using)  # nothing else hangs on these rows and no signal listens (tests/runs)
+
+
+def purge_queued_tasks(run_id: int, broker=None) -> int:
+    """Delete the tasks of a run still waiting in the broker (its chunks, the making of its items, its re-runs:
+    every task enqueued with ``group=f"run-{run_id}"``); returns how many. The ORM broker's rows (django-q's
+    OrmQ) or Redis's list; a task a worker holds already finds its run gone and does nothing."""
+    from django_q.brokers import get_broker
+    from django_q.signing import SignedPackage
+
+    group = f"run-{run_id}"
+
+    def ours(payload) -> bool:
+        try:
+            task = SignedPackage.loads(payload)
+        except Exception:  # signed by another key, or not a task: not ours to judge
+            return False
+        return isinstance(task, dict) and task.get("group") == group
+
+    broker = broker or get_broker()
+    try:
+        from django_q.brokers.orm import ORM
+        from django_q.models import OrmQ
+
+        if isinstance(broker, ORM):
+            queued = OrmQ.objects.using(settings.Q_CLUSTER.get("orm", "default")).filter(key=broker.list_key)
+            ids = [pk for pk, payload in queued.values_list("pk", "payload").iterator(chunk_size=2000)
+                   if ours(payload)]
+            for start in range(0, len(ids), 900):  # SQLite's limit on a statement's parameters
+                queued.filter(pk__in=ids[start:start + 900]).delete()
+            return len(ids)
+        connection = getattr(broker, "connection", None)
+        if connection is not None and hasattr(connection, "lrange"):  # Redis
+            removed = 0
+            for payload in connection.lrange(broker.list_key, 0, -1):
+                if ours(payload.decode() if isinstance(payload, bytes) else payload):
+                    removed += connection.lrem(broker.list_key, 1, payload)
+            return removed
+    except Exception:  # a broker that cannot be read: the tasks find the run gone and do nothing
+        log.warning("run %s: its queued tasks could not be removed", run_id, exc_info=True)
+    return 0
+
+
+def reclaim_space() -> None:
+    """Give space freed by large deletes back to the disk: SQLite keeps freed pages in its file until VACUUM,
+    which must run outside a transaction (and rewrites the file: a task, not a request). Other databases: nothing
+    (PostgreSQL's autovacuum reuses the space)."""
+    connection = connections["default"]
+    if connection.vendor != "sqlite" or connection.in_atomic_block:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM")
+        # In WAL mode the rewritten pages wait in the log; a checkpoint puts them in the file and truncates it.
+        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 def cancel_run(run: Run) -> None:
@@ -629,6 +715,8 @@ def cancel_run(run: Run) -> None:
 
     Re-runs in flight are cancelled too: the run ends at once, not with the status it had before them."""
     Run.objects.filter(pk=run.pk).exclude(status__in=FINISHED).update(cancel_requested=True)
+    if (Run.objects.filter(pk=run.pk).values_list("options", flat=True).first() or {}).get("makingItems"):
+        finish_run(run.pk, RunStatus.CANCELLED)  # its items were still being made: it stops making them
     maybe_finish(run.pk)
     if Run.objects.filter(pk=run.pk, status__in=FINISHED, options__reruns__has_key="returnsTo").exists():
         Run.objects.filter(pk=run.pk).update(options=_options_without_stretch(run.pk))
@@ -789,6 +877,11 @@ def recover_stale_items() -> int:
         Response.objects.filter(pk__in=stuck, status=ResponseStatus.RUNNING).update(
             status=ResponseStatus.PENDING, claimed_by="", claimed_at=None)
     for run in Run.objects.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING]):
+        if (run.options or {}).get("makingItems"):  # its items are still being made (runs.start.make_items)
+            if not _has_queued_tasks(run.pk):  # the task that made them died: it goes on from the rows made
+                enqueue_making(run.pk)
+                runs += 1
+            continue
         open_rows = Response.objects.filter(run=run, status__in=[ResponseStatus.PENDING, ResponseStatus.RUNNING])
         if rerun_stretch(run) is not None:  # only its re-runs are to run
             open_rows = open_rows.filter(fresh_requested=True)

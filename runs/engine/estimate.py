@@ -20,6 +20,8 @@ point, so its calls and tokens are K times those of asking once; the backup is n
 from __future__ import annotations
 
 import math
+import time
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Mapping, Sequence
 
@@ -89,23 +91,62 @@ class CacheProbe:
 
     ``get`` is the cache's (synchronous) ``get``. Only what can be known is looked up: a generated
     turn after an uncached one, and the judging of a response not wholly cached, are calls.
+
+    Its work does not grow with a prompt's size times its variants and trials: the messages of a request
+    are hashed once (``Endpoint.answer_head``) and every variant and trial asking them finishes that hash
+    with its own small parts (the key is the router's, one recipe). It looks up until ``deadline`` (a
+    ``time.monotonic()`` value; None: no limit), then answers "not cached" to everything: ``complete`` turns
+    False and the estimate's cached figure is "at least" (calls counted as sent are then an upper bound).
     """
 
+    HEADS_KEPT = 64  # messages hashed and kept for reuse (a prompt's systems x token limits)
+
     def __init__(self, settings: ProviderSettings, get: Callable[[str], dict | None], *,
-                 custom_models: Mapping[str, CustomModel] | None = None) -> None:
+                 custom_models: Mapping[str, CustomModel] | None = None, deadline: float | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.settings, self.get, self.custom_models = settings, get, dict(custom_models or {})
+        self.deadline, self.clock = deadline, clock
+        self.complete = True  # every lookup asked for was made
+        self.lookups = 0
         self._endpoints: dict[str, object] = {}
+        self._heads: dict[tuple, object] = {}
+
+    @property
+    def live(self) -> bool:
+        """Whether it still looks up (the deadline not passed)."""
+        if self.complete and self.deadline is not None and self.clock() >= self.deadline:
+            self.complete = False
+        return self.complete
+
+    def _head(self, endpoint, messages: Sequence[dict], max_tokens: int | None, reuse: bool):
+        if not reuse:
+            return endpoint.answer_head(messages, max_tokens=max_tokens)
+        limit = max_tokens if max_tokens is not None else endpoint.default_max_tokens
+        # The strings are the prompt's own objects: hashing and comparing them is cheap after the first time.
+        memo = (limit, tuple((m["role"], m.get("content")) for m in messages))
+        head = self._heads.get(memo)
+        if head is None:
+            if len(self._heads) >= self.HEADS_KEPT:
+                self._heads.clear()
+            head = self._heads[memo] = endpoint.answer_head(messages, max_tokens=limit)
+        return head
 
     def answer(self, model_id: str, messages: Sequence[dict], *, temperature: float | None, max_tokens: int | None,
-               trial: int = 0, readable: Callable[[str], bool] | None = None, repeat: int = 0) -> str | None:
+               trial: int = 0, readable: Callable[[str], bool] | None = None, repeat: int = 0,
+               reuse: bool = False) -> str | None:
+        """The cached answer's text, or None. ``reuse``: these messages are asked again (other variants and
+        trials of a prompt), so their hash is kept for them."""
+        if not self.live:
+            return None
         model_id = parse_for_api_call(model_id).original_model_id
         endpoint = self._endpoints.get(model_id)
         if endpoint is None:
             endpoint = self._endpoints[model_id] = resolve_endpoint(model_id, self.settings, self.custom_models)
         if isinstance(endpoint, Problem):
             return None
-        key = endpoint.answer_key(messages, temperature=temperature, max_tokens=max_tokens, trial=trial,
-                                  repeat=repeat)
+        key = endpoint.answer_key_from(self._head(endpoint, messages, max_tokens, reuse), temperature=temperature,
+                                       trial=trial, repeat=repeat)
+        self.lookups += 1
         try:
             hit = self.get(key)
         except Exception:  # a broken cache only makes the estimate count a call
@@ -199,6 +240,10 @@ class RunEstimate:
     service_points: int = 0  # `$call` points: outside services, not model calls
     prices_as_of: str = ""
     unknown: list[UnknownPart] = field(default_factory=list)
+    # False when the cache look-up ran out of time: ``cache_unprobed`` responses were counted as calls without
+    # looking, so ``cached_calls`` is "at least" and the calls are at most (docs/runs.md, "The estimate").
+    cache_complete: bool = True
+    cache_unprobed: int = 0
 
     @property
     def lines(self) -> list[ModelEstimate]:
@@ -289,6 +334,8 @@ class RunEstimate:
             "calls": {"total": self.total_calls, "generation": self.generation_calls, "judge": self.judge_calls,
                       "embedding": self.embedding_calls, "cached": self.cached_calls, "canned": self.canned_calls,
                       "possibleExtra": {"backupJudge": self.backup_calls, "judgeRepairs": self.repair_calls}},
+            # complete False: the cache look-up ran out of time; ``calls.cached`` is at least, the calls at most.
+            "cacheLookup": {"complete": self.cache_complete, "responsesNotLookedUp": self.cache_unprobed},
             "responses": self.responses,
             "tokens": {"input": self.input_tokens, "output": self.output_tokens},
             "costUsd": None if self.cost is None else round(self.cost, 6),
@@ -349,7 +396,8 @@ def _cached_generation(prompt: Prompt, variant: ModelVariant, trial: int, probe:
 
     def turn() -> bool:
         nonlocal hits
-        text = probe.answer(variant.base_model_id, history, temperature=temperature, max_tokens=None, trial=trial)
+        text = probe.answer(variant.base_model_id, history, temperature=temperature, max_tokens=None, trial=trial,
+                            reuse=not hits)
         if text is None:
             return False
         hits += 1
@@ -383,6 +431,8 @@ def _cached_judgings(prompt: Prompt, conversation: list[Turn], plan: JudgePlan, 
     for p_index, task in enumerate(judge_tasks(prompt, response)):
         task_plan = plan if task.scale is None else _with_scale(plan, task.scale)
         for j_index, judge in enumerate(plan.judges):
+            if not probe.live:  # out of time: the rest are counted as calls
+                return found
             messages = build_judge_messages(task, judge, task_plan)
             for repeat in range(max(1, plan.repeats)):
                 if probe.answer(judge.model, messages, temperature=JUDGE_TEMPERATURE, max_tokens=JUDGE_MAX_TOKENS,
@@ -390,6 +440,11 @@ def _cached_judgings(prompt: Prompt, conversation: list[Turn], plan: JudgePlan, 
                                 repeat=repeat) is not None:
                     found.add((p_index, j_index, repeat))
     return found
+
+
+def _loop(variant: ModelVariant, model: ModelEstimate) -> int:
+    """Model calls a generated turn of this variant may take: a native tool loop's ``maxSteps``, else one."""
+    return variant.tools.max_steps if variant.tools is not None and not model.canned else 1
 
 
 def estimate_run(
@@ -445,7 +500,10 @@ def estimate_run(
     for judge_line in judges:
         judge_line.answer_tokens = min(EXPECTED_JUDGE_TOKENS, JUDGE_MAX_TOKENS)
     embeddings = [line(embedding_model, "embedding")] if ideal_prompts else []
-    responses = backup = repairs = services = 0
+    responses = backup = repairs = services = unprobed = 0
+    # Variants per model: what a response costs depends on its model alone unless the cache answers part of it,
+    # so responses not looked up are counted in one step per model (the work grows with prompts x models).
+    per_model = Counter((v.base_model_id, _loop(v, candidates[v.base_model_id])) for v in variants)
 
     for index, prompt in enumerate(bp.prompts):
         n_trials = trials_of(prompt, trials)
@@ -455,62 +513,83 @@ def estimate_run(
         chars = conversation_chars(prompt, bp)
         prompt_tokens = tokens(chars)
         judge_chars: dict[tuple[int, int], int] = {}  # (answer tokens, judge index) -> judge input per point
-        for variant in variants:
-            model = candidates[variant.base_model_id]
-            out = answer_tokens if answer_tokens is not None else max_out[variant.base_model_id]
+
+        def account(model_id: str, loop: int, hits: int, cached: set, times: int) -> None:
+            """``times`` responses of this prompt by ``model_id`` (up to ``loop`` calls a turn), the cache answering
+            ``hits`` turns of each and the judge askings in ``cached``."""
+            nonlocal responses, backup, repairs
+            model = candidates[model_id]
+            out = answer_tokens if answer_tokens is not None else max_out[model_id]
             expected = model.answer_tokens
             # A native tool loop (toolUse native/auto) may make up to maxSteps model calls a turn, none cached.
-            loop = variant.tools.max_steps if variant.tools is not None and not model.canned else 1
             calls_here = turns * loop
-            probe_this = probe is not None and not model.canned and uses_cache(prompt, variant) and loop == 1
+            responses += times
+            if model.canned:
+                model.canned_answers += turns * times
+            else:
+                model.cached += hits * times
+                model.calls += (calls_here - hits) * times
+                model.input_tokens += sum(prompt_tokens + i * out for i in range(hits, calls_here)) * times
+                model.output_tokens += (calls_here - hits) * out * times
+                model.expected_input_tokens += \
+                    sum(prompt_tokens + i * expected for i in range(hits, calls_here)) * times
+                model.expected_output_tokens += (calls_here - hits) * expected * times
+            if points and judges:
+                for j_index, judge_line in enumerate(judges):
+                    for length in {out, expected}:
+                        if (length, j_index) not in judge_chars:
+                            judge_chars[(length, j_index)] = sum(
+                                _judge_input_chars(prompt, p, plan.judges[j_index], plan, bp,
+                                                   length * CHARS_PER_TOKEN)
+                                for p in points)
+                    hit = sum(1 for p_index in range(len(points)) for repeat in range(repeats)
+                              if (p_index, j_index, repeat) in cached)
+                    sent = len(points) * repeats - hit
+                    judge_line.cached += hit * times
+                    judge_line.calls += sent * times
+                    # Each point's request differs by its criterion; spread the prompt's total evenly.
+                    judge_line.input_tokens += tokens(judge_chars[(out, j_index)]) * sent // len(points) * times
+                    judge_line.output_tokens += sent * JUDGE_MAX_TOKENS * times
+                    judge_line.expected_input_tokens += \
+                        tokens(judge_chars[(expected, j_index)]) * sent // len(points) * times
+                    judge_line.expected_output_tokens += sent * judge_line.answer_tokens * times
+                    repairs += sent * times
+                if plan.backup is not None:
+                    backup += len(points) * times
+            if prompt.ideal_response and embeddings:
+                embeddings[0].calls += times
+                embeddings[0].input_tokens += (out + tokens(len(prompt.ideal_response))) * times
+                embeddings[0].expected_input_tokens += (expected + tokens(len(prompt.ideal_response))) * times
+
+        if probe is None or not probe.live:
+            for (model_id, loop), count in per_model.items():
+                account(model_id, loop, 0, set(), count * n_trials)
+            if probe is not None:
+                unprobed += sum(count * n_trials for (model_id, loop), count in per_model.items()
+                                if not candidates[model_id].canned and loop == 1)
+            continue
+        for variant in variants:
+            model_id = variant.base_model_id
+            loop = _loop(variant, candidates[model_id])
+            if candidates[model_id].canned or not uses_cache(prompt, variant) or loop != 1:  # a tool loop: uncached
+                account(model_id, loop, 0, set(), n_trials)
+                continue
             for trial in range(n_trials):
-                responses += 1
-                hits, conversation = (0, None)
-                if probe_this:
-                    hits, conversation = _cached_generation(prompt, variant, trial, probe)
-                if model.canned:
-                    model.canned_answers += turns
-                else:
-                    model.cached += hits
-                    model.calls += calls_here - hits
-                    model.input_tokens += sum(prompt_tokens + i * out for i in range(hits, calls_here))
-                    model.output_tokens += (calls_here - hits) * out
-                    model.expected_input_tokens += sum(prompt_tokens + i * expected for i in range(hits, calls_here))
-                    model.expected_output_tokens += (calls_here - hits) * expected
-                if points and judges:
-                    cached = _cached_judgings(prompt, conversation, plan, probe) \
-                        if probe is not None and conversation is not None else set()
-                    for j_index, judge_line in enumerate(judges):
-                        for length in {out, expected}:
-                            if (length, j_index) not in judge_chars:
-                                judge_chars[(length, j_index)] = sum(
-                                    _judge_input_chars(prompt, p, plan.judges[j_index], plan, bp,
-                                                       length * CHARS_PER_TOKEN)
-                                    for p in points)
-                        hit = sum(1 for p_index in range(len(points)) for repeat in range(repeats)
-                                  if (p_index, j_index, repeat) in cached)
-                        sent = len(points) * repeats - hit
-                        judge_line.cached += hit
-                        judge_line.calls += sent
-                        # Each point's request differs by its criterion; spread the prompt's total evenly.
-                        judge_line.input_tokens += tokens(judge_chars[(out, j_index)]) * sent // len(points)
-                        judge_line.output_tokens += sent * JUDGE_MAX_TOKENS
-                        judge_line.expected_input_tokens += \
-                            tokens(judge_chars[(expected, j_index)]) * sent // len(points)
-                        judge_line.expected_output_tokens += sent * judge_line.answer_tokens
-                        repairs += sent
-                    if plan.backup is not None:
-                        backup += len(points)
-                if prompt.ideal_response and embeddings:
-                    embeddings[0].calls += 1
-                    embeddings[0].input_tokens += out + tokens(len(prompt.ideal_response))
-                    embeddings[0].expected_input_tokens += expected + tokens(len(prompt.ideal_response))
+                if not probe.live:  # out of time: the rest of this variant's trials are counted as calls
+                    account(model_id, loop, 0, set(), n_trials - trial)
+                    unprobed += n_trials - trial
+                    break
+                hits, conversation = _cached_generation(prompt, variant, trial, probe)
+                cached = _cached_judgings(prompt, conversation, plan, probe) \
+                    if points and judges and conversation is not None else set()
+                account(model_id, loop, hits, cached, 1)
 
     estimate = RunEstimate(
         candidates=list(candidates.values()), judges=judges, embeddings=embeddings, responses=responses,
         backup_calls=backup, backup_model=plan.backup.model if plan.backup is not None and backup else None,
         repair_calls=repairs, service_points=services,
         prices_as_of=max((p.as_of for p in prices.values() if p.as_of), default=""),
+        cache_complete=probe is None or probe.complete, cache_unprobed=unprobed,
     )
     estimate.unknown = _unknown_parts(estimate, prices)
     return estimate

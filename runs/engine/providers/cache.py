@@ -41,22 +41,44 @@ class ResponseCache(Protocol):
     def set(self, key: str, value: dict) -> None | Awaitable[None]: ...
 
 
-def cache_key(identity: dict[str, Any], messages, *, temperature: float | None, max_tokens: int | None,
-              trial: int = 0, repeat: int = 0) -> str:
-    payload: dict[str, Any] = {
+def _dumps(value) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def key_head(messages, *, max_tokens: int | None):
+    """The key's hash over its first part (its token limit and messages), to finish with :func:`key_from_head`.
+
+    The key is a SHA-256 over one JSON text with sorted keys: ``max_tokens``, ``messages``, then the rest. A
+    caller keying many requests with the same messages (the estimate: every variant and trial of a prompt)
+    hashes them once here and copies the result; :func:`cache_key` is these two steps."""
+    head = hashlib.sha256()
+    head.update(('{"max_tokens":' + _dumps(max_tokens) + ',"messages":').encode("utf-8"))
+    head.update(_dumps([{"role": m["role"], "content": m.get("content")} for m in messages]).encode("utf-8"))
+    return head
+
+
+def key_from_head(head, identity: dict[str, Any], *, temperature: float | None, trial: int = 0,
+                  repeat: int = 0) -> str:
+    """The key from :func:`key_head`'s hash (not changed: it is copied) and the request's other parts."""
+    rest: dict[str, Any] = {
         "v": KEY_VERSION,
         "target": identity,
-        "messages": [{"role": m["role"], "content": m.get("content")} for m in messages],
         # 0 and 0.0 are one temperature; JSON would spell them differently.
         "temperature": None if temperature is None else float(temperature),
-        "max_tokens": max_tokens,
     }
     if trial:
-        payload["trial"] = trial
+        rest["trial"] = trial
     if repeat:
-        payload["repeat"] = repeat
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+        rest["repeat"] = repeat
+    digest = head.copy()
+    digest.update(("," + _dumps(rest)[1:]).encode("utf-8"))  # every other key sorts after "messages"
+    return digest.hexdigest()
+
+
+def cache_key(identity: dict[str, Any], messages, *, temperature: float | None, max_tokens: int | None,
+              trial: int = 0, repeat: int = 0) -> str:
+    return key_from_head(key_head(messages, max_tokens=max_tokens), identity, temperature=temperature,
+                         trial=trial, repeat=repeat)
 
 
 class MemoryCache:

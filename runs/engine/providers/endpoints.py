@@ -26,7 +26,7 @@ import httpx
 from blueprints.spec.model_ids import provider_of, split_variant_suffixes
 from blueprints.spec.schema import CustomModel
 
-from .cache import cache_key
+from .cache import key_from_head, key_head
 from .own import with_engine_header
 from .prices import DEFAULT_MAX_TOKENS
 from .formats import (
@@ -105,9 +105,18 @@ class Endpoint:
                    repeat: int = 0) -> str:
         """The response cache's key for these messages sent here (the router's, the estimate's and a replay's:
         one recipe). No ``max_tokens``: the endpoint's default, which is what is sent."""
-        return cache_key(self.cache_identity(), messages, temperature=temperature,
-                         max_tokens=max_tokens if max_tokens is not None else self.default_max_tokens,
-                         trial=trial, repeat=repeat)
+        return self.answer_key_from(self.answer_head(messages, max_tokens=max_tokens), temperature=temperature,
+                                    trial=trial, repeat=repeat)
+
+    def answer_head(self, messages, *, max_tokens: int | None):
+        """The first half of :meth:`answer_key` (the messages hashed), for a caller that keys many requests with
+        the same messages (the estimate's cache probe)."""
+        return key_head(messages, max_tokens=max_tokens if max_tokens is not None else self.default_max_tokens)
+
+    def answer_key_from(self, head, *, temperature: float | None, trial: int = 0, repeat: int = 0) -> str:
+        """:meth:`answer_key` from :meth:`answer_head`'s hash (its own or another endpoint's with the same
+        default token limit)."""
+        return key_from_head(head, self.cache_identity(), temperature=temperature, trial=trial, repeat=repeat)
 
 
 def provider_problem(model_id: str) -> str | None:

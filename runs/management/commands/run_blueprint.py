@@ -76,7 +76,7 @@ class Command(BaseCommand):
             return self._dry_run(options, request)
         blueprint, collections = self._blueprint(options["target"])
         try:
-            prepared = prepare(blueprint, request, collections=collections)
+            prepared = prepare(blueprint, request, collections=collections, door="cli")
             run = start_prepared(blueprint, prepared, source="cli", enqueue=options["enqueue"])
         except RunRefused as refused:
             self._refused(refused)
@@ -119,7 +119,7 @@ class Command(BaseCommand):
         with transaction.atomic():  # a file is imported to be read like any blueprint, then forgotten
             blueprint, collections = self._blueprint(options["target"])
             try:
-                prepared = prepare(blueprint, request, collections=collections)
+                prepared = prepare(blueprint, request, collections=collections, door="cli")
             except RunRefused as refused:
                 self._refused(refused)
             finally:
@@ -186,7 +186,10 @@ def estimate_lines(estimate) -> list[str]:
                 if estimate.unpriced_calls else "")
     lines = [f"{calls['total']:,} calls: {calls['generation']:,} generations, {calls['judge']:,} judge calls, "
              f"{calls['embedding']:,} embeddings ({estimate.responses:,} responses)",
-             f"not sent: {calls['cached']:,} answered from the response cache, {calls['canned']:,} from fixtures",
+             f"not sent: {'at least ' if not estimate.cache_complete else ''}{calls['cached']:,} answered from the "
+             f"response cache, {calls['canned']:,} from fixtures"
+             + (f" ({estimate.cache_unprobed:,} responses not looked up in time are counted as calls)"
+                if not estimate.cache_complete else ""),
              f"tokens: ~{estimate.input_tokens:,} in, up to {estimate.output_tokens:,} out",
              f"cost: {unpriced}expected about {dollars(estimate.expected_cost)}, at most "
              f"{dollars(estimate.most_cost)} (every answer at its max tokens: what a budget reserves)"
