@@ -15,6 +15,9 @@ What it cannot know is said, never guessed: a model without a
 price, the backup judge (asked only when every judge failed on a point), a judge's unreadable answer
 (asked once more). With judge repeats K (``JudgePlan.repeats``) every judge is asked K times about every
 point, so its calls and tokens are K times those of asking once; the backup is not repeated.
+A simulated user (a prompt's ``simulated_user``) is a line of its own (role ``user``): both figures assume the
+conversation runs to ``max_turns`` (``max_turns`` candidate calls, ``max_turns - 1`` user-model calls, the
+conversation growing by both sides' answers), never cached in the estimate.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 from blueprints.spec.model_ids import parse_for_api_call, provider_of
 from blueprints.spec.schema import Blueprint, CustomModel, Prompt
 
-from .generate import ModelVariant, expand_variants, uses_cache
+from .generate import SIMULATOR_INSTRUCTIONS, ModelVariant, expand_variants, uses_cache
 from .judge import (JUDGE_MAX_TOKENS, JUDGE_TEMPERATURE, JudgePlan, JudgeSpec, JudgeTask, band_scale,
                     build_judge_messages, parse_judge_answer)
 from .providers.endpoints import FIXTURES_PREFIX, Problem, resolve_endpoint
@@ -54,7 +57,10 @@ def max_tokens_of(model: str | CustomModel) -> int:
 
 
 def generations_per_variant(prompt: Prompt) -> int:
-    """Model calls for one prompt and one model variant (reference 5.4, deviation 14)."""
+    """Model calls for one prompt and one model variant (reference 5.4, deviation 14); a simulated conversation
+    at most ``max_turns``."""
+    if prompt.simulated_user is not None:
+        return prompt.simulated_user.max_turns
     to_generate = sum(1 for m in prompt.messages if m.to_generate)
     last = prompt.messages[-1] if prompt.messages else None
     if last is None or last.role != "assistant":
@@ -125,7 +131,7 @@ class ModelEstimate:
     """The calls and tokens of one model in one role over a run (a judge: one line per judge of the plan)."""
 
     model_id: str
-    role: str = "candidate"  # candidate | judge | embedding
+    role: str = "candidate"  # candidate | judge | embedding | user (a simulated user's model)
     label: str = ""  # a judge's id, ``holistic-gpt-4-1-mini(openrouter:...)``
     canned: bool = False  # answered without a call (fixtures): no cost
     custom: bool = False  # a blueprint's own endpoint: no price
@@ -199,10 +205,15 @@ class RunEstimate:
     service_points: int = 0  # `$call` points: outside services, not model calls
     prices_as_of: str = ""
     unknown: list[UnknownPart] = field(default_factory=list)
+    users: list[ModelEstimate] = field(default_factory=list)  # simulated users' models, counted apart
 
     @property
     def lines(self) -> list[ModelEstimate]:
-        return [*self.candidates, *self.judges, *self.embeddings]
+        return [*self.candidates, *self.users, *self.judges, *self.embeddings]
+
+    @property
+    def user_calls(self) -> int:
+        return sum(m.calls for m in self.users)
 
     @property
     def generation_calls(self) -> int:
@@ -223,7 +234,7 @@ class RunEstimate:
 
     @property
     def total_calls(self) -> int:
-        return self.generation_calls + self.judge_calls + self.embedding_calls
+        return self.generation_calls + self.user_calls + self.judge_calls + self.embedding_calls
 
     @property
     def cached_calls(self) -> int:
@@ -281,13 +292,14 @@ class RunEstimate:
             if not m.calls or m.role == "embedding" or (m.model_id, m.role) in seen:
                 continue
             seen.add((m.model_id, m.role))
-            lines.append(f"{'judge ' if m.role == 'judge' else ''}'{m.model_id}': {m.basis}")
+            kind = {"judge": "judge ", "user": "simulated user "}.get(m.role, "")
+            lines.append(f"{kind}'{m.model_id}': {m.basis}")
         return lines
 
     def to_json(self) -> dict:
         return {
             "calls": {"total": self.total_calls, "generation": self.generation_calls, "judge": self.judge_calls,
-                      "embedding": self.embedding_calls, "cached": self.cached_calls, "canned": self.canned_calls,
+                      "user": self.user_calls, "embedding": self.embedding_calls, "cached": self.cached_calls, "canned": self.canned_calls,
                       "possibleExtra": {"backupJudge": self.backup_calls, "judgeRepairs": self.repair_calls}},
             "responses": self.responses,
             "tokens": {"input": self.input_tokens, "output": self.output_tokens},
@@ -326,6 +338,11 @@ def _judge_input_chars(prompt: Prompt, point, judge: JudgeSpec, plan: JudgePlan,
     if not prompt.messages or prompt.messages[-1].role != "assistant":
         turns.append(Turn("assistant", answer, generated=True))
         generated.append(answer)
+    if prompt.simulated_user is not None:  # run to max_turns, the user's turns as long as the answers
+        while len(generated) < prompt.simulated_user.max_turns:
+            turns.append(Turn("user", answer, simulated=True))
+            turns.append(Turn("assistant", answer, generated=True))
+            generated.append(answer)
     subject = "\n\n".join(generated) or next((t.content or "" for t in reversed(turns) if t.role == "assistant"), "")
     task = JudgeTask(criterion=point.text or "", conversation=tuple(turns), subject_text=subject,
                      inverted=point.inverted, prompt_id=prompt.id,
@@ -445,6 +462,7 @@ def estimate_run(
     for judge_line in judges:
         judge_line.answer_tokens = min(EXPECTED_JUDGE_TOKENS, JUDGE_MAX_TOKENS)
     embeddings = [line(embedding_model, "embedding")] if ideal_prompts else []
+    users: dict[str, ModelEstimate] = {}
     responses = backup = repairs = services = 0
 
     for index, prompt in enumerate(bp.prompts):
@@ -462,7 +480,18 @@ def estimate_run(
             # A native tool loop (toolUse native/auto) may make up to maxSteps model calls a turn, none cached.
             loop = variant.tools.max_steps if variant.tools is not None and not model.canned else 1
             calls_here = turns * loop
-            probe_this = probe is not None and not model.canned and uses_cache(prompt, variant) and loop == 1
+            simulated = prompt.simulated_user
+            probe_this = (probe is not None and not model.canned and uses_cache(prompt, variant) and loop == 1
+                          and simulated is None)
+            user_line = None
+            if simulated is not None:
+                user_line = users.get(simulated.model)
+                if user_line is None:
+                    user_line = users[simulated.model] = line(simulated.model, "user")
+                    user_line.canned = False
+                    user_line.answer_tokens = min(EXPECTED_ANSWER_TOKENS, DEFAULT_MAX_TOKENS)
+                user_out, user_expected = DEFAULT_MAX_TOKENS, user_line.answer_tokens
+                user_system = tokens(_simulator_chars(simulated))
             for trial in range(n_trials):
                 responses += 1
                 hits, conversation = (0, None)
@@ -470,6 +499,15 @@ def estimate_run(
                     hits, conversation = _cached_generation(prompt, variant, trial, probe)
                 if model.canned:
                     model.canned_answers += turns
+                elif simulated is not None:
+                    # Turn i (from 0) is sent the opening, i answers and i simulated user turns.
+                    model.calls += calls_here
+                    model.input_tokens += sum(prompt_tokens + (i // loop) * (out + user_out)
+                                              for i in range(calls_here))
+                    model.output_tokens += calls_here * out
+                    model.expected_input_tokens += sum(prompt_tokens + (i // loop) * (expected + user_expected)
+                                                       for i in range(calls_here))
+                    model.expected_output_tokens += calls_here * expected
                 else:
                     model.cached += hits
                     model.calls += calls_here - hits
@@ -477,6 +515,16 @@ def estimate_run(
                     model.output_tokens += (calls_here - hits) * out
                     model.expected_input_tokens += sum(prompt_tokens + i * expected for i in range(hits, calls_here))
                     model.expected_output_tokens += (calls_here - hits) * expected
+                if user_line is not None:
+                    # User call j (from 0) follows assistant turn j + 1: the opening, j + 1 answers, j user turns.
+                    asked = simulated.max_turns - 1
+                    user_line.calls += asked
+                    user_line.input_tokens += sum(user_system + prompt_tokens + (j + 1) * out + j * user_out
+                                                  for j in range(asked))
+                    user_line.output_tokens += asked * user_out
+                    user_line.expected_input_tokens += sum(
+                        user_system + prompt_tokens + (j + 1) * expected + j * user_expected for j in range(asked))
+                    user_line.expected_output_tokens += asked * user_expected
                 if points and judges:
                     cached = _cached_judgings(prompt, conversation, plan, probe) \
                         if probe is not None and conversation is not None else set()
@@ -508,12 +556,19 @@ def estimate_run(
 
     estimate = RunEstimate(
         candidates=list(candidates.values()), judges=judges, embeddings=embeddings, responses=responses,
+        users=list(users.values()),
         backup_calls=backup, backup_model=plan.backup.model if plan.backup is not None and backup else None,
         repair_calls=repairs, service_points=services,
         prices_as_of=max((p.as_of for p in prices.values() if p.as_of), default=""),
     )
     estimate.unknown = _unknown_parts(estimate, prices)
     return estimate
+
+
+def _simulator_chars(simulated) -> int:
+    """The user model's system prompt for a simulated user (generate.user_view), in characters."""
+    return len(SIMULATOR_INSTRUCTIONS) + len(simulated.persona or "") + len(simulated.goal) + \
+        len(simulated.stop_phrase or "") + 120
 
 
 def _unknown_parts(estimate: RunEstimate, prices: Mapping[str, Price]) -> list[UnknownPart]:

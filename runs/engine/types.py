@@ -170,3 +170,21 @@ class GeneratedResponse:
     user_usage: Usage = field(default_factory=Usage)
     user_cost_usd: float | None = None
     stop_note: str = ""  # a simulated conversation: why it stopped (the stop rule, or max_turns)
+
+    @property
+    def spent_usage(self) -> Usage:
+        """What the whole generation took, the simulated user's calls included (the run's bill): unknown stays
+        unknown."""
+        if not self.user_calls:
+            return self.usage
+        def add(a, b):
+            return None if a is None or b is None else a + b
+        return Usage(add(self.usage.input_tokens, self.user_usage.input_tokens),
+                     add(self.usage.output_tokens, self.user_usage.output_tokens))
+
+    @property
+    def spent_cost_usd(self) -> float | None:
+        """The generation's cost, the simulated user's calls included; None when either part is unknown."""
+        if not self.user_calls:
+            return self.cost_usd
+        return None if self.cost_usd is None or self.user_cost_usd is None else self.cost_usd + self.user_cost_usd

@@ -126,3 +126,44 @@ def test_authored_opening_turns_instead_of_first_message():
     response = run(bp, script)
     assert [t.content for t in response.conversation if t.role == "assistant"] == ["answer 1", "answer 2", "answer 3"]
     assert sum(r.purpose == "user" for r in script.requests) == 1
+
+
+# -- the estimate: the simulator's calls on their own line, the most figure assuming max_turns ------------------
+
+from runs.engine.estimate import CHARS_PER_TOKEN, estimate_run, tokens  # noqa: E402
+from runs.engine.judge import JudgePlan  # noqa: E402
+from runs.engine.providers.prices import DEFAULT_MAX_TOKENS, Price  # noqa: E402
+
+PRICES = {"openai:cand": Price(1.0, 4.0, "2026-01-01"), "openai:sim-user": Price(0.5, 2.0, "2026-01-01")}
+
+
+class Longest(Script):
+    """Every answer at its whole max_tokens, and the user model never stops: the most a simulation can send."""
+
+    async def __call__(self, request):
+        self.requests.append(request)
+        tag = "u" if request.purpose == "user" else "c"
+        return ChatResult(text=f"{tag}{len(self.requests)} " + "x" * (DEFAULT_MAX_TOKENS * CHARS_PER_TOKEN - 6))
+
+
+def test_estimate_most_figure_is_never_below_what_a_simulation_sends():
+    bp = blueprint(SIM + "    stop: {phrase: DONE}\n    max_turns: 5\n")
+    script = Longest()
+    response = run(bp, script)
+    assert response.error is None and "max_turns" in response.stop_note
+    estimate = estimate_run(bp, ["openai:cand"], JudgePlan(judges=()), prices=PRICES)
+    candidate, = estimate.candidates
+    user, = estimate.users
+    sent = {"candidate": [r for r in script.requests if r.purpose == "candidate"],
+            "user": [r for r in script.requests if r.purpose == "user"]}
+    assert (candidate.calls, user.calls) == (len(sent["candidate"]), len(sent["user"])) == (5, 4)
+    assert user.role == "user" and user.model_id == "openai:sim-user"
+    assert estimate.to_json()["calls"]["user"] == 4 and estimate.total_calls == 9
+    # What the calls really cost, priced on what they sent and got back (4 characters a token).
+    def actual(requests, price):
+        ins = sum(tokens(sum(len(m["content"]) for m in r.messages)) for r in requests)
+        return (ins * price.input_per_million + len(requests) * DEFAULT_MAX_TOKENS * price.output_per_million) / 1e6
+    spent = actual(sent["candidate"], PRICES["openai:cand"]) + actual(sent["user"], PRICES["openai:sim-user"])
+    assert estimate.most_cost >= spent
+    assert user.cost >= actual(sent["user"], PRICES["openai:sim-user"])
+    assert estimate.expected_cost < estimate.most_cost
