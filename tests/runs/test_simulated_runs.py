@@ -119,3 +119,24 @@ def test_simulated_conversations_through_the_api_and_the_response_page(scripted,
     assert page.count("badge-simulated") == 1 and "stopped: the stop point was met by assistant turn 2" in page
     page = client.get(f"/runs/{run.pk}/responses/{rows['simulator-fails'].pk}/").content.decode()
     assert "the simulated user's turn" in page and "returned an empty answer" in page
+
+
+def test_a_simulated_run_replays_call_for_call(scripted):
+    from blueprints.importing import import_files
+    from runs import start as run_start
+    from runs.replay import missing_answers, replay_run
+    from tests.runs.test_replay import normalised_json
+
+    # Without the failing simulator: a failed call keeps no answer to serve back (as for any candidate's).
+    text = BLUEPRINT[:BLUEPRINT.index("- id: simulator-fails")]
+    blueprint = import_files([("sim.yml", text, {})], via="test").items[0].blueprint
+    original = run_start.start_run(blueprint)
+    original.refresh_from_db()
+    assert original.status == "done", (original.status, original.error)
+    sent = len(scripted.requests())
+    assert missing_answers(original) == []
+    replay = replay_run(original)
+    assert replay.status == "done" and len(scripted.requests()) == sent  # nothing sent
+    assert normalised_json(replay) == normalised_json(original)
+    kept = Response.objects.get(run=replay, prompt_id="stops-on-point").conversation
+    assert kept == Response.objects.get(run=original, prompt_id="stops-on-point").conversation
