@@ -482,8 +482,9 @@ def response_cell(request, run_id, response_id):
 def response_calls(request, run_id, response_id):
     """Every call this response made (candidate turns, then judges), as sent and as answered; read on demand."""
     run, response = _response_or_404(run_id, response_id)
-    return render(request, "runs/_calls.html", {"run": run, "response": response,
-                                                 "calls": call_views.call_views(response.call_log())})
+    log = response.call_log()
+    return render(request, "runs/_calls.html", {"run": run, "response": response, "calls": call_views.call_views(log),
+                                                 "spent": call_views.by_purpose(log)})
 
 
 @require_safe

@@ -140,3 +140,19 @@ def test_a_simulated_run_replays_call_for_call(scripted):
     assert normalised_json(replay) == normalised_json(original)
     kept = Response.objects.get(run=replay, prompt_id="stops-on-point").conversation
     assert kept == Response.objects.get(run=original, prompt_id="stops-on-point").conversation
+
+
+def test_the_response_calls_show_the_simulated_user_apart(scripted, client):
+    made = client.post("/api/runs", json.dumps({"blueprint": BLUEPRINT, "models": ["openai:cand"]}),
+                       content_type="application/json")
+    assert made.status_code in (200, 201, 202), made.content
+    run = Run.objects.get()
+    row = Response.objects.get(run=run, prompt_id="runs-to-max")
+    page = client.get(f"/runs/{run.pk}/responses/{row.pk}/calls").content.decode()
+    assert 'calls-spent-candidate">Candidate: 3 calls' in page
+    assert 'calls-spent-user">Simulated user: 2 calls' in page
+    # The stored generation figures are the two parts together (the run's bill adds them up).
+    from runs.engine import calls as call_log
+    log = row.call_log()
+    assert row.input_tokens == sum(e.get("input_tokens") or 0 for e in log if e.get("purpose") in ("candidate", "user"))
+    assert call_log.spent([e for e in log if e.get("purpose") == "user"])["calls"] == 2
