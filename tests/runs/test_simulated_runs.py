@@ -148,6 +148,9 @@ def test_the_response_calls_show_the_simulated_user_apart(scripted, client):
     assert made.status_code in (200, 201, 202), made.content
     run = Run.objects.get()
     row = Response.objects.get(run=run, prompt_id="runs-to-max")
+    run_page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert "the simulated users' calls included: <code>openai:sim-user</code>, <code>openai:sim-user-empty</code>" \
+        in run_page
     page = client.get(f"/runs/{run.pk}/responses/{row.pk}/calls").content.decode()
     assert 'calls-spent-candidate">Candidate: 3 calls' in page
     assert 'calls-spent-user">Simulated user: 2 calls' in page
