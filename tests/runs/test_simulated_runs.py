@@ -159,3 +159,11 @@ def test_the_response_calls_show_the_simulated_user_apart(scripted, client):
     log = row.call_log()
     assert row.input_tokens == sum(e.get("input_tokens") or 0 for e in log if e.get("purpose") in ("candidate", "user"))
     assert call_log.spent([e for e in log if e.get("purpose") == "user"])["calls"] == 2
+
+
+def test_a_missing_key_for_the_user_model_is_said_before_the_run(scripted, tmp_path, capsys):
+    path = tmp_path / "sim.yml"
+    path.write_text(BLUEPRINT.replace("model: openai:sim-user-empty", "model: anthropic:sim-user"))
+    call_command("run_blueprint", str(path), "--dry-run")
+    printed = capsys.readouterr()
+    assert "no API key for anthropic" in printed.out + printed.err and "anthropic:sim-user" in printed.out + printed.err
