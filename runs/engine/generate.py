@@ -67,6 +67,7 @@ apart (``user_calls``, ``user_usage``, ``user_cost_usd``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Iterable
 
@@ -310,7 +311,7 @@ async def generate(
                 return _failed(prompt, variant_id, trial, conversation, [Turn("user", None, simulated=True)], totals,
                                loop.turns + 1, planned, system, temperature, loop, user_totals)
             said = reply.text.strip()
-            if simulated.stop_phrase is not None and simulated.stop_phrase.casefold() in said.casefold():
+            if simulated.stop_phrase is not None and said_phrase(simulated.stop_phrase, said):
                 stop_note = (f"stopped: the simulated user said the stop phrase '{simulated.stop_phrase}' after "
                              f"assistant turn {loop.turns}")
                 conversation.append(Turn("user", said, simulated=True, note=stop_note))
@@ -383,6 +384,12 @@ def off_script(text: str | None, last_answer: str) -> str | None:
     if last_answer and said == last_answer.strip():
         return "off-script: it repeated the assistant's answer word for word instead of answering as the user"
     return None
+
+
+def said_phrase(phrase: str, text: str) -> bool:
+    """Whether ``text`` says the stop phrase: as written (case counts), not inside a longer word ("DONE" is not
+    said by "DONE-ish" nor by "done")."""
+    return re.search(r"(?<![\w-])" + re.escape(phrase) + r"(?![\w-])", text) is not None
 
 
 def _stopped(simulated, last_answer: str, turns: int, limits: Limits | None) -> str:

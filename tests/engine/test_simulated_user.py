@@ -87,6 +87,16 @@ def test_stop_phrase_said_by_the_user_model_ends_the_conversation():
     assert last.role == "user" and last.simulated and "stop phrase 'DONE'" in last.note
 
 
+def test_the_phrase_must_be_said_as_written():
+    bp = blueprint(SIM + "    stop: {phrase: DONE}\n    max_turns: 4\n")
+    response = run(bp, Script(user=["I'm done with waiting", "DONE-ish?", "ok. DONE"]))
+    assert response.error is None
+    assert [t.content for t in response.conversation if t.role == "user"][1:] == [
+        "I'm done with waiting", "DONE-ish?", "ok. DONE"]
+    assert sum(t.role == "assistant" for t in response.conversation) == 3
+    assert "stop phrase 'DONE' after assistant turn 3" in response.conversation[-1].note
+
+
 def test_user_model_sees_persona_goal_and_swapped_roles():
     bp = blueprint(SIM + "    stop: {phrase: DONE}\n    max_turns: 2\n")
     script = Script(user=["more please"])
