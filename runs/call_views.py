@@ -53,3 +53,19 @@ def call_views(calls: list[dict]) -> list[dict]:
             "attempt": call.get("attempt"), "attempt_ended": ENDED.get(call.get("attemptEnded") or "", ""),
         })
     return out
+
+
+PURPOSE_NAMES = {"candidate": "Candidate", "user": "Simulated user", "judge": "Judges"}
+
+
+def by_purpose(calls: list[dict]) -> list[dict]:
+    """What the response's calls spent, apart by purpose (the candidate, a simulated user, the judges), summed by
+    the engine's ``calls.spent``; shown when there is more than one purpose."""
+    groups: dict[str, list[dict]] = {}
+    for call in calls:
+        if "purpose" in call:
+            groups.setdefault(call.get("purpose") or "candidate", []).append(call)
+    if len(groups) < 2:
+        return []
+    return [{"purpose": purpose, "name": PURPOSE_NAMES.get(purpose, purpose), **calls_log.spent(entries)}
+            for purpose, entries in groups.items()]

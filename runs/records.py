@@ -83,8 +83,10 @@ def _generation_fields(response) -> dict:
     return dict(
         conversation=[t.to_dict() for t in response.conversation],  # a tool loop's steps included
         text=response.text, final_text=response.final_text, tool_calls=list(response.tool_calls),
-        latency_ms=response.latency_ms, input_tokens=response.usage.input_tokens,
-        output_tokens=response.usage.output_tokens, cost_usd=response.cost_usd, cached=response.cached,
+        # The generation's spending, a simulated user's calls included (their share is in the call log, purpose
+        # "user"): what the run's bill adds up.
+        latency_ms=response.latency_ms, input_tokens=response.spent_usage.input_tokens,
+        output_tokens=response.spent_usage.output_tokens, cost_usd=response.spent_cost_usd, cached=response.cached,
     )
 
 
@@ -105,8 +107,9 @@ def _generation_spend(result: ItemResult, made: list[dict]) -> dict:
         return dict(candidate_calls_sent=spent["sent"], candidate_input_tokens=spent["inputTokens"],
                     candidate_output_tokens=spent["outputTokens"], candidate_cost_usd=spent["costUsd"],
                     candidate_cost_unknown=spent["unknownCostCalls"])
-    return dict(candidate_calls_sent=spent["sent"], candidate_input_tokens=response.usage.input_tokens or 0,
-                candidate_output_tokens=response.usage.output_tokens or 0, candidate_cost_usd=response.cost_usd,
+    return dict(candidate_calls_sent=spent["sent"], candidate_input_tokens=response.spent_usage.input_tokens or 0,
+                candidate_output_tokens=response.spent_usage.output_tokens or 0,
+                candidate_cost_usd=response.spent_cost_usd,
                 candidate_cost_unknown=spent["unknownCostCalls"])
 
 

@@ -157,9 +157,13 @@ def plan_start(blueprint: Blueprint, *, revision: BlueprintRevision | None = Non
         found += [("judge", p) for p in check_models([j.model for j in plan.judges], providers, custom_models=customs)]
     if embedding_model:
         found += [("embedding", p) for p in check_models([embedding_model], providers, custom_models=customs)]
+    # Simulated users' models (docs/blueprints.md "Simulated users"): a missing key is said before the run starts.
+    user_models = sorted({p.simulated_user.model for p in bp.prompts if p.simulated_user is not None})
+    if user_models:
+        found += [("user", p) for p in check_models(user_models, providers, custom_models=customs, fixtures=fixtures)]
     # Worded as runs.engine.providers.run_problems words them: a started run keeps the same sentences.
-    problems = [p.message if role == "candidate" else f"{'judge' if role == 'judge' else 'embeddings'} {p.message}"
-                for role, p in found]
+    words = {"judge": "judge", "embedding": "embeddings", "user": "simulated user"}
+    problems = [p.message if role == "candidate" else f"{words[role]} {p.message}" for role, p in found]
     problems += fixture_problems
     # Checked before expanding: a collection may have grown since the blueprint was saved.
     product = len(resolved) * max(len(bp.temperatures or ()), 1) * max(len(bp.systems or ()), 1)

@@ -245,6 +245,9 @@ def _run_context(request, run: Run) -> dict:
         "not_run": sum(s.counts.get("not-run", 0) for s in matrix.summaries.values()) if matrix else 0,
         "failures": (Response.objects.filter(run=run, status="failed").order_by("-finished_at")
                      .only("pk", "prompt_id", "variant_id", "error")[:5]),
+        # Simulated users' models: their calls are in the generations' figures (each response's calls say apart).
+        "simulated_users": sorted({p.simulated_user.model for p in (spec.prompts if spec is not None else ())
+                                   if p.simulated_user is not None}),
     }
     if followup.is_followup(run):
         context["followup_of"] = {"run": run.options["followupOf"], **(run.options.get("followupPair") or {}),
@@ -483,8 +486,9 @@ def response_cell(request, run_id, response_id):
 def response_calls(request, run_id, response_id):
     """Every call this response made (candidate turns, then judges), as sent and as answered; read on demand."""
     run, response = _response_or_404(run_id, response_id)
-    return render(request, "runs/_calls.html", {"run": run, "response": response,
-                                                 "calls": call_views.call_views(response.call_log())})
+    log = response.call_log()
+    return render(request, "runs/_calls.html", {"run": run, "response": response, "calls": call_views.call_views(log),
+                                                 "spent": call_views.by_purpose(log)})
 
 
 @require_safe

@@ -24,11 +24,21 @@ from typing import Any
 from .bands import read_score_ranges, uncovered
 from .functions import is_finite_number
 from .notes import Notes, choice_hint
-from .schema import TRIAL_AGGREGATIONS, Check, Point, Verdicts
+from .notes import short, type_name
+from .schema import TRIAL_AGGREGATIONS, Check, Point, SimulatedUser, Verdicts
 
 PASS_FAIL_KEYS = ("threshold", "verdicts", "trials", "trial_aggregation", "trial_threshold")
 POINT_EXTENSION_KEYS = ("required", "min_score", "score_ranges")
 MAX_TRIALS = 100
+SIMULATED_USER_KEYS = ("model", "persona", "goal", "first_message", "stop", "max_turns")
+MAX_SIMULATED_TURNS = 50
+MAX_SIMULATOR_TEXT = 20_000  # characters of a persona, goal, first message or stop phrase
+# Stop points are checked between turns, inside generation: only local, deterministic functions (no script, no
+# outside call, no metric of the whole response, no tool trace).
+STOP_POINT_REFUSED = frozenset({"js", "call", "code_judge", "latency_under", "cost_under", "tokens_under",
+                                "llm_calls_under", "tool_called", "tool_args_match", "tool_call_count_between",
+                                "tool_call_order", "required_tools", "prohibited_tools", "max_calls",
+                                "tool_trajectory", "tool_calls_match"})
 DEFAULT_PASS = 0.8
 
 
@@ -207,3 +217,96 @@ class Extensions:
         check_id = check_id or f"check_{len(checks)}"
         checks.append(Check(id=check_id, label=label, kind=kind, gate=gate, min_score=min_score))
         return check_id
+
+
+def read_simulated_user(notes: Notes, raw: dict, path: tuple, label: str, read_point) -> SimulatedUser | None:
+    """A prompt's ``simulated_user`` (docs/blueprints.md "Simulated users"); ``read_point`` is the point reader's
+    ``read_point``, for a ``stop: {point: ...}``. Every problem is located at its key, with the fix."""
+    value = raw["simulated_user"]
+    spath = (*path, "simulated_user")
+    example = ("for example `simulated_user: {model: openai:gpt-4.1-mini, goal: get a refund, "
+               "first_message: Hi, stop: {phrase: DONE}, max_turns: 6}`")
+    if not isinstance(value, dict):
+        notes.error(f"prompt '{label}': `simulated_user` must be a mapping, not {type_name(value)}", raw,
+                    "simulated_user", spath, example, "simulated-user")
+        return None
+    notes.unknown_keys(value, SIMULATED_USER_KEYS, spath, "`simulated_user`")
+    before = notes.error_count()
+    texts: dict[str, str | None] = {}
+    for key in ("model", "persona", "goal", "first_message"):
+        item = value.get(key)
+        if item is None:
+            texts[key] = None
+            if key in ("model", "goal"):
+                hint = ("the user model's id, e.g. `model: openai:gpt-4.1-mini`" if key == "model"
+                        else "what the simulated user wants, e.g. `goal: get a refund for order 1234`")
+                notes.error(f"prompt '{label}': `simulated_user` needs `{key}`", value, None, spath, hint,
+                            "simulated-user")
+            continue
+        if not isinstance(item, str) or not item.strip():
+            notes.error(f"prompt '{label}': `simulated_user.{key}` must be non-empty text, not {short(item)}", value,
+                        key, (*spath, key), "quote the text", "simulated-user")
+        elif len(item) > MAX_SIMULATOR_TEXT:
+            notes.error(f"prompt '{label}': `simulated_user.{key}` is {len(item):,} characters, more than the "
+                        f"{MAX_SIMULATOR_TEXT:,} allowed", value, key, (*spath, key), "shorten it", "simulated-user")
+        else:
+            texts[key] = item
+    if texts.get("model") is not None and ":" not in texts["model"].strip(":"):
+        notes.error(f"prompt '{label}': `simulated_user.model` must be a `provider:model` id, not "
+                    f"{short(texts['model'])}", value, "model", (*spath, "model"),
+                    "for example `openai:gpt-4.1-mini`", "simulated-user")
+    max_turns = value.get("max_turns", 6)
+    if not (isinstance(max_turns, int) and not isinstance(max_turns, bool) and 1 <= max_turns <= MAX_SIMULATED_TURNS):
+        notes.error(f"prompt '{label}': `simulated_user.max_turns` must be a whole number from 1 to "
+                    f"{MAX_SIMULATED_TURNS}, not {short(max_turns)}", value, "max_turns", (*spath, "max_turns"),
+                    "the most assistant turns the conversation may have, e.g. `max_turns: 6`", "simulated-user")
+        max_turns = 6
+    stop_phrase, stop_point = None, None
+    stop = value.get("stop")
+    stop_path = (*spath, "stop")
+    stop_hint = "write `stop: {phrase: DONE}` or `stop: {point: {$contains: refund}}`"
+    if stop is None:
+        notes.error(f"prompt '{label}': `simulated_user` needs a `stop` rule", value, None, spath, stop_hint,
+                    "simulated-user")
+    elif not isinstance(stop, dict) or len([k for k in ("phrase", "point") if k in stop]) != 1:
+        notes.error(f"prompt '{label}': `simulated_user.stop` must give exactly one of `phrase` or `point`", value,
+                    "stop", stop_path, stop_hint, "simulated-user")
+    else:
+        notes.unknown_keys(stop, ("phrase", "point"), stop_path, "`simulated_user.stop`")
+        if "phrase" in stop:
+            phrase = stop["phrase"]
+            if not isinstance(phrase, str) or not phrase.strip() or len(phrase) > 200:
+                notes.error(f"prompt '{label}': `simulated_user.stop.phrase` must be non-empty text of at most 200 "
+                            f"characters, not {short(phrase)}", stop, "phrase", (*stop_path, "phrase"),
+                            "for example `phrase: DONE`", "simulated-user")
+            else:
+                stop_phrase = phrase.strip()
+        else:
+            point = read_point(stop["point"], stop, "point", (*stop_path, "point"), label, False)
+            if point is not None:
+                if point.fn is None:
+                    notes.error(f"prompt '{label}': `simulated_user.stop.point` must be a function point; a judged "
+                                "point would need a judge call after every turn", stop, "point",
+                                (*stop_path, "point"), "use a function such as `{$contains: refund}`, or "
+                                "`stop: {phrase: DONE}`", "simulated-user")
+                elif point.fn in STOP_POINT_REFUSED:
+                    notes.error(f"prompt '{label}': `${point.fn}` cannot be a stop rule: it is checked between "
+                                "turns, where only text functions run", stop, "point", (*stop_path, "point"),
+                                "use a text function such as `$contains`, `$matches` or `$is_json`", "simulated-user")
+                else:
+                    stop_point = point
+    has_opening = raw.get("messages") is not None or raw.get("prompt") is not None or \
+        raw.get("promptText") is not None
+    if texts.get("first_message") is not None and has_opening:
+        notes.error(f"prompt '{label}': `simulated_user.first_message` and authored opening turns both given", value,
+                    "first_message", (*spath, "first_message"),
+                    "remove `first_message`, or remove the prompt's `messages`/`prompt`", "simulated-user", at_key=True)
+    elif texts.get("first_message") is None and not has_opening and "first_message" not in value:
+        notes.error(f"prompt '{label}': a simulated conversation needs its opening: `simulated_user.first_message` "
+                    "or the prompt's `messages`", value, None, spath, "add `first_message: <the user's first words>`",
+                    "simulated-user")
+    if notes.error_count() > before:
+        return None
+    return SimulatedUser(model=texts["model"].strip(), persona=texts["persona"], goal=texts["goal"],
+                         first_message=texts["first_message"], stop_phrase=stop_phrase, stop_point=stop_point,
+                         max_turns=max_turns)

@@ -17,7 +17,7 @@ from .schema import (
     Prompt,
 )
 from .notes import Notes, choice_hint, short, type_name
-from .extensions import Extensions
+from .extensions import Extensions, read_simulated_user
 from .header_reader import HeaderReader
 from .point_reader import PointReader
 
@@ -26,7 +26,7 @@ PROMPT_KEYS = frozenset(
     {"id", "description", "prompt", "promptText", "messages", "ideal", "idealResponse", "system",
      "citation", "reference", "weight", "importance", "multiplier", "render_as", "temperature",
      "noCache", "requiredTools", "prohibitedTools", "maxCalls", "should", "points", "expect",
-     "expects", "expectations", "should_not", "tags"}
+     "expects", "expectations", "should_not", "tags", "simulated_user"}
 ) | frozenset(PASS_FAIL_KEYS)
 POINT_ALIASES = ("should", "points", "expect", "expects", "expectations")
 SHORTHAND_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "ai": "assistant"}
@@ -69,7 +69,17 @@ class PromptReader:
             prompt.description = self.notes.expect_text(raw, "description", (*path, "description"))
         pass_fail = self.ext.read_pass_fail(raw, path, self.header.pass_fail)
         self.ext.start_prompt(pass_fail["verdicts"])
-        prompt.messages = self.read_messages(raw, path, label)
+        if raw.get("simulated_user") is not None:
+            simulated = read_simulated_user(self.notes, raw, path, label, self.points.read_point)
+            prompt.simulated_user = simulated
+            if simulated is not None and simulated.first_message is not None:
+                prompt.messages = [Message(role="user", content=simulated.first_message)]
+            elif simulated is not None or any(raw.get(k) is not None for k in ("messages", "prompt", "promptText")):
+                prompt.messages = self.read_messages(raw, path, label)
+            if simulated is not None:
+                self.check_simulated_opening(raw, path, label, prompt)
+        else:
+            prompt.messages = self.read_messages(raw, path, label)
         for ideal_key in ("ideal", "idealResponse"):
             if ideal_key in raw and raw[ideal_key] is not None:
                 prompt.ideal_response = self.notes.expect_text(raw, ideal_key, (*path, ideal_key))
@@ -156,6 +166,23 @@ class PromptReader:
         if authored_id is None:
             prompt.id = prompt_hash_id(prompt.to_upstream(include_id=False, for_hash=True))
         return prompt
+
+    def check_simulated_opening(self, raw, path, label, prompt) -> None:
+        """Authored opening turns of a simulated conversation: no authored answer at the end (the candidate
+        answers the opening), and no more ``assistant: null`` turns than ``max_turns`` allows."""
+        messages, simulated = prompt.messages, prompt.simulated_user
+        if not messages:
+            return
+        key = "messages" if raw.get("messages") is not None else None
+        if messages[-1].role == "assistant" and not messages[-1].to_generate:
+            self.error(f"prompt '{label}': a simulated conversation's opening cannot end with an authored assistant "
+                       "answer", raw, key, (*path, "messages"), "end the opening with a user turn (or "
+                       "`assistant: null`)", "simulated-user")
+        generated = sum(m.to_generate for m in messages) + (messages[-1].role != "assistant")
+        if generated > simulated.max_turns:
+            self.error(f"prompt '{label}': the opening already asks for {generated} assistant turns, more than "
+                       f"`simulated_user.max_turns` ({simulated.max_turns})", raw, key, (*path, "messages"),
+                       f"raise `max_turns` to at least {generated}", "simulated-user")
 
     def read_prompt_system(self, raw, path, label, prompt):
         value = raw["system"]

@@ -131,6 +131,19 @@ def iter_points(block: list[PointItem]):
             yield item
 
 
+class SimulatedUser(_Model):
+    """A prompt's simulated user (our extension, docs/blueprints.md "Simulated users"): a user model that talks
+    with the candidate until the stop rule is met or ``max_turns`` assistant turns were generated."""
+
+    model: str  # the user model's id (provider:model)
+    persona: str | None = None
+    goal: str
+    first_message: str | None = None  # None: the prompt's authored messages open the conversation
+    stop_phrase: str | None = None  # the user model says it (alone or in its message) when its goal is met
+    stop_point: Point | None = None  # a function point, checked after each assistant turn
+    max_turns: int = 6  # assistant turns at most, authored `assistant: null` turns included
+
+
 class Prompt(_Model):
     id: str
     id_was_generated: bool = False
@@ -157,6 +170,7 @@ class Prompt(_Model):
     trials: int | None = None
     trial_aggregation: TrialAggregation | None = None
     trial_threshold: float | None = None  # pass_at_k: the cell passes when pass@k reaches it
+    simulated_user: SimulatedUser | None = None
 
     def all_points(self) -> list[Point]:
         return [*iter_points(self.points), *iter_points(self.should_not or [])]

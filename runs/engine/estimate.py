@@ -15,6 +15,9 @@ What it cannot know is said, never guessed: a model without a
 price, the backup judge (asked only when every judge failed on a point), a judge's unreadable answer
 (asked once more). With judge repeats K (``JudgePlan.repeats``) every judge is asked K times about every
 point, so its calls and tokens are K times those of asking once; the backup is not repeated.
+A simulated user (a prompt's ``simulated_user``) is a line of its own (role ``user``): both figures assume the
+conversation runs to ``max_turns`` (``max_turns`` candidate calls, ``max_turns - 1`` user-model calls, the
+conversation growing by both sides' answers), never cached in the estimate.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 from blueprints.spec.model_ids import parse_for_api_call, provider_of
 from blueprints.spec.schema import Blueprint, CustomModel, Prompt
 
-from .generate import ModelVariant, expand_variants, uses_cache
+from .generate import SIMULATOR_INSTRUCTIONS, ModelVariant, expand_variants, uses_cache
 from .judge import (JUDGE_MAX_TOKENS, JUDGE_TEMPERATURE, JudgePlan, JudgeSpec, JudgeTask, band_scale,
                     build_judge_messages, parse_judge_answer)
 from .providers.endpoints import FIXTURES_PREFIX, Problem, resolve_endpoint
@@ -56,7 +59,10 @@ def max_tokens_of(model: str | CustomModel) -> int:
 
 
 def generations_per_variant(prompt: Prompt) -> int:
-    """Model calls for one prompt and one model variant (reference 5.4, deviation 14)."""
+    """Model calls for one prompt and one model variant (reference 5.4, deviation 14); a simulated conversation
+    at most ``max_turns``."""
+    if prompt.simulated_user is not None:
+        return prompt.simulated_user.max_turns
     to_generate = sum(1 for m in prompt.messages if m.to_generate)
     last = prompt.messages[-1] if prompt.messages else None
     if last is None or last.role != "assistant":
@@ -166,7 +172,7 @@ class ModelEstimate:
     """The calls and tokens of one model in one role over a run (a judge: one line per judge of the plan)."""
 
     model_id: str
-    role: str = "candidate"  # candidate | judge | embedding
+    role: str = "candidate"  # candidate | judge | embedding | user (a simulated user's model)
     label: str = ""  # a judge's id, ``holistic-gpt-4-1-mini(openrouter:...)``
     canned: bool = False  # answered without a call (fixtures): no cost
     custom: bool = False  # a blueprint's own endpoint: no price
@@ -244,10 +250,15 @@ class RunEstimate:
     # looking, so ``cached_calls`` is "at least" and the calls are at most (docs/runs.md, "The estimate").
     cache_complete: bool = True
     cache_unprobed: int = 0
+    users: list[ModelEstimate] = field(default_factory=list)  # simulated users' models, counted apart
 
     @property
     def lines(self) -> list[ModelEstimate]:
-        return [*self.candidates, *self.judges, *self.embeddings]
+        return [*self.candidates, *self.users, *self.judges, *self.embeddings]
+
+    @property
+    def user_calls(self) -> int:
+        return sum(m.calls for m in self.users)
 
     @property
     def generation_calls(self) -> int:
@@ -268,7 +279,7 @@ class RunEstimate:
 
     @property
     def total_calls(self) -> int:
-        return self.generation_calls + self.judge_calls + self.embedding_calls
+        return self.generation_calls + self.user_calls + self.judge_calls + self.embedding_calls
 
     @property
     def cached_calls(self) -> int:
@@ -326,13 +337,14 @@ class RunEstimate:
             if not m.calls or m.role == "embedding" or (m.model_id, m.role) in seen:
                 continue
             seen.add((m.model_id, m.role))
-            lines.append(f"{'judge ' if m.role == 'judge' else ''}'{m.model_id}': {m.basis}")
+            kind = {"judge": "judge ", "user": "simulated user "}.get(m.role, "")
+            lines.append(f"{kind}'{m.model_id}': {m.basis}")
         return lines
 
     def to_json(self) -> dict:
         return {
             "calls": {"total": self.total_calls, "generation": self.generation_calls, "judge": self.judge_calls,
-                      "embedding": self.embedding_calls, "cached": self.cached_calls, "canned": self.canned_calls,
+                      "user": self.user_calls, "embedding": self.embedding_calls, "cached": self.cached_calls, "canned": self.canned_calls,
                       "possibleExtra": {"backupJudge": self.backup_calls, "judgeRepairs": self.repair_calls}},
             # complete False: the cache look-up ran out of time; ``calls.cached`` is at least, the calls at most.
             "cacheLookup": {"complete": self.cache_complete, "responsesNotLookedUp": self.cache_unprobed},
@@ -373,6 +385,11 @@ def _judge_input_chars(prompt: Prompt, point, judge: JudgeSpec, plan: JudgePlan,
     if not prompt.messages or prompt.messages[-1].role != "assistant":
         turns.append(Turn("assistant", answer, generated=True))
         generated.append(answer)
+    if prompt.simulated_user is not None:  # run to max_turns, the user's turns as long as the answers
+        while len(generated) < prompt.simulated_user.max_turns:
+            turns.append(Turn("user", answer, simulated=True))
+            turns.append(Turn("assistant", answer, generated=True))
+            generated.append(answer)
     subject = "\n\n".join(generated) or next((t.content or "" for t in reversed(turns) if t.role == "assistant"), "")
     task = JudgeTask(criterion=point.text or "", conversation=tuple(turns), subject_text=subject,
                      inverted=point.inverted, prompt_id=prompt.id,
@@ -500,6 +517,7 @@ def estimate_run(
     for judge_line in judges:
         judge_line.answer_tokens = min(EXPECTED_JUDGE_TOKENS, JUDGE_MAX_TOKENS)
     embeddings = [line(embedding_model, "embedding")] if ideal_prompts else []
+    users: dict[str, ModelEstimate] = {}
     responses = backup = repairs = services = unprobed = 0
     # Variants per model: what a response costs depends on its model alone unless the cache answers part of it,
     # so responses not looked up are counted in one step per model (the work grows with prompts x models).
@@ -513,6 +531,16 @@ def estimate_run(
         chars = conversation_chars(prompt, bp)
         prompt_tokens = tokens(chars)
         judge_chars: dict[tuple[int, int], int] = {}  # (answer tokens, judge index) -> judge input per point
+        simulated = prompt.simulated_user
+        user_line = None
+        if simulated is not None:  # a simulated user: a line of its own, the conversation run to max_turns
+            user_line = users.get(simulated.model)
+            if user_line is None:
+                user_line = users[simulated.model] = line(simulated.model, "user")
+                user_line.canned = False
+                user_line.answer_tokens = min(EXPECTED_ANSWER_TOKENS, DEFAULT_MAX_TOKENS)
+            user_out, user_expected = DEFAULT_MAX_TOKENS, user_line.answer_tokens
+            user_system = tokens(_simulator_chars(simulated))
 
         def account(model_id: str, loop: int, hits: int, cached: set, times: int) -> None:
             """``times`` responses of this prompt by ``model_id`` (up to ``loop`` calls a turn), the cache answering
@@ -526,6 +554,15 @@ def estimate_run(
             responses += times
             if model.canned:
                 model.canned_answers += turns * times
+            elif simulated is not None:
+                # Turn i (from 0) is sent the opening, i answers and i simulated user turns; none cached.
+                model.calls += calls_here * times
+                model.input_tokens += sum(prompt_tokens + (i // loop) * (out + user_out)
+                                          for i in range(calls_here)) * times
+                model.output_tokens += calls_here * out * times
+                model.expected_input_tokens += sum(prompt_tokens + (i // loop) * (expected + user_expected)
+                                                   for i in range(calls_here)) * times
+                model.expected_output_tokens += calls_here * expected * times
             else:
                 model.cached += hits * times
                 model.calls += (calls_here - hits) * times
@@ -534,6 +571,16 @@ def estimate_run(
                 model.expected_input_tokens += \
                     sum(prompt_tokens + i * expected for i in range(hits, calls_here)) * times
                 model.expected_output_tokens += (calls_here - hits) * expected * times
+            if user_line is not None:
+                # User call j (from 0) follows assistant turn j + 1: the opening, j + 1 answers, j user turns.
+                asked = simulated.max_turns - 1
+                user_line.calls += asked * times
+                user_line.input_tokens += sum(user_system + prompt_tokens + (j + 1) * out + j * user_out
+                                              for j in range(asked)) * times
+                user_line.output_tokens += asked * user_out * times
+                user_line.expected_input_tokens += sum(
+                    user_system + prompt_tokens + (j + 1) * expected + j * user_expected for j in range(asked)) * times
+                user_line.expected_output_tokens += asked * user_expected * times
             if points and judges:
                 for j_index, judge_line in enumerate(judges):
                     for length in {out, expected}:
@@ -571,7 +618,8 @@ def estimate_run(
         for variant in variants:
             model_id = variant.base_model_id
             loop = _loop(variant, candidates[model_id])
-            if candidates[model_id].canned or not uses_cache(prompt, variant) or loop != 1:  # a tool loop: uncached
+            if candidates[model_id].canned or not uses_cache(prompt, variant) or loop != 1 or simulated is not None:
+                # a tool loop or a simulated conversation: never looked up
                 account(model_id, loop, 0, set(), n_trials)
                 continue
             for trial in range(n_trials):
@@ -586,6 +634,7 @@ def estimate_run(
 
     estimate = RunEstimate(
         candidates=list(candidates.values()), judges=judges, embeddings=embeddings, responses=responses,
+        users=list(users.values()),
         backup_calls=backup, backup_model=plan.backup.model if plan.backup is not None and backup else None,
         repair_calls=repairs, service_points=services,
         prices_as_of=max((p.as_of for p in prices.values() if p.as_of), default=""),
@@ -593,6 +642,12 @@ def estimate_run(
     )
     estimate.unknown = _unknown_parts(estimate, prices)
     return estimate
+
+
+def _simulator_chars(simulated) -> int:
+    """The user model's system prompt for a simulated user (generate.user_view), in characters."""
+    return len(SIMULATOR_INSTRUCTIONS) + len(simulated.persona or "") + len(simulated.goal) + \
+        len(simulated.stop_phrase or "") + 120
 
 
 def _unknown_parts(estimate: RunEstimate, prices: Mapping[str, Price]) -> list[UnknownPart]:

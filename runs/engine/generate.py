@@ -54,16 +54,28 @@ schema check, mock, result or error), and ``tool_calls`` lists every call in
 order with its step, which is what the tool point functions read. Under
 ``auto``, a model without native tools (a text-completions or custom endpoint,
 fixtures) is generated trace-only, and the response says so (``tool_note``).
+
+**Simulated users** (docs/blueprints.md "Simulated users"). A prompt with ``simulated_user`` is a conversation:
+after the opening (``first_message`` or authored turns) is answered, the stop rule is checked after each assistant
+turn (a function point scored at least 0.8 on that turn, or the stop phrase in the user model's message) and the
+conversation ends there, or after ``max_turns`` assistant turns. Otherwise the user model (``purpose="user"``)
+writes the next user turn from its persona and goal, seeing the conversation with the roles swapped
+(:func:`user_view`). A failed, empty or off-script answer (:func:`off_script`) fails the item with the reason. The
+user turns are marked ``simulated``, the last turn carries why it stopped, and the user model's calls are counted
+apart (``user_calls``, ``user_usage``, ``user_cost_usd``).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Iterable
 
 from blueprints.spec.limits import Limits
 from blueprints.spec.model_ids import effective_id
 from blueprints.spec.schema import Blueprint, CustomModel, Prompt
+from runs.engine.config import DEFAULT_CONFIG
+from runs.engine.points.evaluate import evaluate_point
 from runs.engine.points.tool_trace import parse_tool_trace
 from runs.engine.tools import MAX_CALLS_PER_STEP, ToolSetup, setup_from
 from runs.engine.types import ChatRequest, CompleteFn, GeneratedResponse, Turn, Usage
@@ -188,6 +200,9 @@ async def generate(
     ends_with_authored_assistant = bool(messages) and messages[-1].role == "assistant" and not messages[-1].to_generate
     needs_final_turn = not messages or messages[-1].role != "assistant"
     planned = sum(m.to_generate for m in messages) + (1 if needs_final_turn else 0)
+    simulated = prompt.simulated_user
+    if simulated is not None:
+        planned = simulated.max_turns
 
     history: list[dict] = []
     conversation: list[Turn] = []
@@ -276,6 +291,40 @@ async def generate(
         return _failed(prompt, variant_id, trial, conversation, [], totals, loop.turns + 1, planned, system,
                        temperature, loop)
 
+    user_totals = _Totals()
+    stop_note = ""
+    if simulated is not None:
+        while True:
+            stop_note = _stopped(simulated, generated[-1] if generated else "", loop.turns, limits)
+            if stop_note:
+                break
+            reply = await complete(ChatRequest(
+                model_id=simulated.model, messages=user_view(simulated, conversation), temperature=temperature,
+                max_tokens=max_tokens, purpose="user", use_cache=cache_ok, prompt_id=prompt.id, turn=loop.turns,
+                trial=trial, label=f"simulated user, turn {loop.turns + 1}",
+            ))
+            user_totals.add(reply)
+            problem = reply.error or off_script(reply.text, generated[-1] if generated else "")
+            if problem is not None:
+                totals.error = f"the simulated user ({simulated.model}) failed: {problem}"
+                totals.retryable = reply.retryable if reply.error else False
+                return _failed(prompt, variant_id, trial, conversation, [Turn("user", None, simulated=True)], totals,
+                               loop.turns + 1, planned, system, temperature, loop, user_totals)
+            said = reply.text.strip()
+            if simulated.stop_phrase is not None and said_phrase(simulated.stop_phrase, said):
+                stop_note = (f"stopped: the simulated user said the stop phrase '{simulated.stop_phrase}' after "
+                             f"assistant turn {loop.turns}")
+                conversation.append(Turn("user", said, simulated=True, note=stop_note))
+                break
+            history.append({"role": "user", "content": said})
+            conversation.append(Turn("user", said, simulated=True))
+            if await generate_turn() is None:
+                return _failed(prompt, variant_id, trial, conversation, [], totals, loop.turns + 1, planned, system,
+                               temperature, loop, user_totals)
+        if conversation[-1].note is None:
+            last = conversation[-1]
+            conversation[-1] = replace(last, note=stop_note)
+
     if generated:
         text = "\n\n".join(generated)
     elif ends_with_authored_assistant:
@@ -293,19 +342,86 @@ async def generate(
         final_text=final_text, tool_calls=calls, usage=totals.usage(),
         latency_ms=totals.latency_ms, cost_usd=totals.cost_usd(), cached=totals.all_cached(), trial=trial,
         system_prompt=system or None, temperature=temperature, tool_call_problems=problems,
-        attempts=totals.attempts, tool_mode=loop.mode, tool_note=loop.note,
+        attempts=totals.attempts, tool_mode=loop.mode, tool_note=loop.note, stop_note=stop_note,
+        **_user_spending(user_totals),
     )
 
 
+SIMULATOR_INSTRUCTIONS = (
+    "You are role-playing a person talking with an AI assistant, to test it. Stay in character. Write only your "
+    "next message as that person: no role labels, no narration, and never write the assistant's part.")
+MAX_USER_TURN_CHARS = 20_000
+ROLE_LABELS = ("assistant:", "ai:", "user:", "system:", "[assistant]", "[user]")
+
+
+def user_view(simulated, conversation) -> tuple[dict, ...]:
+    """What the user model is sent: its persona, goal and stop phrase as the system prompt, then the conversation
+    with the roles swapped (the candidate's turns are its "user" turns; system and tool turns are left out)."""
+    parts = [SIMULATOR_INSTRUCTIONS]
+    if simulated.persona:
+        parts.append(f"Who you are: {simulated.persona}")
+    parts.append(f"Your goal: {simulated.goal}")
+    if simulated.stop_phrase:
+        parts.append(f"When your goal has been met, say {simulated.stop_phrase} and nothing else.")
+    messages = [{"role": "system", "content": "\n\n".join(parts)}]
+    for turn in conversation:
+        if turn.role in ("user", "assistant") and turn.content:
+            messages.append({"role": "assistant" if turn.role == "user" else "user", "content": turn.content})
+    return tuple(messages)
+
+
+def off_script(text: str | None, last_answer: str) -> str | None:
+    """Why a simulated user's answer cannot be used, or None. Off-script: empty; longer than
+    ``MAX_USER_TURN_CHARS``; opening with a role label (it wrote the assistant's part, or a script); or the
+    assistant's last answer repeated word for word (it answered as the assistant)."""
+    said = (text or "").strip()
+    if not said:
+        return "it returned an empty answer"
+    if len(said) > MAX_USER_TURN_CHARS:
+        return f"off-script: its answer is {len(said):,} characters, more than the {MAX_USER_TURN_CHARS:,} a turn may have"
+    if said.casefold().startswith(ROLE_LABELS):
+        return f"off-script: its answer opens with a role label ({said.split()[0]!r}) instead of speaking as the user"
+    if last_answer and said == last_answer.strip():
+        return "off-script: it repeated the assistant's answer word for word instead of answering as the user"
+    return None
+
+
+def said_phrase(phrase: str, text: str) -> bool:
+    """Whether ``text`` says the stop phrase: as written (case counts), not inside a longer word ("DONE" is not
+    said by "DONE-ish" nor by "done")."""
+    return re.search(r"(?<![\w-])" + re.escape(phrase) + r"(?![\w-])", text) is not None
+
+
+def _stopped(simulated, last_answer: str, turns: int, limits: Limits | None) -> str:
+    """Why the conversation stops after the assistant's turn ``turns``, or "": the stop point met by that turn
+    (scored at least 0.8), else ``max_turns`` reached."""
+    point = simulated.stop_point
+    if point is not None:
+        config = DEFAULT_CONFIG if limits is None else replace(DEFAULT_CONFIG, limits=limits)
+        result = evaluate_point(point.fn, point.fn_args, last_answer, config=config)
+        if result.score is not None and result.score >= 0.8:
+            return f"stopped: the stop point was met by assistant turn {turns}"
+    if turns >= simulated.max_turns:
+        return f"stopped at max_turns: {simulated.max_turns} assistant turns without the stop rule being met"
+    return ""
+
+
+def _user_spending(user_totals) -> dict:
+    if not user_totals.calls:
+        return {}
+    return {"user_calls": user_totals.calls, "user_usage": user_totals.usage(),
+            "user_cost_usd": user_totals.cost_usd()}
+
+
 def _failed(prompt, variant_id, trial, conversation, remaining, totals, turn_number, planned, system, temperature,
-            loop=None):
+            loop=None, user_totals=None):
     """A response that could not be generated: the reason, and the conversation as far as it got."""
     error = totals.error
     if planned > 1:
         error = f"turn {turn_number} of {planned}: {error}"
     # The authored messages not reached are kept (unfilled turns as None) so a
     # reviewer sees where the conversation stopped.
-    rest = tuple(Turn(m.role, m.content) for m in remaining)
+    rest = tuple(m if isinstance(m, Turn) else Turn(m.role, m.content) for m in remaining)
     if not remaining:
         rest = (Turn("assistant", None),)
     return GeneratedResponse(
@@ -315,6 +431,7 @@ def _failed(prompt, variant_id, trial, conversation, remaining, totals, turn_num
         system_prompt=system or None, temperature=temperature, attempts=totals.attempts,
         tool_calls=tuple(loop.calls) if loop is not None and loop.native else (),
         tool_mode=loop.mode if loop is not None else None, tool_note=loop.note if loop is not None else "",
+        **(_user_spending(user_totals) if user_totals is not None else {}),
     )
 
 

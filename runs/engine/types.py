@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Literal
 
-Purpose = Literal["candidate", "judge"]
+# "user": a simulated user's model (runs/engine/generate.py), counted apart from the candidate's calls.
+Purpose = Literal["candidate", "judge", "user"]
 
 # The error of a first candidate call refused because the run was cancelled while the
 # call waited for a free slot: the item never started, and goes back to pending.
@@ -107,6 +108,10 @@ class Turn:
     tool_calls: tuple[dict, ...] = ()
     tool: dict | None = None
     tools: str | None = None
+    # A simulated user's turn (written by the prompt's user model), and on the last turn of a simulated
+    # conversation why it stopped (docs/blueprints.md "Simulated users").
+    simulated: bool = False
+    note: str | None = None
 
     def to_dict(self) -> dict:
         """The stored shape (Response.conversation): the three keys, and the tool keys only when set."""
@@ -117,6 +122,10 @@ class Turn:
             out["tool"] = dict(self.tool)
         if self.tools:
             out["tools"] = self.tools
+        if self.simulated:
+            out["simulated"] = True
+        if self.note:
+            out["note"] = self.note
         return out
 
     @classmethod
@@ -126,7 +135,8 @@ class Turn:
         return cls(data.get("role") or "", data.get("content"), bool(data.get("generated", False)),
                    tuple(c for c in calls if isinstance(c, dict)) if isinstance(calls, list) else (),
                    tool if isinstance(tool, dict) else None,
-                   data.get("tools") if isinstance(data.get("tools"), str) else None)
+                   data.get("tools") if isinstance(data.get("tools"), str) else None,
+                   data.get("simulated") is True, data.get("note") if isinstance(data.get("note"), str) else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,3 +164,27 @@ class GeneratedResponse:
     # are the trajectory's calls, each with its step), or "trace-only" (TOOL_CALL lines in the text).
     tool_mode: str | None = None
     tool_note: str = ""  # why trace-only was used under toolUse.mode auto
+    # A simulated user's calls (purpose "user"), counted apart: their tokens and cost are not in
+    # ``usage`` and ``cost_usd`` above (the call log marks each one "user").
+    user_calls: int = 0
+    user_usage: Usage = field(default_factory=Usage)
+    user_cost_usd: float | None = None
+    stop_note: str = ""  # a simulated conversation: why it stopped (the stop rule, or max_turns)
+
+    @property
+    def spent_usage(self) -> Usage:
+        """What the whole generation took, the simulated user's calls included (the run's bill): unknown stays
+        unknown."""
+        if not self.user_calls:
+            return self.usage
+        def add(a, b):
+            return None if a is None or b is None else a + b
+        return Usage(add(self.usage.input_tokens, self.user_usage.input_tokens),
+                     add(self.usage.output_tokens, self.user_usage.output_tokens))
+
+    @property
+    def spent_cost_usd(self) -> float | None:
+        """The generation's cost, the simulated user's calls included; None when either part is unknown."""
+        if not self.user_calls:
+            return self.cost_usd
+        return None if self.cost_usd is None or self.user_cost_usd is None else self.cost_usd + self.user_cost_usd

@@ -21,7 +21,7 @@ def test_a_dry_run_writes_the_estimate_and_stores_nothing(tmp_path, client, caps
     call_command("run_blueprint", str(path), "--dry-run", "--trials", "3", "--fresh", "--json", str(out))
 
     data = json.loads(out.read_text())
-    assert data["calls"] == {"total": 162, "generation": 54, "judge": 108, "embedding": 0, "cached": 0, "canned": 0,
+    assert data["calls"] == {"total": 162, "generation": 54, "judge": 108, "user": 0, "embedding": 0, "cached": 0, "canned": 0,
                              "possibleExtra": {"backupJudge": 0, "judgeRepairs": 108}}
     assert {"tokens", "costUsd", "unknown"} <= set(data)
     printed = capsys.readouterr().out

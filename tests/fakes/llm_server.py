@@ -65,7 +65,10 @@ s}])``, ``server.set_rate_limits([...])`` or ``POST /_control/config
 **Scripted replies** (for playing LLM judges): rules tried in order, first
 match wins; each is ``{"match": regex on the last user message, "model":
 optional regex on the model name, "reply": text, "status": optional error
-status, "times": optional number of uses}``. Set them with
+status, "times": optional number of uses}``. A simulated user's model (docs/blueprints.md
+"Simulated users") is scripted the same way, by its model name: it is sent the
+conversation with the roles swapped, so its last user message is the
+candidate's latest answer. Set them with
 ``server.script(rules)``, ``POST /_control/script {"rules": [...],
 "replace": true}``, or ``--script FILE`` (a JSON list or ``{"rules": [...]}``).
 

@@ -185,7 +185,8 @@ def estimate_lines(estimate) -> list[str]:
     unpriced = (f"{estimate.unpriced_calls:,} calls of unknown cost (no price); the others: "
                 if estimate.unpriced_calls else "")
     lines = [f"{calls['total']:,} calls: {calls['generation']:,} generations, {calls['judge']:,} judge calls, "
-             f"{calls['embedding']:,} embeddings ({estimate.responses:,} responses)",
+             + (f"{calls['user']:,} simulated-user calls (up to max_turns), " if calls["user"] else "")
+             + f"{calls['embedding']:,} embeddings ({estimate.responses:,} responses)",
              f"not sent: {'at least ' if not estimate.cache_complete else ''}{calls['cached']:,} answered from the "
              f"response cache, {calls['canned']:,} from fixtures"
              + (f" ({estimate.cache_unprobed:,} responses not looked up in time are counted as calls)"
