@@ -242,6 +242,13 @@ class ModelRun:
 
 
 @dataclass
+class BlueprintCoverage:
+    blueprint: Blueprint
+    info: RunInfo  # the latest finished run of the blueprint it is read from
+    coverage: engine.Coverage
+
+
+@dataclass
 class ModelPage:
     model: str
     runs: list[ModelRun]  # newest first
@@ -249,6 +256,8 @@ class ModelPage:
     strong: list
     drift: list
     blueprints: dict[int, Blueprint]
+    coverage: list[BlueprintCoverage] = field(default_factory=list)  # per blueprint, its latest finished run
+    total: engine.Coverage | None = None  # those pooled: the deal-breaker bound among them
 
 
 def blueprints_of(ids) -> dict[int, Blueprint]:
@@ -281,11 +290,16 @@ def model_page(model: str) -> ModelPage | None:
                 rank, of = engine.rank_of(info.summary, variant_id)
                 rows.append(ModelRun(info, blueprints[info.blueprint_id], variant_id, variant, rank, of))
     gaps = []
-    for info in latest_per_blueprint(infos).values():
+    latest = latest_per_blueprint(infos)
+    for info in latest.values():
         gaps.extend(engine.prompt_gaps(info.pk, info.summary, model))
     weak, strong = engine.weakest_and_strongest(gaps)
     drifts = [d for d in drift_of(infos) if d.model == model]
-    return ModelPage(model, rows, weak, strong, drifts, blueprints)
+    covered = sorted((BlueprintCoverage(blueprints[i.blueprint_id], i,
+                                        engine.coverage([(blueprints[i.blueprint_id].slug, i.summary)], model))
+                      for i in latest.values()), key=lambda c: c.blueprint.slug)
+    total = engine.coverage([(blueprints[i.blueprint_id].slug, i.summary) for i in latest.values()], model)
+    return ModelPage(model, rows, weak, strong, drifts, blueprints, covered, total)
 
 
 def model_list(infos: list[RunInfo] | None = None) -> list[dict]:
