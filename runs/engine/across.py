@@ -196,19 +196,22 @@ def coverage(summaries: Iterable[tuple[str, dict]], model: str) -> Coverage:
         if not mine:
             continue
         out.blueprints += 1
-        others = [v for v in summary["order"] if v not in mine]
+        size = len(summary["prompts"])
+        runs_at = [0] * size  # variants of other models run on each prompt
+        for other in summary["order"]:
+            if other not in mine:
+                for index, state in enumerate((summary["variants"][other].get("states") or [])[:size]):
+                    runs_at[index] += _was_run(state)
         for variant_id in mine:
             data = summary["variants"][variant_id]
-            states = data.get("states") or [None] * len(summary["prompts"])
+            states = (data.get("states") or [None] * size)[:size]
             for index, state in enumerate(states):
-                asked_elsewhere = any(_was_run((summary["variants"][o].get("states") or [None] * (index + 1))[index])
-                                      for o in others)
                 if _was_run(state):
                     out.prompts += 1
                     out.offered += 1
                     if state != "scored":
                         out.not_evaluated += 1
-                elif asked_elsewhere:
+                elif runs_at[index]:
                     out.offered += 1
                     out.missing.append((key, summary["prompts"][index]) if len(mine) == 1
                                        else (key, f"{summary['prompts'][index]} ({variant_id})"))
