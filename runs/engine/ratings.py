@@ -29,7 +29,9 @@ outcome on the difference of the two models' indicator vectors plus the differen
 both are 0), fitted by maximum likelihood with the same ridge penalty on every coefficient and ties as half a
 win. The model strengths are then what the judgements say beyond length and markdown; the style coefficients
 (log-odds per unit of normalised difference) say how much each sways the judges. Its intervals, ranks and
-groups come from the same bootstrap, the judgements (with their style) resampled.
+groups come from the same bootstrap, the judgements (with their style) resampled; every resample is solved at
+once by Newton's method (its Hessian scattered judgement by judgement), or by L-BFGS-B past ``NEWTON_WIDTH``
+parameters.
 
 Ratings are shown on an Elo-like scale: ``ELO_BASE + 400 * theta / ln 10``, so 400 points apart means the
 higher one wins ten times in eleven. Pure Python and NumPy/SciPy: no Django here.
@@ -270,7 +272,7 @@ def fit_style(y: np.ndarray, first: np.ndarray, second: np.ndarray, style: np.nd
     design = np.vstack([incidence, style.T])  # (k + F, n): d = params @ design
 
     if width <= NEWTON_WIDTH:
-        return _newton(y, design, weights, prior)
+        return _newton(y, design, weights, prior, first, second, style, k)
 
     def objective(flat):
         params = flat.reshape(batches, width)
@@ -285,10 +287,41 @@ def fit_style(y: np.ndarray, first: np.ndarray, second: np.ndarray, style: np.nd
     return result.x.reshape(batches, width)
 
 
-NEWTON_WIDTH = 24  # up to this many parameters, every data set is solved by Newton's method at once
+NEWTON_WIDTH = 130  # up to this many parameters, every data set is solved by Newton's method at once
 
 
-def _newton(y: np.ndarray, design: np.ndarray, weights: np.ndarray, prior: float) -> np.ndarray:
+def _hessian(curvature: np.ndarray, first: np.ndarray, second: np.ndarray, style: np.ndarray, k: int
+             ) -> np.ndarray:
+    """sum_n curvature[b, n] x_n x_n^T for every data set b, with x_n = e_first - e_second (+) style_n, built
+    by scattering each judgement into its few cells: O(B n F^2), not O(B n (k + F)^2)."""
+    batches, n = curvature.shape
+    features = style.shape[1]
+    width = k + features
+    base = (np.arange(batches) * width * width)[:, None]
+    cells, values = [], []
+
+    def put(rows, columns, value):
+        cells.append((base + rows * width + columns).ravel())
+        values.append(np.broadcast_to(value, (batches, n)).ravel())
+
+    put(first, first, curvature)
+    put(second, second, curvature)
+    put(first, second, -curvature)
+    put(second, first, -curvature)
+    for f in range(features):
+        crossed = curvature * style[:, f]
+        put(first, k + f, crossed)
+        put(k + f, first, crossed)
+        put(second, k + f, -crossed)
+        put(k + f, second, -crossed)
+    hessian = np.bincount(np.concatenate(cells), np.concatenate(values),
+                          minlength=batches * width * width).reshape(batches, width, width)
+    hessian[:, k:, k:] += np.einsum("bn,nf,ng->bfg", curvature, style, style, optimize=True)
+    return hessian
+
+
+def _newton(y: np.ndarray, design: np.ndarray, weights: np.ndarray, prior: float, first: np.ndarray,
+            second: np.ndarray, style: np.ndarray, k: int) -> np.ndarray:
     """The same penalised fit by Newton-Raphson, all data sets at once (the objective is strictly convex; a step
     that would not lower a data set's objective is halved)."""
     from scipy.special import expit, log_expit
@@ -308,7 +341,7 @@ def _newton(y: np.ndarray, design: np.ndarray, weights: np.ndarray, prior: float
         probability = expit(d)
         gradient = -(weights * (y - probability)) @ design.T + prior * params
         curvature = weights * probability * (1.0 - probability)
-        hessian = np.einsum("bn,in,jn->bij", curvature, design, design, optimize=True) + ridge
+        hessian = _hessian(curvature, first, second, style, k) + ridge
         step = np.linalg.solve(hessian, gradient[:, :, None])[:, :, 0]
         scale = np.ones(batches)
         for _ in range(30):
