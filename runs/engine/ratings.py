@@ -288,6 +288,7 @@ def fit_style(y: np.ndarray, first: np.ndarray, second: np.ndarray, style: np.nd
 
 
 NEWTON_WIDTH = 130  # up to this many parameters, every data set is solved by Newton's method at once
+DENSE_WIDTH = 24  # up to this many, its Hessian is a dense product; beyond, scattered (``_hessian``)
 
 
 def _hessian(curvature: np.ndarray, first: np.ndarray, second: np.ndarray, style: np.ndarray, k: int
@@ -341,7 +342,10 @@ def _newton(y: np.ndarray, design: np.ndarray, weights: np.ndarray, prior: float
         probability = expit(d)
         gradient = -(weights * (y - probability)) @ design.T + prior * params
         curvature = weights * probability * (1.0 - probability)
-        hessian = _hessian(curvature, first, second, style, k) + ridge
+        if width <= DENSE_WIDTH:  # a dense product is quicker for a few parameters
+            hessian = np.matmul(design[None] * curvature[:, None, :], design.T) + ridge
+        else:
+            hessian = _hessian(curvature, first, second, style, k) + ridge
         step = np.linalg.solve(hessian, gradient[:, :, None])[:, :, 0]
         scale = np.ones(batches)
         for _ in range(30):

@@ -227,3 +227,17 @@ def test_judgements_without_style_are_left_out_of_the_style_fit():
                         bootstrap=0)
     assert fit.judgements == 1 and [r.judgements for r in fit.ratings] == [1, 1]
     assert style_ratings([Comparison("a", "b", "a")]).ratings == []
+
+
+def test_the_scattered_hessian_is_the_dense_one():
+    from runs.engine.ratings import _hessian
+
+    rng = np.random.default_rng(1)
+    k, n = 7, 90
+    first = rng.integers(0, k, n)
+    second = (first + 1 + rng.integers(0, k - 1, n)) % k
+    style = rng.uniform(-1, 1, (n, len(STYLE_FEATURES)))
+    design = np.vstack([np.eye(k)[first].T - np.eye(k)[second].T, style.T])
+    curvature = rng.random((3, n))
+    dense = np.einsum("bn,in,jn->bij", curvature, design, design)
+    assert _hessian(curvature, first, second, style, k) == pytest.approx(dense, abs=1e-10)
