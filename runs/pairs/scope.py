@@ -230,11 +230,36 @@ def fitted_style(comparisons: list[bt.Comparison]) -> bt.StyleFit:
                  lambda: bt.style_ratings(comparisons))
 
 
+STYLES_KEPT = 50_000  # answers' style counts kept in this process (a few dozen bytes each)
+_STYLES: OrderedDict[tuple, tuple] = OrderedDict()
+
+
+def _styles(keys: set[tuple]) -> dict[tuple, tuple]:
+    """``bt.style_of`` of each response named by (id, finished_at), counted once per process: a response re-run
+    in place finishes again, so it is a new key. Only the texts not yet counted are read."""
+    with _FITS_LOCK:
+        found = {k: _STYLES[k] for k in keys if k in _STYLES}
+    wanted = {pk for pk, _ in keys - found.keys()}
+    if wanted:
+        rows = Response.objects.filter(pk__in=wanted).values_list("pk", "finished_at", "text")
+        counted = {(pk, when): bt.style_of(text) for pk, when, text in rows.iterator(chunk_size=200)}
+        found.update(counted)
+        with _FITS_LOCK:
+            _STYLES.update(counted)
+            while len(_STYLES) > STYLES_KEPT:
+                _STYLES.popitem(last=False)
+    return found
+
+
 def comparisons_of(judgements: QuerySet) -> list[bt.Comparison]:
     """Each judgement as a comparison with the style differences of its two answers (``bt.style_of``)."""
-    rows = judgements.values_list("left__variant_id", "right__variant_id", "winner", "left__text", "right__text")
-    return [bt.Comparison(a, b, OUTCOME_OF_WINNER[w], bt.style_difference(bt.style_of(ta), bt.style_of(tb)))
-            for a, b, w, ta, tb in rows.iterator(chunk_size=500)]
+    rows = list(judgements.values_list("left__variant_id", "right__variant_id", "winner", "left_id",
+                                       "left__finished_at", "right_id", "right__finished_at"))
+    styles = _styles({(pk, when) for row in rows for pk, when in (row[3:5], row[5:7])})
+    none = bt.style_of("")
+    return [bt.Comparison(a, b, OUTCOME_OF_WINNER[w], bt.style_difference(styles.get((la, lw), none),
+                                                                          styles.get((ra, rw), none)))
+            for a, b, w, la, lw, ra, rw in rows]
 
 
 def ratings_of(scope: Scope) -> tuple[list[bt.Rating], bt.StyleFit]:

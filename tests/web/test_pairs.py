@@ -330,3 +330,25 @@ def test_the_ratings_show_rank_ranges_chances_of_first_and_a_style_controlled_ta
     assert re.findall(r"<code>fixtures:(\w+)\[temp:0\]</code>", styled)[:3] != []
     for words in ("answer length (characters)", "markdown headers", "list items", "bold spans"):
         assert f'<th scope="row">{words}</th>' in styled
+
+
+def coefficient(page, words: str) -> float:
+    styled = page.content.decode().split('id="style-ratings"', 1)[1]
+    return float(re.search(rf'<th scope="row">{re.escape(words)}</th><td>(-?[\d.]+)</td>', styled).group(1))
+
+
+def test_the_style_fit_reads_each_answer_and_follows_an_answer_re_run_in_place(client):
+    """gamma's long answers win every time: the length coefficient is positive. Re-run in place with a short
+    answer (a new text, finished again), gamma's wins now go with the shorter answer: the kept fit is not served."""
+    from django.utils import timezone
+
+    run = make_pairs_run()
+    rows = {(r.prompt_index, r.variant_id.split(":")[1][:4]): r for r in Response.objects.filter(run=run)}
+    for prompt in (0, 1):
+        for other in ("alph", "beta"):
+            PairJudgement.objects.create(left=rows[(prompt, "gamm")], right=rows[(prompt, other)], winner="left")
+    before = coefficient(client.get(f"/runs/{run.pk}/pairs"), "answer length (characters)")
+    assert before > 0
+    Response.objects.filter(run=run, variant_id__contains="gamma").update(text="ok", finished_at=timezone.now())
+    after = coefficient(client.get(f"/runs/{run.pk}/pairs"), "answer length (characters)")
+    assert after < 0
