@@ -306,7 +306,8 @@ def model_list(infos: list[RunInfo] | None = None) -> list[dict]:
     """Every model id as written, with how many runs and blueprints it took part in (``infos``: the finished
     runs when the caller has them)."""
     seen: dict[str, dict] = {}
-    for info in finished_infos() if infos is None else infos:
+    infos = finished_infos() if infos is None else infos
+    for info in infos:
         if info.summary is None:
             continue
         for model in {v["model"] for v in info.summary["variants"].values()}:
@@ -314,7 +315,9 @@ def model_list(infos: list[RunInfo] | None = None) -> list[dict]:
             entry["runs"] += 1
             entry["blueprints"].add(info.blueprint_id)
             entry["last"] = max(entry["last"], info.when)
-    out = [{**e, "blueprints": len(e["blueprints"])} for e in seen.values()]
+    latest = latest_per_blueprint(infos)
+    covered = engine.coverages([(str(i.blueprint_id), i.summary) for i in latest.values()], seen)
+    out = [{**e, "blueprints": len(e["blueprints"]), "coverage": covered[e["model"]]} for e in seen.values()]
     out.sort(key=lambda e: e["model"])
     return out
 

@@ -190,48 +190,69 @@ def _was_run(state: str | None) -> bool:
 
 def coverage(summaries: Iterable[tuple[str, dict]], model: str) -> Coverage:
     """``summaries``: (blueprint key, summary) of the runs to pool (the latest of each blueprint, say)."""
-    out = Coverage()
+    return coverages(summaries, [model])[model]
+
+
+def coverages(summaries: Iterable[tuple[str, dict]], models: Iterable[str] | None = None) -> dict[str, Coverage]:
+    """``coverage`` of every model at once (``models``: these, even when absent; None: those in the summaries),
+    one pass over each summary's cells."""
+    out: dict[str, Coverage] = {m: Coverage() for m in (models or ())}
     for key, summary in summaries:
-        mine = [v for v in summary["order"] if summary["variants"][v]["model"] == model]
-        if not mine:
-            continue
-        out.blueprints += 1
         size = len(summary["prompts"])
-        runs_at = [0] * size  # variants of other models run on each prompt
-        for other in summary["order"]:
-            if other not in mine:
-                for index, state in enumerate((summary["variants"][other].get("states") or [])[:size]):
-                    runs_at[index] += _was_run(state)
-        for variant_id in mine:
-            data = summary["variants"][variant_id]
-            states = (data.get("states") or [None] * size)[:size]
-            for index, state in enumerate(states):
-                if _was_run(state):
-                    out.prompts += 1
-                    out.offered += 1
-                    if state != "scored":
-                        out.not_evaluated += 1
-                elif runs_at[index]:
-                    out.offered += 1
-                    out.missing.append((key, summary["prompts"][index]) if len(mine) == 1
-                                       else (key, f"{summary['prompts'][index]} ({variant_id})"))
-            out.trials += data.get("trials") or 0
-            out.calls += data.get("calls") or 0
-            if data.get("costUsd") is not None:
-                out.cost += data["costUsd"] * data["costCalls"]
-                out.cost_calls += data["costCalls"]
-            if data.get("latencyMs") is not None:
-                out.latency += data["latencyMs"] * data["latencyCalls"]
-                out.latency_calls += data["latencyCalls"]
-            if data.get("outputTokens") is not None:
-                out.tokens += data["outputTokens"] * data["tokenAnswers"]
-                out.token_answers += data["tokenAnswers"]
-            guard = data.get("shouldNot")
-            if guard is not None:
-                out.guarded = True
-                out.failures += guard["failures"]
-                out.answers += guard["answers"]
+        by_model: dict[str, list[str]] = {}
+        for v in summary["order"]:
+            by_model.setdefault(summary["variants"][v]["model"], []).append(v)
+        states_of = {v: ((summary["variants"][v].get("states") or [None] * size) + [None] * size)[:size]
+                     for v in summary["order"]}
+        run_by_all = [0] * size
+        run_by: dict[str, list[int]] = {}
+        for model, mine in by_model.items():
+            counts = run_by[model] = [0] * size
+            for v in mine:
+                for index, state in enumerate(states_of[v]):
+                    if _was_run(state):
+                        counts[index] += 1
+                        run_by_all[index] += 1
+        for model, mine in by_model.items():
+            if models is not None and model not in out:
+                continue
+            out_model = out.setdefault(model, Coverage())
+            _add_run(out_model, key, summary, mine, states_of, [a - m for a, m in zip(run_by_all, run_by[model])])
     return out
+
+
+def _add_run(out: Coverage, key: str, summary: dict, mine: list[str], states_of: dict, others_at: list[int]) -> None:
+    """Add one run's cells of one model (its variants ``mine``) to ``out``; ``others_at``: variants of other
+    models run on each prompt."""
+    out.blueprints += 1
+    for variant_id in mine:
+        data = summary["variants"][variant_id]
+        for index, state in enumerate(states_of[variant_id]):
+            if _was_run(state):
+                out.prompts += 1
+                out.offered += 1
+                if state != "scored":
+                    out.not_evaluated += 1
+            elif others_at[index]:
+                out.offered += 1
+                out.missing.append((key, summary["prompts"][index]) if len(mine) == 1
+                                   else (key, f"{summary['prompts'][index]} ({variant_id})"))
+        out.trials += data.get("trials") or 0
+        out.calls += data.get("calls") or 0
+        if data.get("costUsd") is not None:
+            out.cost += data["costUsd"] * data["costCalls"]
+            out.cost_calls += data["costCalls"]
+        if data.get("latencyMs") is not None:
+            out.latency += data["latencyMs"] * data["latencyCalls"]
+            out.latency_calls += data["latencyCalls"]
+        if data.get("outputTokens") is not None:
+            out.tokens += data["outputTokens"] * data["tokenAnswers"]
+            out.token_answers += data["tokenAnswers"]
+        guard = data.get("shouldNot")
+        if guard is not None:
+            out.guarded = True
+            out.failures += guard["failures"]
+            out.answers += guard["answers"]
 
 
 # --- a run against another (the baseline) --------------------------------------------------------------------------
@@ -403,10 +424,11 @@ def leaderboard(latest: Mapping[str, dict], blueprints: int) -> Board:
             per_model.setdefault(model, {})[key] = mean
     minimum = minimum_covered(blueprints)
     rows = []
+    covered = coverages(latest.items(), per_model)
     for model, means in per_model.items():
         interval = stats.mean_interval(list(means.values()))
         rows.append(BoardRow(model, interval.mean, interval.low, interval.high, len(means), dict(means),
-                             coverage=coverage(latest.items(), model)))
+                             coverage=covered[model]))
     rows.sort(key=lambda r: (r.mean is None, -(r.mean or 0.0), r.model))
     ranked = [r for r in rows if r.covered >= minimum]
     for i, row in enumerate(ranked):

@@ -351,6 +351,8 @@ def test_coverage_is_pooled_per_model_and_every_missing_cell_is_named():
     a = engine.coverage([("one", one)], "a")
     assert (a.prompts, a.offered, a.not_evaluated, a.missing) == (3, 3, 1, [])
     assert engine.coverage([("one", one)], "nobody").blueprints == 0
+    together = engine.coverages([("one", one), ("two", two)])
+    assert together["b"] == b and set(together) == {"a", "b"}
 
 
 @pytestmark_db
@@ -386,5 +388,8 @@ def test_the_model_page_and_leaderboard_show_what_each_model_was_run_on_and_name
     row = board.split(f'href="/runs/models/{B}/"', 1)[1].split("</tr>", 1)[0]
     assert "3 of 4" in row and "<code>guarded</code> <code>q3</code>" in row and "33%" in row
     assert "Missing cells" in client.get("/overview/").content.decode()  # the boards on the overview too
+    listing = client.get("/runs/models/").content.decode()
+    b_row = listing.split(f'href="/runs/models/{B}/"', 1)[1].split("</tr>", 1)[0]
+    assert "3 of 4" in b_row and "33%" in b_row and f'href="/runs/models/{B}/#coverage">1</a>' in b_row
     api = json.loads(client.get("/api/leaderboards/maths").content)
     assert api["ranked"][1]["coverage"]["missing"] == [{"blueprint": "guarded", "prompt": "q3"}]
