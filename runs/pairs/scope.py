@@ -231,6 +231,7 @@ def fitted_style(comparisons: list[bt.Comparison]) -> bt.StyleFit:
 
 
 STYLES_KEPT = 50_000  # answers' style counts kept in this process (a few dozen bytes each)
+STYLE_BATCH = 2_000  # responses read at once
 _STYLES: OrderedDict[tuple, tuple] = OrderedDict()
 
 
@@ -239,10 +240,12 @@ def _styles(keys: set[tuple]) -> dict[tuple, tuple]:
     in place finishes again, so it is a new key. Only the texts not yet counted are read."""
     with _FITS_LOCK:
         found = {k: _STYLES[k] for k in keys if k in _STYLES}
-    wanted = {pk for pk, _ in keys - found.keys()}
-    if wanted:
-        rows = Response.objects.filter(pk__in=wanted).values_list("pk", "finished_at", "text")
-        counted = {(pk, when): bt.style_of(text) for pk, when, text in rows.iterator(chunk_size=200)}
+    wanted = sorted({pk for pk, _ in keys - found.keys()})
+    for start in range(0, len(wanted), STYLE_BATCH):
+        rows = (Response.objects.filter(pk__in=wanted[start:start + STYLE_BATCH])
+                .values_list("pk", "finished_at", "text"))
+        counted = {(pk, when): bt.style_of(text) for pk, when, text in rows.iterator(chunk_size=200)
+                   if text is not None}
         found.update(counted)
         with _FITS_LOCK:
             _STYLES.update(counted)
@@ -252,14 +255,17 @@ def _styles(keys: set[tuple]) -> dict[tuple, tuple]:
 
 
 def comparisons_of(judgements: QuerySet) -> list[bt.Comparison]:
-    """Each judgement as a comparison with the style differences of its two answers (``bt.style_of``)."""
+    """Each judgement as a comparison with the style differences of its two answers (``bt.style_of``); no
+    style (left out of the style fit) when an answer has no text now (re-run and not finished again)."""
     rows = list(judgements.values_list("left__variant_id", "right__variant_id", "winner", "left_id",
                                        "left__finished_at", "right_id", "right__finished_at"))
     styles = _styles({(pk, when) for row in rows for pk, when in (row[3:5], row[5:7])})
-    none = bt.style_of("")
-    return [bt.Comparison(a, b, OUTCOME_OF_WINNER[w], bt.style_difference(styles.get((la, lw), none),
-                                                                          styles.get((ra, rw), none)))
-            for a, b, w, la, lw, ra, rw in rows]
+    out = []
+    for a, b, w, la, lw, ra, rw in rows:
+        left, right = styles.get((la, lw)), styles.get((ra, rw))
+        style = bt.style_difference(left, right) if left is not None and right is not None else ()
+        out.append(bt.Comparison(a, b, OUTCOME_OF_WINNER[w], style))
+    return out
 
 
 def ratings_of(scope: Scope) -> tuple[list[bt.Rating], bt.StyleFit]:

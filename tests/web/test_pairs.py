@@ -352,3 +352,13 @@ def test_the_style_fit_reads_each_answer_and_follows_an_answer_re_run_in_place(c
     Response.objects.filter(run=run, variant_id__contains="gamma").update(text="ok", finished_at=timezone.now())
     after = coefficient(client.get(f"/runs/{run.pk}/pairs"), "answer length (characters)")
     assert after < 0
+
+
+def test_a_judgement_whose_answer_has_no_text_now_is_left_out_of_the_style_fit_and_said_so(client):
+    run = make_pairs_run()
+    rows = {(r.prompt_index, r.variant_id.split(":")[1][:4]): r for r in Response.objects.filter(run=run)}
+    PairJudgement.objects.create(left=rows[(0, "alph")], right=rows[(0, "beta")], winner="left")
+    PairJudgement.objects.create(left=rows[(1, "alph")], right=rows[(1, "gamm")], winner="left")
+    Response.objects.filter(pk=rows[(1, "gamm")].pk).update(text=None, finished_at=None)
+    styled = client.get(f"/runs/{run.pk}/pairs").content.decode().split('id="style-ratings"', 1)[1]
+    assert "Fitted from 1 of the 2 judgements" in styled
