@@ -44,6 +44,9 @@ def model_detail(request, model_id):
 
     return _json({"model": found.model, "runs": runs, "weakest": [gap(g) for g in found.weak],
                   "strongest": [gap(g) for g in found.strong], "drift": [_drift(d) for d in found.drift],
+                  "coverage": {"total": found.total.to_dict() if found.total else None,
+                               "perBlueprint": [{"blueprint": c.blueprint.slug, "run": c.info.pk,
+                                                 **c.coverage.to_dict()} for c in found.coverage]},
                   "method": stats.METHOD})
 
 
@@ -78,7 +81,8 @@ def leaderboard(request, tag):
 
     def row(r):
         return {"model": r.model, "rank": r.rank, "mean": r.mean, "low": r.low, "high": r.high,
-                "blueprints": r.covered, "perBlueprint": r.per_blueprint}
+                "blueprints": r.covered, "perBlueprint": r.per_blueprint,
+                "coverage": r.coverage.to_dict() if r.coverage else None}
 
     return _json({"tag": tag, "blueprints": [b.slug for b in found.blueprints],
                   "runs": {b.slug: found.latest[b.pk].pk for b in found.blueprints if b.pk in found.latest},

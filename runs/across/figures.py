@@ -242,6 +242,13 @@ class ModelRun:
 
 
 @dataclass
+class BlueprintCoverage:
+    blueprint: Blueprint
+    info: RunInfo  # the latest finished run of the blueprint it is read from
+    coverage: engine.Coverage
+
+
+@dataclass
 class ModelPage:
     model: str
     runs: list[ModelRun]  # newest first
@@ -249,6 +256,8 @@ class ModelPage:
     strong: list
     drift: list
     blueprints: dict[int, Blueprint]
+    coverage: list[BlueprintCoverage] = field(default_factory=list)  # per blueprint, its latest finished run
+    total: engine.Coverage | None = None  # those pooled: the deal-breaker bound among them
 
 
 def blueprints_of(ids) -> dict[int, Blueprint]:
@@ -281,18 +290,24 @@ def model_page(model: str) -> ModelPage | None:
                 rank, of = engine.rank_of(info.summary, variant_id)
                 rows.append(ModelRun(info, blueprints[info.blueprint_id], variant_id, variant, rank, of))
     gaps = []
-    for info in latest_per_blueprint(infos).values():
+    latest = latest_per_blueprint(infos)
+    for info in latest.values():
         gaps.extend(engine.prompt_gaps(info.pk, info.summary, model))
     weak, strong = engine.weakest_and_strongest(gaps)
     drifts = [d for d in drift_of(infos) if d.model == model]
-    return ModelPage(model, rows, weak, strong, drifts, blueprints)
+    covered = sorted((BlueprintCoverage(blueprints[i.blueprint_id], i,
+                                        engine.coverage([(blueprints[i.blueprint_id].slug, i.summary)], model))
+                      for i in latest.values()), key=lambda c: c.blueprint.slug)
+    total = engine.coverage([(blueprints[i.blueprint_id].slug, i.summary) for i in latest.values()], model)
+    return ModelPage(model, rows, weak, strong, drifts, blueprints, covered, total)
 
 
 def model_list(infos: list[RunInfo] | None = None) -> list[dict]:
     """Every model id as written, with how many runs and blueprints it took part in (``infos``: the finished
     runs when the caller has them)."""
     seen: dict[str, dict] = {}
-    for info in finished_infos() if infos is None else infos:
+    infos = finished_infos() if infos is None else infos
+    for info in infos:
         if info.summary is None:
             continue
         for model in {v["model"] for v in info.summary["variants"].values()}:
@@ -300,7 +315,9 @@ def model_list(infos: list[RunInfo] | None = None) -> list[dict]:
             entry["runs"] += 1
             entry["blueprints"].add(info.blueprint_id)
             entry["last"] = max(entry["last"], info.when)
-    out = [{**e, "blueprints": len(e["blueprints"])} for e in seen.values()]
+    latest = latest_per_blueprint(infos)
+    covered = engine.coverages([(str(i.blueprint_id), i.summary) for i in latest.values()], seen)
+    out = [{**e, "blueprints": len(e["blueprints"]), "coverage": covered[e["model"]]} for e in seen.values()]
     out.sort(key=lambda e: e["model"])
     return out
 

@@ -9,7 +9,13 @@ dict (stored as JSON by ``runs.across``):
     {"prompts": [prompt id, ...], "weights": [prompt weight or None, ...], "order": [variant, ...],
      "variants": {variant: {"model", "temperature", "mean", "low", "high", "n", "cells": [score or None per
                   prompt], "responses": [response id or None per prompt], "calls", "costUsd", "costCalls",
-                  "latencyMs"}}}
+                  "latencyMs", "states": [cell state or None (no cell) per prompt], "trials",
+                  "latencyCalls", "outputTokens" (mean per answer with a known count), "tokenAnswers", "shouldNot": {"failures", "answers"} or None
+                  (runs/engine/bounds.py over its trials; None: the run has no should-not point)}}}
+
+Coverage (``coverage``): what each model was actually run on -- blueprints, prompts, trials, the share of its
+cells not evaluated, cost, latency, answer length -- and every missing cell named: a prompt another model of
+the same run was run on and this one was not. Never averaged away: a leaderboard's mean sits beside it.
 
 Pure Python: no Django here.
 """
@@ -23,10 +29,11 @@ from typing import Iterable, Mapping, Sequence
 
 from blueprints.spec.model_ids import split_variant_suffixes
 
+from . import bounds as deal_breakers
 from . import stats
 from .matrix import Matrix
 
-SUMMARY_SHAPE = 1  # bump when the summary's layout changes: older stored summaries are rebuilt
+SUMMARY_SHAPE = 2  # bump when the summary's layout changes: older stored summaries are rebuilt
 DRIFT_MIN_GAP = timedelta(days=1)
 WEAK_LISTED = 5  # weakest and strongest prompts listed on a model page
 
@@ -49,12 +56,14 @@ def summarise(matrix: Matrix, prompts: Sequence) -> dict:
         columns.setdefault(variant_id, {})[index] = cell.score
     intervals = stats.mean_intervals(columns, {i: p.weight for i, p in enumerate(prompts)},
                                      items=range(len(prompts)))
+    guarded = deal_breakers.matrix_bounds(matrix)
     variants = {}
     for variant_id in matrix.variants:
         model, temperature, _ = parse_variant(variant_id)
         cells: list[float | None] = [None] * len(prompts)
         responses: list[int | None] = [None] * len(prompts)
-        calls = cost_calls = latency_calls = 0
+        states: list[str | None] = [None] * len(prompts)
+        calls = cost_calls = latency_calls = trials = token_answers = tokens = 0
         cost = latency = 0.0
         for index in range(len(prompts)):
             cell = matrix.cell(index, variant_id)
@@ -62,7 +71,12 @@ def summarise(matrix: Matrix, prompts: Sequence) -> dict:
                 continue
             cells[index] = stats.finite(cell.score)
             responses[index] = cell.response_id
+            states[index] = cell.state
+            trials += len(cell.trials)
             for trial in cell.trials:
+                if trial.output_tokens is not None and trial.status == "done":
+                    token_answers += 1
+                    tokens += trial.output_tokens
                 if trial.status not in ("done", "failed"):
                     continue
                 calls += 1
@@ -77,7 +91,11 @@ def summarise(matrix: Matrix, prompts: Sequence) -> dict:
             "model": model, "temperature": temperature, "mean": interval.mean, "low": interval.low,
             "high": interval.high, "n": interval.n, "cells": cells, "responses": responses, "calls": calls,
             "costUsd": cost / cost_calls if cost_calls else None, "costCalls": cost_calls,
-            "latencyMs": latency / latency_calls if latency_calls else None}
+            "latencyMs": latency / latency_calls if latency_calls else None, "states": states, "trials": trials,
+            "latencyCalls": latency_calls, "outputTokens": tokens / token_answers if token_answers else None,
+            "tokenAnswers": token_answers,
+            "shouldNot": ({"failures": guarded[variant_id].failures, "answers": guarded[variant_id].n}
+                          if variant_id in guarded else None)}
     return {"shape": SUMMARY_SHAPE, "prompts": [p.id for p in prompts], "weights": [p.weight for p in prompts],
             "order": list(matrix.variants), "variants": variants}
 
@@ -102,6 +120,139 @@ def rank_of(summary: dict, variant_id: str) -> tuple[int | None, int]:
     if mine is None:
         return None, len(means)
     return 1 + sum(1 for m in means if m > mine), len(means)
+
+
+# --- coverage: what a model was actually run on ------------------------------------------------------------------
+
+
+RUN_STATES = ("scored", "not-evaluated", "failed")  # a cell in one of these was run (an answer was asked for)
+
+
+@dataclass
+class Coverage:
+    """What one model (all its variants) was run on in some runs, pooled; ``missing``: (blueprint, prompt id)
+    pairs another model was run on in the same run and this one was not."""
+
+    blueprints: int = 0
+    prompts: int = 0  # cells run (prompt x variant)
+    offered: int = 0  # cells it would have with every prompt any model of those runs was run on
+    trials: int = 0
+    not_evaluated: int = 0  # cells run with no score (not evaluated or failed)
+    calls: int = 0
+    cost: float = 0.0
+    cost_calls: int = 0
+    latency: float = 0.0
+    latency_calls: int = 0
+    tokens: float = 0.0
+    token_answers: int = 0
+    failures: int = 0  # should-not points met, over ``answers``
+    answers: int = 0
+    guarded: bool = False  # some run had a should-not point
+    missing: list = field(default_factory=list)
+
+    @property
+    def not_evaluated_rate(self) -> float | None:
+        return self.not_evaluated / self.prompts if self.prompts else None
+
+    @property
+    def cost_usd(self) -> float | None:
+        return self.cost / self.cost_calls if self.cost_calls else None
+
+    @property
+    def latency_ms(self) -> float | None:
+        return self.latency / self.latency_calls if self.latency_calls else None
+
+    @property
+    def output_tokens(self) -> float | None:
+        return self.tokens / self.token_answers if self.token_answers else None
+
+    @property
+    def bound(self) -> deal_breakers.Bound | None:
+        """Its deal-breaker bound over the pooled should-not answers; None without a should-not point."""
+        if not self.guarded:
+            return None
+        return deal_breakers.Bound("", self.failures, self.answers,
+                                   deal_breakers.upper_bound(self.failures, self.answers))
+
+    def to_dict(self) -> dict:
+        bound = self.bound
+        return {"blueprints": self.blueprints, "prompts": self.prompts, "offered": self.offered,
+                "trials": self.trials, "notEvaluated": self.not_evaluated,
+                "notEvaluatedRate": self.not_evaluated_rate, "costUsd": self.cost_usd, "latencyMs": self.latency_ms,
+                "outputTokens": self.output_tokens,
+                "missing": [{"blueprint": b, "prompt": p} for b, p in self.missing],
+                "shouldNot": bound.to_dict() if bound is not None else None}
+
+
+def _was_run(state: str | None) -> bool:
+    return state in RUN_STATES
+
+
+def coverage(summaries: Iterable[tuple[str, dict]], model: str) -> Coverage:
+    """``summaries``: (blueprint key, summary) of the runs to pool (the latest of each blueprint, say)."""
+    return coverages(summaries, [model])[model]
+
+
+def coverages(summaries: Iterable[tuple[str, dict]], models: Iterable[str] | None = None) -> dict[str, Coverage]:
+    """``coverage`` of every model at once (``models``: these, even when absent; None: those in the summaries),
+    one pass over each summary's cells."""
+    out: dict[str, Coverage] = {m: Coverage() for m in (models or ())}
+    for key, summary in summaries:
+        size = len(summary["prompts"])
+        by_model: dict[str, list[str]] = {}
+        for v in summary["order"]:
+            by_model.setdefault(summary["variants"][v]["model"], []).append(v)
+        states_of = {v: ((summary["variants"][v].get("states") or [None] * size) + [None] * size)[:size]
+                     for v in summary["order"]}
+        run_by_all = [0] * size
+        run_by: dict[str, list[int]] = {}
+        for model, mine in by_model.items():
+            counts = run_by[model] = [0] * size
+            for v in mine:
+                for index, state in enumerate(states_of[v]):
+                    if _was_run(state):
+                        counts[index] += 1
+                        run_by_all[index] += 1
+        for model, mine in by_model.items():
+            if models is not None and model not in out:
+                continue
+            out_model = out.setdefault(model, Coverage())
+            _add_run(out_model, key, summary, mine, states_of, [a - m for a, m in zip(run_by_all, run_by[model])])
+    return out
+
+
+def _add_run(out: Coverage, key: str, summary: dict, mine: list[str], states_of: dict, others_at: list[int]) -> None:
+    """Add one run's cells of one model (its variants ``mine``) to ``out``; ``others_at``: variants of other
+    models run on each prompt."""
+    out.blueprints += 1
+    for variant_id in mine:
+        data = summary["variants"][variant_id]
+        for index, state in enumerate(states_of[variant_id]):
+            if _was_run(state):
+                out.prompts += 1
+                out.offered += 1
+                if state != "scored":
+                    out.not_evaluated += 1
+            elif others_at[index]:
+                out.offered += 1
+                out.missing.append((key, summary["prompts"][index]) if len(mine) == 1
+                                   else (key, f"{summary['prompts'][index]} ({variant_id})"))
+        out.trials += data.get("trials") or 0
+        out.calls += data.get("calls") or 0
+        if data.get("costUsd") is not None:
+            out.cost += data["costUsd"] * data["costCalls"]
+            out.cost_calls += data["costCalls"]
+        if data.get("latencyMs") is not None:
+            out.latency += data["latencyMs"] * data["latencyCalls"]
+            out.latency_calls += data["latencyCalls"]
+        if data.get("outputTokens") is not None:
+            out.tokens += data["outputTokens"] * data["tokenAnswers"]
+            out.token_answers += data["tokenAnswers"]
+        guard = data.get("shouldNot")
+        if guard is not None:
+            out.guarded = True
+            out.failures += guard["failures"]
+            out.answers += guard["answers"]
 
 
 # --- a run against another (the baseline) --------------------------------------------------------------------------
@@ -229,6 +380,7 @@ class BoardRow:
     covered: int  # blueprints it ran (in the latest finished run of each)
     per_blueprint: dict = field(default_factory=dict)  # blueprint key -> its mean there
     rank: int | None = None
+    coverage: Coverage | None = None  # what it was run on in those runs, missing cells named
 
 
 @dataclass
@@ -272,9 +424,11 @@ def leaderboard(latest: Mapping[str, dict], blueprints: int) -> Board:
             per_model.setdefault(model, {})[key] = mean
     minimum = minimum_covered(blueprints)
     rows = []
+    covered = coverages(latest.items(), per_model)
     for model, means in per_model.items():
         interval = stats.mean_interval(list(means.values()))
-        rows.append(BoardRow(model, interval.mean, interval.low, interval.high, len(means), dict(means)))
+        rows.append(BoardRow(model, interval.mean, interval.low, interval.high, len(means), dict(means),
+                             coverage=covered[model]))
     rows.sort(key=lambda r: (r.mean is None, -(r.mean or 0.0), r.model))
     ranked = [r for r in rows if r.covered >= minimum]
     for i, row in enumerate(ranked):

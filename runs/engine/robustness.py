@@ -19,8 +19,8 @@ call is made), and re-decides the pair with the same paired bootstrap (``stats.p
   has its own). Halving or doubling every weight at once changes no mean, so weights move against each other.
 * ``trials``: each cell's trials drawn again with replacement (``TRIAL_RESAMPLES`` draws, seeded), combined by
   the prompt's rule (only where some cell has two or more trials).
-* ``style``: the style-controlled rating of Pairs. Pairs has no style-controlled rating yet, so there is no
-  such alternative.
+* ``style``: reserved. Pairs now has a style-controlled rating (``ratings.style_ratings``), but a verdict here is
+  over scores, not people's preferences, and nothing yet brings the two together: no such alternative is made.
 
 Pure Python (and NumPy through stats): no Django here.
 """

@@ -3,9 +3,9 @@
 A reviewer sees one prompt and two responses to it by different model variants (the responses the results
 matrix's cells stand for, ``Cell.response_id``), placed left and right at random, with no model name
 anywhere on the pair. They choose A, B or a tie, optionally say why, and only then see who was who.
-The next pair goes where this reviewer has judged least: first the pair of models they have compared
-least often, then, among that pair's prompts, the prompt they have judged least, never a pair of responses
-they already judged while another is left.
+The next pair is chosen so every pair of models is judged about as often: first the pair of models judged
+least often by everyone in view (then by this reviewer), then, among that pair's prompts, the prompt this
+reviewer has judged least, never a pair of responses they already judged while another is left.
 
 ``/runs/<id>/pairs`` draws pairs from one run; ``/runs/pairs?blueprint=<slug>`` from the most recent runs
 of a blueprint (each pair still comes from one run, so both answered the same revision of the prompt).
@@ -77,12 +77,15 @@ class Judged:
     response_b: int
 
 
-def choose_pair(candidates: list[Candidate], judged: list[Judged],
-                rng: random.Random) -> tuple[Candidate, Candidate] | None:
+def choose_pair(candidates: list[Candidate], judged: list[Judged], rng: random.Random,
+                everyone: list[Judged] | None = None) -> tuple[Candidate, Candidate] | None:
     """The next pair for a reviewer, as (left, right); None when they have judged every pair on offer.
 
-    Least-judged pair of models first, then that pair's least-judged prompt (ties broken at random); a pair of
-    responses the reviewer already judged is not offered again."""
+    ``judged``: the reviewer's own judgements; ``everyone``: every judgement in view that the balance counts
+    (the reviewer's among them; None: only theirs). The pair of models judged least often by everyone first
+    (so every pair is judged about as often), then by this reviewer, then that pair's prompt this reviewer
+    has judged least, then the one everyone has (ties broken at random); a pair of responses the reviewer
+    already judged is not offered again."""
     groups: dict[tuple[int, int], dict[str, Candidate]] = defaultdict(dict)
     for c in candidates:
         groups[(c.run_id, c.prompt_index)].setdefault(c.variant_id, c)
@@ -91,17 +94,21 @@ def choose_pair(candidates: list[Candidate], judged: list[Judged],
         if len(cells) > 1:
             for variant in cells:
                 groups_of[variant].add(key)
+    everyone = judged if everyone is None else everyone
     pair_count = Counter(tuple(sorted((j.variant_a, j.variant_b))) for j in judged)
+    all_pair_count = Counter(tuple(sorted((j.variant_a, j.variant_b))) for j in everyone)
     prompt_count = Counter(j.prompt_id for j in judged)
+    all_prompt_count = Counter((j.prompt_id, *sorted((j.variant_a, j.variant_b))) for j in everyone)
     seen = {frozenset((j.response_a, j.response_b)) for j in judged}
 
     model_pairs = [(v, w) for v, w in combinations(sorted(groups_of), 2) if groups_of[v] & groups_of[w]]
     rng.shuffle(model_pairs)
-    model_pairs.sort(key=lambda p: pair_count[p])
+    model_pairs.sort(key=lambda p: (all_pair_count[p], pair_count[p]))
     for v, w in model_pairs:
         keys = sorted(groups_of[v] & groups_of[w])
         rng.shuffle(keys)
-        keys.sort(key=lambda k: prompt_count[groups[k][v].prompt_id])
+        keys.sort(key=lambda k: (prompt_count[groups[k][v].prompt_id],
+                                 all_prompt_count[(groups[k][v].prompt_id, v, w)]))
         for key in keys:
             a, b = groups[key][v], groups[key][w]
             if frozenset((a.response_id, b.response_id)) not in seen:
@@ -185,8 +192,24 @@ OUTCOME_OF_WINNER = {"left": "a", "right": "b", "tie": "tie"}
 
 
 FITS_KEPT = 32  # Bradley-Terry fits kept in this process (each a few kilobytes)
-_FITS: OrderedDict[bytes, list[bt.Rating]] = OrderedDict()
+_FITS: OrderedDict[bytes, object] = OrderedDict()
 _FITS_LOCK = threading.Lock()
+
+
+def _kept(kind: str, counted: Counter, fit):
+    """``fit()``, kept under a digest of ``kind`` and ``counted`` (what the fit reads) for the next view."""
+    key = hashlib.blake2b(repr((kind, sorted(counted.items()))).encode("utf-8"), digest_size=20).digest()
+    with _FITS_LOCK:
+        kept = _FITS.get(key)
+        if kept is not None:
+            _FITS.move_to_end(key)
+            return kept
+    fitted = fit()
+    with _FITS_LOCK:
+        _FITS[key] = fitted
+        while len(_FITS) > FITS_KEPT:
+            _FITS.popitem(last=False)
+    return fitted
 
 
 def fitted_ratings(comparisons: list[bt.Comparison]) -> list[bt.Rating]:
@@ -197,32 +220,74 @@ def fitted_ratings(comparisons: list[bt.Comparison]) -> list[bt.Rating]:
     model, outcome) was judged (the fit and its resamples read only those counts, from a fixed seed), so the
     key is a digest of those counts. A judgement added, or gone with its run, is a new key and a new fit;
     nothing else can make a kept fit out of date. The last ``FITS_KEPT`` fits are kept."""
-    tally = Counter((c.a, c.b, c.outcome) for c in comparisons)
-    key = hashlib.blake2b(repr(sorted(tally.items())).encode("utf-8"), digest_size=20).digest()
-    with _FITS_LOCK:
-        kept = _FITS.get(key)
-        if kept is not None:
-            _FITS.move_to_end(key)
-            return kept
-    fitted = bt.ratings(comparisons)
-    with _FITS_LOCK:
-        _FITS[key] = fitted
-        while len(_FITS) > FITS_KEPT:
-            _FITS.popitem(last=False)
-    return fitted
+    return _kept("bt", Counter((c.a, c.b, c.outcome) for c in comparisons), lambda: bt.ratings(comparisons))
 
 
-def ratings_of(scope: Scope) -> list[bt.Rating]:
-    """Bradley-Terry ratings (ties half a win each) from every person's judgement in the scope (an LLM
-    judge's answers have their own table: ``judge_tables``); the fit is kept until they change."""
-    rows = scope.people_judgements().values_list("left__variant_id", "right__variant_id", "winner")
-    return fitted_ratings([bt.Comparison(a, b, OUTCOME_OF_WINNER[w]) for a, b, w in rows])
+def fitted_style(comparisons: list[bt.Comparison]) -> bt.StyleFit:
+    """``bt.style_ratings(comparisons)``, kept the same way; its key also holds each judgement's style
+    differences (a response re-run with another answer is a new key)."""
+    return _kept("style", Counter((c.a, c.b, c.outcome, c.style) for c in comparisons),
+                 lambda: bt.style_ratings(comparisons))
+
+
+STYLES_KEPT = 50_000  # answers' style counts kept in this process (a few dozen bytes each)
+STYLE_BATCH = 2_000  # responses read at once
+_STYLES: OrderedDict[tuple, tuple] = OrderedDict()
+
+
+def _styles(keys: set[tuple]) -> dict[tuple, tuple]:
+    """``bt.style_of`` of each response named by (id, finished_at), counted once per process: a response re-run
+    in place finishes again, so it is a new key. Only the texts not yet counted are read."""
+    with _FITS_LOCK:
+        found = {k: _STYLES[k] for k in keys if k in _STYLES}
+    wanted = sorted({pk for pk, _ in keys - found.keys()})
+    for start in range(0, len(wanted), STYLE_BATCH):
+        rows = (Response.objects.filter(pk__in=wanted[start:start + STYLE_BATCH])
+                .values_list("pk", "finished_at", "text"))
+        counted = {(pk, when): bt.style_of(text) for pk, when, text in rows.iterator(chunk_size=200)
+                   if text is not None}
+        found.update(counted)
+        with _FITS_LOCK:
+            _STYLES.update(counted)
+            while len(_STYLES) > STYLES_KEPT:
+                _STYLES.popitem(last=False)
+    return found
+
+
+def comparisons_of(judgements: QuerySet) -> list[bt.Comparison]:
+    """Each judgement as a comparison with the style differences of its two answers (``bt.style_of``); no
+    style (left out of the style fit) when an answer has no text now (re-run and not finished again)."""
+    rows = list(judgements.values_list("left__variant_id", "right__variant_id", "winner", "left_id",
+                                       "left__finished_at", "right_id", "right__finished_at"))
+    styles = _styles({(pk, when) for row in rows for pk, when in (row[3:5], row[5:7])})
+    out = []
+    for a, b, w, la, lw, ra, rw in rows:
+        left, right = styles.get((la, lw)), styles.get((ra, rw))
+        style = bt.style_difference(left, right) if left is not None and right is not None else ()
+        out.append(bt.Comparison(a, b, OUTCOME_OF_WINNER[w], style))
+    return out
+
+
+def ratings_of(scope: Scope) -> tuple[list[bt.Rating], bt.StyleFit]:
+    """Bradley-Terry ratings (ties half a win each) from every person's judgement in the scope, raw and
+    controlled for style (an LLM judge's answers have their own tables: ``judge_tables``); both fits are kept
+    until the judgements change."""
+    comparisons = comparisons_of(scope.people_judgements())
+    return fitted_ratings(comparisons), fitted_style(comparisons)
+
+
+def _judged(rows: QuerySet) -> list[Judged]:
+    return [Judged(*row) for row in rows.values_list("left__prompt_id", "left__variant_id", "right__variant_id",
+                                                     "left_id", "right_id")]
 
 
 def judged_by(scope: Scope, who: str) -> list[Judged]:
-    rows = (scope.judgements().filter(who=who)
-            .values_list("left__prompt_id", "left__variant_id", "right__variant_id", "left_id", "right_id"))
-    return [Judged(*row) for row in rows]
+    return _judged(scope.judgements().filter(who=who))
+
+
+def judged_by_people(scope: Scope) -> list[Judged]:
+    """Every person's judgement in view: what the next pair balances (an LLM judge balances its own)."""
+    return _judged(scope.people_judgements())
 
 
 def _side(letter: str, response: Response, prompt) -> dict:
@@ -245,7 +310,7 @@ def pair_context(scope: Scope, left: Response, right: Response) -> dict:
 
 
 def next_pair(scope: Scope, who: str) -> dict | None:
-    chosen = choose_pair(scope.candidates(), judged_by(scope, who), random.Random())
+    chosen = choose_pair(scope.candidates(), judged_by(scope, who), random.Random(), judged_by_people(scope))
     if chosen is None:
         return None
     rows = Response.objects.select_related("run").in_bulk([chosen[0].response_id, chosen[1].response_id])
@@ -256,8 +321,9 @@ def page_context(request, scope: Scope, *, judging: dict | None = None, **extra)
     """The page's context; ``judging``: the LLM judge's section (``llm_judge.judging_context``), None for a
     fragment without it (its tables are a fit of their own)."""
     who = request.session.get(SESSION_WHO, "")
+    rated, styled = ratings_of(scope)
     context = {"scope": scope, "run": scope.run, "blueprint": scope.blueprint, "who": who,
-               "ratings": ratings_of(scope), "judged_count": scope.people_judgements().filter(who=who).count(),
+               "ratings": rated, "style_fit": styled, "judged_count": scope.people_judgements().filter(who=who).count(),
                "total_count": scope.people_judgements().count(), "max_reason": PairJudgement.MAX_REASON_CHARS,
                "max_who": PairJudgement.MAX_WHO_CHARS, "intervals": bt.DEFAULT_BOOTSTRAP,
                **(judging or {})}

@@ -100,7 +100,7 @@ def queries(client, url) -> int:
 def main():
     setup_test_environment()
     call_command("migrate", verbosity=0, interactive=False)
-    from runs import across
+    from runs.across import figures as across
     from runs.models import Response, Run
 
     started = time.perf_counter()

@@ -49,7 +49,9 @@ def test_a_reviewer_judges_two_pairs_by_keyboard_and_sees_the_ratings(page, live
     expect(pair).to_contain_text("You chose B.")
     expect(pair).to_contain_text("fixtures:")  # now the models are named
     expect(pair).to_contain_text("B is shorter <b>and</b> right")  # the reason as text
-    expect(page.locator("#ratings tbody tr")).to_have_count(2)
+    expect(page.locator("#ratings > .table-scroll tbody tr")).to_have_count(2)  # the raw table
+    expect(page.locator("#style-ratings .ratings-table tbody tr")).to_have_count(2)  # controlled for style
+    expect(page.locator("#style-ratings .style-coefficients tbody tr")).to_have_count(4)
     screenshot(page, "pairs-revealed")
 
     page.keyboard.press("n")

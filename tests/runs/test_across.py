@@ -316,3 +316,80 @@ def test_a_run_that_finishes_stores_its_summary_so_no_page_builds_it(fake_provid
     run = make_run(fake_provider, imported(text()), b_good=3)
     row = RunSummary.objects.get(run=run)
     assert (row.results_version, row.status) == (run.results_version, run.status) == (run.results_version, "done")
+
+
+# --- coverage and deal-breaker bounds on the model page and leaderboards (issue 35) --------------------------------
+
+
+def guarded_text(tags=("maths",)) -> str:
+    head = f"title: Guarded\ntags: [{', '.join(tags)}]\nmodels: [{A}, {B}]\n---\n"
+    return head + "".join(f"- id: q{n}\n  prompt: Question {n}?\n  should:\n    - $contains: GOOD\n"
+                          f"  should_not:\n    - $contains: BAD\n" for n in range(4))
+
+
+def test_coverage_is_pooled_per_model_and_every_missing_cell_is_named():
+    def summary(states_a, states_b, calls=4):
+        out = {"prompts": ["p0", "p1", "p2"], "weights": [None] * 3, "order": ["a[temp:0]", "b[temp:0]"],
+               "variants": {}}
+        for name, states in (("a", states_a), ("b", states_b)):
+            out["variants"][f"{name}[temp:0]"] = {
+                "model": name, "cells": [1.0 if s == "scored" else None for s in states], "states": states,
+                "trials": sum(1 for s in states if s), "calls": calls, "costUsd": 0.5, "costCalls": 2,
+                "latencyMs": 100.0, "latencyCalls": 4, "outputTokens": 10.0, "tokenAnswers": 2,
+                "shouldNot": {"failures": 1, "answers": 2}}
+        return out
+
+    one = summary(["scored", "scored", "not-evaluated"], ["scored", None, "failed"])
+    two = summary(["scored", "scored", "scored"], ["scored", "scored", None])
+    b = engine.coverage([("one", one), ("two", two)], "b")
+    assert (b.blueprints, b.prompts, b.offered, b.trials, b.not_evaluated) == (2, 4, 6, 4, 1)
+    assert b.missing == [("one", "p1"), ("two", "p2")]
+    assert b.not_evaluated_rate == pytest.approx(0.25)
+    assert (b.cost_usd, b.latency_ms, b.output_tokens) == (0.5, 100.0, 10.0)
+    from runs.engine.bounds import upper_bound
+    assert (b.bound.failures, b.bound.n, b.bound.upper) == (2, 4, upper_bound(2, 4))
+    a = engine.coverage([("one", one)], "a")
+    assert (a.prompts, a.offered, a.not_evaluated, a.missing) == (3, 3, 1, [])
+    assert engine.coverage([("one", one)], "nobody").blueprints == 0
+    together = engine.coverages([("one", one), ("two", two)])
+    assert together["b"] == b and set(together) == {"a", "b"}
+
+
+@pytestmark_db
+def test_the_model_page_and_leaderboard_show_what_each_model_was_run_on_and_name_missing_cells(client,
+                                                                                             fake_provider):
+    """cand-b's generation fails on q1 (not evaluated, neither pass nor fail), says BAD on q2 (a deal-breaker), and
+    its q3 cell is gone (missing): the pages say so beside its mean. main showed the mean alone."""
+    blueprint = imported(guarded_text(), "guarded.yml")
+    fake_provider.script([{"model": "cand-a", "match": ".", "reply": "GOOD answer"},
+                          {"model": "cand-b", "match": r"Question 1\b", "reply": "no", "status": 400},
+                          {"model": "cand-b", "match": r"Question 2\b", "reply": "BAD answer"},
+                          {"model": "cand-b", "match": ".", "reply": "GOOD too"}])
+    run = run_start.start_run(blueprint, fresh=True)
+    run.refresh_from_db()
+    assert run.is_finished and run.status == "done", run.status
+    from runs.models import Response
+    Response.objects.filter(run=run, variant_id=variant(B), prompt_index=3).delete()
+    bump_results(run.pk)
+
+    html = client.get(f"/runs/models/{B}/").content.decode()
+    section = html.split('id="coverage"', 1)[1].split("</section>", 1)[0]
+    assert "3 of 4" in section  # prompts run, of those a model was run on
+    assert "33% (1)" in section  # q1: no score
+    assert "1 not run: <code>q3</code>" in section
+    assert "1 failure in 2 answers" in section  # q0 and q2 scored; q2 met the should-not point
+    api = json.loads(client.get(f"/api/models/{B}").content)["coverage"]
+    assert api["total"]["missing"] == [{"blueprint": "guarded", "prompt": "q3"}]
+    assert api["total"]["shouldNot"]["failures"] == 1 and api["total"]["shouldNot"]["answers"] == 2
+    a_section = client.get(f"/runs/models/{A}/").content.decode().split('id="coverage"', 1)[1].split("</section>")[0]
+    assert "4 of 4" in a_section and "0 failures in 4 answers" in a_section
+
+    board = client.get("/runs/leaderboards/maths/").content.decode()
+    row = board.split(f'href="/runs/models/{B}/"', 1)[1].split("</tr>", 1)[0]
+    assert "3 of 4" in row and "<code>guarded</code> <code>q3</code>" in row and "33%" in row
+    assert "Missing cells" in client.get("/overview/").content.decode()  # the boards on the overview too
+    listing = client.get("/runs/models/").content.decode()
+    b_row = listing.split(f'href="/runs/models/{B}/"', 1)[1].split("</tr>", 1)[0]
+    assert "3 of 4" in b_row and "33%" in b_row and f'href="/runs/models/{B}/#coverage">1</a>' in b_row
+    api = json.loads(client.get("/api/leaderboards/maths").content)
+    assert api["ranked"][1]["coverage"]["missing"] == [{"blueprint": "guarded", "prompt": "q3"}]

@@ -42,7 +42,8 @@ def judge_section(content: str) -> str:
 
 
 def people_ratings(content: str) -> str:
-    return content.split('id="ratings"', 1)[1].split('id="llm-judge"', 1)[0]
+    """People's raw ratings table (the style-controlled one after it holds the same judgements again)."""
+    return content.split('id="ratings"', 1)[1].split('id="llm-judge"', 1)[0].split('id="style-ratings"', 1)[0]
 
 
 def test_the_page_offers_the_judge_with_the_sites_first_default_judge(client, settings):

@@ -215,7 +215,8 @@ def test_ratings_rank_the_preferred_model_first(client):
     for prompt in (0, 1):
         for left, right in [("alph", "beta"), ("alph", "gamm"), ("beta", "gamm")]:
             PairJudgement.objects.create(left=rows[(prompt, left)], right=rows[(prompt, right)], winner="left")
-    table = client.get(f"/runs/{run.pk}/pairs").content.decode().split('id="ratings"', 1)[1]
+    table = (client.get(f"/runs/{run.pk}/pairs").content.decode().split('id="ratings"', 1)[1]
+             .split('id="style-ratings"', 1)[0])  # the raw table (the style-controlled one follows it)
     names = re.findall(r"<code>fixtures:(\w+)\[temp:0\]</code>", table)
     assert names == ["alpha", "beta", "gamma"]
     assert "6 judgements" in table and "4 · 0 · 0" in table
@@ -283,3 +284,81 @@ def test_the_ratings_are_fitted_once_and_kept_until_a_judgement_changes_them(cli
     # Judgements gone with their run are a change too: the other scope's fit is not served for it.
     other = make_pairs_run(pairs_blueprint(slug="pairs-other"))
     assert "No judgements yet" in client.get(f"/runs/{other.pk}/pairs").content.decode()
+
+
+def test_the_next_pair_balances_every_judgement_in_view_not_only_the_reviewers():
+    """Others have judged x-y and x-z often, y-z never: a new reviewer is offered y-z first (main offered any
+    pair to a reviewer with no judgements of their own)."""
+    cells = [c(1, p, v, 10 * p + i) for p in range(3) for i, v in enumerate("xyz")]
+    others = [pairs.Judged("p0", "x", "y", 0, 1)] * 3 + [pairs.Judged("p1", "z", "x", 12, 10)] * 2
+    for seed in range(20):
+        left, right = pairs.choose_pair(cells, [], random.Random(seed), others)
+        assert {left.variant_id, right.variant_id} == {"y", "z"}
+    # with y-z judged as often, the reviewer's own count decides between equally judged pairs
+    mine = [pairs.Judged("p2", "y", "z", 21, 22)] * 2
+    everyone = others + mine + [pairs.Judged("p0", "y", "z", 1, 2), pairs.Judged("p0", "x", "z", 0, 2)]
+    picks = {frozenset((l.variant_id, r.variant_id))
+             for l, r in (pairs.choose_pair(cells, mine, random.Random(s), everyone) for s in range(30))}
+    assert picks == {frozenset("xy"), frozenset("xz")}  # three each in all; y-z is the one this reviewer did
+
+
+def test_many_reviewers_judge_every_pair_of_models_about_equally_often(client):
+    """Through the page: eighteen reviewers judging one pair each, three model pairs: six judgements each (main
+    offered each newcomer any pair at random: all six each about 1 time in 23)."""
+    run = make_pairs_run(prompts=4)
+    for n in range(18):
+        client.post(f"/runs/{run.pk}/pairs", {"who": f"r{n}", "winner": "tie",
+                                              **dict(zip(("left", "right"),
+                                                         offered(client.get(f"/runs/{run.pk}/pairs").content.decode())))})
+    counts = {}
+    for a, b in PairJudgement.objects.values_list("left__variant_id", "right__variant_id"):
+        key = tuple(sorted((a, b)))
+        counts[key] = counts.get(key, 0) + 1
+    assert PairJudgement.objects.count() == 18 and sorted(counts.values()) == [6, 6, 6]
+
+
+def test_the_ratings_show_rank_ranges_chances_of_first_and_a_style_controlled_table(client):
+    run = make_pairs_run()
+    rows = {(r.prompt_index, r.variant_id.split(":")[1][:4]): r for r in Response.objects.filter(run=run)}
+    for prompt in (0, 1):
+        for left, right in [("alph", "beta"), ("alph", "gamm"), ("beta", "gamm")]:
+            PairJudgement.objects.create(left=rows[(prompt, left)], right=rows[(prompt, right)], winner="left")
+    section = client.get(f"/runs/{run.pk}/pairs").content.decode().split('id="ratings"', 1)[1]
+    raw, styled = section.split('id="style-ratings"', 1)
+    assert "Rank range" in raw and "Chance of first" in raw and "Tied group" in raw
+    assert re.findall(r'class="p-first">(\d+%)<', raw)[0] != "0%"
+    assert re.findall(r"<code>fixtures:(\w+)\[temp:0\]</code>", styled)[:3] != []
+    for words in ("answer length (characters)", "markdown headers", "list items", "bold spans"):
+        assert f'<th scope="row">{words}</th>' in styled
+
+
+def coefficient(page, words: str) -> float:
+    styled = page.content.decode().split('id="style-ratings"', 1)[1]
+    return float(re.search(rf'<th scope="row">{re.escape(words)}</th><td>(-?[\d.]+)</td>', styled).group(1))
+
+
+def test_the_style_fit_reads_each_answer_and_follows_an_answer_re_run_in_place(client):
+    """gamma's long answers win every time: the length coefficient is positive. Re-run in place with a short
+    answer (a new text, finished again), gamma's wins now go with the shorter answer: the kept fit is not served."""
+    from django.utils import timezone
+
+    run = make_pairs_run()
+    rows = {(r.prompt_index, r.variant_id.split(":")[1][:4]): r for r in Response.objects.filter(run=run)}
+    for prompt in (0, 1):
+        for other in ("alph", "beta"):
+            PairJudgement.objects.create(left=rows[(prompt, "gamm")], right=rows[(prompt, other)], winner="left")
+    before = coefficient(client.get(f"/runs/{run.pk}/pairs"), "answer length (characters)")
+    assert before > 0
+    Response.objects.filter(run=run, variant_id__contains="gamma").update(text="ok", finished_at=timezone.now())
+    after = coefficient(client.get(f"/runs/{run.pk}/pairs"), "answer length (characters)")
+    assert after < 0
+
+
+def test_a_judgement_whose_answer_has_no_text_now_is_left_out_of_the_style_fit_and_said_so(client):
+    run = make_pairs_run()
+    rows = {(r.prompt_index, r.variant_id.split(":")[1][:4]): r for r in Response.objects.filter(run=run)}
+    PairJudgement.objects.create(left=rows[(0, "alph")], right=rows[(0, "beta")], winner="left")
+    PairJudgement.objects.create(left=rows[(1, "alph")], right=rows[(1, "gamm")], winner="left")
+    Response.objects.filter(pk=rows[(1, "gamm")].pk).update(text=None, finished_at=None)
+    styled = client.get(f"/runs/{run.pk}/pairs").content.decode().split('id="style-ratings"', 1)[1]
+    assert "Fitted from 1 of the 2 judgements" in styled
