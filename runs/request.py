@@ -44,6 +44,7 @@ PROBLEMS = {
     "judge_repeats": f"{{name}} must be a whole number from 1 to {MAX_JUDGE_REPEATS} (how many times each judge is "
                      "asked about each point), not {shown}; {leave_out} to ask each judge once",
     "budget_usd": "{name}: the budget is a number of US dollars above 0, not {shown}; {leave_out} for no budget",
+    "budget_too_large": "{name}: the budget is too large ({shown}): give a number of US dollars, such as 25",
     "fresh": "{name} must be true or false, not {shown}",
     "empty_backup": "{name} names no judge: give a provider:model id; {leave_out} for the site's backup judge",
 }
@@ -129,6 +130,8 @@ def _budget(door: str, value) -> float | None:
         return None
     try:
         number = float(value) if not isinstance(value, bool) else float("nan")
+    except OverflowError:  # a 400-digit integer
+        raise _problem(door, "budget_usd", "budget_too_large", shown=_shown(value)) from None
     except (TypeError, ValueError):
         number = float("nan")
     if not (math.isfinite(number) and number > 0):

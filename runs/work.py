@@ -645,7 +645,7 @@ def delete_run(run: Run) -> dict:
 def _delete_rows_of(run_id: int) -> None:
     """A run's responses and what hangs on them, one DELETE a table, leaves first. Django's cascade would load
     every row as an object first (33 s for 200,000 responses, in the request, holding the write lock)."""
-    from .models import Annotation, EarlierAttempt, PointConfirmation, PointOverride
+    from .models import Annotation, EarlierAttempt, PairJudgement, PointConfirmation, PointOverride
 
     using = "default"
     for queryset in (PointOverride.objects.filter(assessment__response__run_id=run_id),
@@ -653,6 +653,8 @@ def _delete_rows_of(run_id: int) -> None:
                      PointAssessment.objects.filter(response__run_id=run_id),
                      Annotation.objects.filter(response__run_id=run_id),
                      EarlierAttempt.objects.filter(run_id=run_id),
+                     PairJudgement.objects.filter(left__run_id=run_id),  # a pair is of one run's responses
+                     PairJudgement.objects.filter(right__run_id=run_id),
                      Response.objects.filter(run_id=run_id)):
         queryset._raw_delete(using)  # nothing else hangs on these rows and no signal listens (tests/runs)
 
