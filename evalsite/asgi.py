@@ -2,12 +2,12 @@
 
 import os
 
-from django.core.asgi import get_asgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
+django.setup(set_prefix=False)
 
-django_application = get_asgi_application()
+from evalsite.serving import BoundedBody, ThreadedASGIHandler  # noqa: E402  (after Django is set up)
 
-from evalsite.serving import BoundedBody  # noqa: E402  (after Django is set up)
-
+django_application = ThreadedASGIHandler()
 application = BoundedBody(django_application)

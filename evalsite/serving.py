@@ -6,7 +6,12 @@ whole time: sixteen such connections took the site down before any authenticatio
 connection that is still arriving costs a coroutine; Django's view runs on a thread of its own only once
 the whole request is in (``evalsite/gunicorn.conf.py``, ``evalsite/asgi.py``).
 
-Two things keep ASGI as safe and as lean as the threads were:
+Django runs a sync view chain under ASGI on one thread per process (``thread_sensitive``), so one page waiting
+(on SQLite's write lock, say) held every other page of its process behind it: :class:`ThreadedASGIHandler` runs
+each request, once it has arrived whole, on a pool of ``EVALSITE_WEB_THREADS`` threads, as a threaded WSGI
+server did, with the same connection handling.
+
+Two more things keep ASGI as safe and as lean as the threads were:
 
 * :class:`BoundedBody` (the ASGI app's outer layer): a request body is refused with 413 past what the site
   would ever read (Django reads an ASGI request's whole body before any view or access check runs, and
@@ -18,13 +23,47 @@ Two things keep ASGI as safe and as lean as the threads were:
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.core.handlers.asgi import ASGIRequest
+from django.core.handlers.asgi import ASGIHandler, ASGIRequest
+from django.core.handlers.base import BaseHandler
+from django.db import close_old_connections
+from django.urls import set_script_prefix
 
 _END = object()
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def view_threads() -> ThreadPoolExecutor:
+    """The process's pool of threads that run views and make streamed responses' chunks."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=settings.EVALSITE_WEB_THREADS, thread_name_prefix="evalsite-view")
+        return _POOL
+
+
+class ThreadedASGIHandler(ASGIHandler):
+    """Django's ASGI handler whose requests, each once its body has arrived whole, run on :func:`view_threads`
+    through Django's synchronous handler (the middleware and views as under WSGI)."""
+
+    def __init__(self):
+        super().__init__()
+        self._sync = BaseHandler()
+        self._sync.load_middleware(is_async=False)
+
+    async def get_response_async(self, request):
+        return await asyncio.get_running_loop().run_in_executor(view_threads(), self._respond, request)
+
+    def _respond(self, request):
+        close_old_connections()  # as a WSGI server's request_started would on this thread
+        set_script_prefix(request.META.get("SCRIPT_NAME") or "/")
+        return self._sync.get_response(request)
 
 
 class StreamFromThread:
@@ -43,8 +82,8 @@ class StreamFromThread:
 
 async def _chunks(iterator):
     iterator = iter(iterator)
-    step = sync_to_async(next, thread_sensitive=True)
-    while (chunk := await step(iterator, _END)) is not _END:
+    loop = asyncio.get_running_loop()
+    while (chunk := await loop.run_in_executor(view_threads(), next, iterator, _END)) is not _END:
         yield chunk
 
 

@@ -146,6 +146,9 @@ EVALSITE_CLAIM_LEASE_S = env_float("EVALSITE_CLAIM_LEASE_S", 120.0, minimum=1)
 # Re-runs of single responses one run accepts in any 60 s, counted in the database (every web process).
 EVALSITE_RERUNS_PER_MINUTE = env_int("EVALSITE_RERUNS_PER_MINUTE", 30, minimum=1)
 EVALSITE_EMBEDDINGS_MODEL = env_str("EVALSITE_EMBEDDINGS_MODEL")
+# Threads per web process of `make run` that run views (evalsite/serving.py); a request takes one only once it
+# has arrived whole, so slow clients hold none.
+EVALSITE_WEB_THREADS = env_int("EVALSITE_WEB_THREADS", 8, minimum=1)
 # The writer of a run's executive summary (provider:model); unset: no summary. Its claims are checked before
 # anyone sees them (docs/results.md "The summary").
 EVALSITE_SUMMARY_MODEL = env_str("EVALSITE_SUMMARY_MODEL")
