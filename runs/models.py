@@ -1,3 +1,4 @@
+# Over 500 lines: every model of the runs app, so the schema reads in one file.
 """Doing a run, and what came out of it.
 
 A ``Run`` pins one ``BlueprintRevision``. Starting it creates one ``Response``

@@ -1,3 +1,4 @@
+# Over 500 lines: the one door to a run (prepare, plan, refuse, make items), so every door starts a run alike.
 """Starting a run: refusal, model resolution, the judge plan, and its items (the first phase of a run's life).
 
 Views, commands and the API call ``start_run``; the run is then the workers' (runs/work.py), and what

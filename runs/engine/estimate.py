@@ -1,3 +1,4 @@
+# Over 500 lines: a run's bill in one module (calls, tokens, the cache probe, expected and at most).
 """What a run would cost before it runs: its calls by kind, tokens and dollars, priced by prices.json.
 
 One function, :func:`estimate_run`, for every door: the editor's preview, the run form (as its boxes
@@ -344,7 +345,8 @@ class RunEstimate:
     def to_json(self) -> dict:
         return {
             "calls": {"total": self.total_calls, "generation": self.generation_calls, "judge": self.judge_calls,
-                      "user": self.user_calls, "embedding": self.embedding_calls, "cached": self.cached_calls, "canned": self.canned_calls,
+                      "user": self.user_calls, "embedding": self.embedding_calls, "cached": self.cached_calls,
+                      "canned": self.canned_calls,
                       "possibleExtra": {"backupJudge": self.backup_calls, "judgeRepairs": self.repair_calls}},
             # complete False: the cache look-up ran out of time; ``calls.cached`` is at least, the calls at most.
             "cacheLookup": {"complete": self.cache_complete, "responsesNotLookedUp": self.cache_unprobed},

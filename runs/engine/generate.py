@@ -1,3 +1,4 @@
+# Over 500 lines: a response's whole generation (variants, turns, the native tool loop, simulated users) in one loop.
 """Generation: model variants, system prompts, temperatures, and multi-turn conversations.
 
 Pure Python (never imports Django). The run pipeline calls::
