@@ -34,7 +34,7 @@ from .engine.matrix import Matrix
 from .engine.providers import Router, check_models
 from .engine.types import ChatRequest
 from .models import Run, RunInsight
-from .records import point_records, run_matrix, scan_answers
+from .records import final_answers, point_records, run_matrix, scan_answers
 from .spec import RunRefused, parsed_blueprint
 
 log = logging.getLogger(__name__)
@@ -196,20 +196,11 @@ def embeddings_model() -> str:
 
 
 def _quotes(run: Run, made: Insight) -> dict[str, str]:
-    from .models import Response
-
-    wanted = {}
-    for f in made.findings:
-        if f.kind in QUOTE_FINDINGS and f.cells:
-            wanted[f.id] = f.cells[0]
+    wanted = {f.id: f.cells[0] for f in made.findings if f.kind in QUOTE_FINDINGS and f.cells}
     if not wanted:
         return {}
-    texts = {}
-    for prompt_id, variant_id, text in Response.objects.filter(
-            run=run, trial=0, prompt_id__in={c[0] for c in wanted.values()}).values_list(
-            "prompt_id", "variant_id", "final_text"):
-        texts[(prompt_id, variant_id)] = text or ""
-    return {fid: texts.get(cell, "") for fid, cell in wanted.items() if texts.get(cell)}
+    texts = final_answers(run.pk, {c[0] for c in wanted.values()})
+    return {fid: texts[cell] for fid, cell in wanted.items() if cell in texts}
 
 
 def write_summary(run: Run, *, model: str | None = None) -> dict:
@@ -263,8 +254,6 @@ def _summary_failed(run: Run, reason: str) -> dict:
 
 def build_similarity(run: Run, *, model: str | None = None) -> dict:
     """Embed each model's final answer to each prompt (trial 0), and store how alike the models are."""
-    from .models import Response
-
     model = model or embeddings_model()
     row = _row(run)
     if not model:
@@ -274,10 +263,7 @@ def build_similarity(run: Run, *, model: str | None = None) -> dict:
         raise NoInsight(f"EVALSITE_EMBEDDINGS_MODEL {model!r}: {problems[0]}")
     RunInsight.objects.filter(pk=row.pk).update(similarity_state="working", similarity_model=model,
                                                 similarity_error="", updated_at=timezone.now())
-    texts = [(p, v, (t or "")[:EMBED_CHARS]) for p, v, t in Response.objects.filter(
-        run=run, trial=0, error="").exclude(final_text__isnull=True).values_list("prompt_id", "variant_id",
-                                                                                 "final_text")]
-    texts = [t for t in texts if t[2].strip()]
+    texts = [(p, v, t[:EMBED_CHARS]) for (p, v), t in final_answers(run.pk).items()]
 
     async def embed_all(router):
         vectors = []

@@ -744,3 +744,12 @@ def robustness_answers(run: Run, matrix: Matrix):
                     kind, path_id or None, multiplier, bool(inverted),
                     override if override is not None else score, judges, override is not None))
     return stored_answers((t for cell in matrix.cells.values() for t in cell.trials), points)
+
+
+def final_answers(run_id: int, prompt_ids=None) -> dict[tuple[str, str], str]:
+    """(prompt id, variant id) -> the final answer of the first trial, for the answers that have one (not failed,
+    not empty); ``prompt_ids``: only those prompts. What the summary quotes and the similarity embeds."""
+    rows = Response.objects.filter(run_id=run_id, trial=0, error="").exclude(final_text__isnull=True)
+    if prompt_ids is not None:
+        rows = rows.filter(prompt_id__in=list(prompt_ids))
+    return {(p, v): t for p, v, t in rows.values_list("prompt_id", "variant_id", "final_text") if t and t.strip()}
