@@ -208,6 +208,12 @@ def _is_tool_expectations(value: object) -> bool:
     return isinstance(value.get("only_required", False), bool)
 
 
+def _is_budgets(value: object) -> bool:
+    if not isinstance(value, dict) or not value or set(value) - {"max_steps", "max_tokens"}:
+        return False
+    return all(_is_number(v) and v > 0 for v in value.values())
+
+
 def _is_command(value: object) -> bool:
     if not isinstance(value, dict):
         return False
@@ -253,6 +259,7 @@ _SHAPE_CHECKS: dict[str, tuple[Callable[[object], bool], str]] = {
     "milliseconds": (_is_positive, "takes a number of milliseconds greater than 0"),
     "usd": (lambda v: _is_number(v) and v >= 0, "takes an amount in US dollars, 0 or more"),
     "token_caps": (_is_token_caps, "takes a token count, or {total?, input?, output?} with at least one count"),
+    "budgets": (_is_budgets, "takes {max_steps?, max_tokens?}: at least one budget, each a number above 0"),
     "trajectory": (
         _is_trajectory,
         "takes {mode: any_order|in_order|exact|superset|subset, expected: [{tool, args?, args_match?}], "
@@ -310,6 +317,7 @@ _BASE_FUNCTIONS: dict[str, _Spec] = {
     "cost_under": _Spec("usd", "generation cost at most this many US dollars"),
     "tokens_under": _Spec("token_caps", "tokens used stay within the caps (total = input + output)"),
     "llm_calls_under": _Spec("max_count", "at most this many model calls (generated turns) for the response"),
+    "efficiency": _Spec("budgets", "graded: mean over the budgets of min(1, budget / used) (model calls, tokens)"),
     "tool_trajectory": _Spec("trajectory", "graded: the tool calls follow the expected trajectory"),
     "tool_calls_match": _Spec("tool_expectations", "graded: expected tool calls (by position or not) were made"),
     "code_judge": _Spec("command", "a script from the suite scores the response (JSON on stdin and stdout)"),
@@ -317,7 +325,7 @@ _BASE_FUNCTIONS: dict[str, _Spec] = {
 
 # Functions that read what a run recorded (latency, cost, tokens, model calls) rather than
 # the response's text, and the one that needs the suite's files.
-METRIC_FUNCTIONS = frozenset({"latency_under", "cost_under", "tokens_under", "llm_calls_under"})
+METRIC_FUNCTIONS = frozenset({"latency_under", "cost_under", "tokens_under", "llm_calls_under", "efficiency"})
 FILE_FUNCTIONS = frozenset({"code_judge"})
 EXTENSION_FUNCTIONS = frozenset({"equals", "json_matches_schema", "field_accuracy", "tool_trajectory", "tool_calls_match",
                                  *METRIC_FUNCTIONS, *FILE_FUNCTIONS})

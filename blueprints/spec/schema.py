@@ -171,6 +171,10 @@ class Prompt(_Model):
     trial_aggregation: TrialAggregation | None = None
     trial_threshold: float | None = None  # pass_at_k: the cell passes when pass@k reaches it
     simulated_user: SimulatedUser | None = None
+    # A prompt's own tools and tool use, in the header's shapes (`tools`, `toolUse`): set by importers whose suites
+    # give each case its mocks (AI Eval's `tool_mocks`); None: the blueprint's.
+    tools: list[dict[str, Any]] | None = None
+    tool_use: dict[str, Any] | None = None
 
     def all_points(self) -> list[Point]:
         return [*iter_points(self.points), *iter_points(self.should_not or [])]

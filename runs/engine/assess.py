@@ -367,7 +367,10 @@ async def assess_response(
     _check_points(prompt)
     base = dict(prompt_id=prompt.id, model_variant_id=response.model_variant_id, trial=response.trial)
     subject = _subject(response)
-    if response.error or not subject.strip():
+    # A record-only answer (an AI Eval case without mocks) may be only its tool calls: those are scored, the
+    # text as empty.
+    recorded = any(c.get("outcome") == "recorded" for c in response.tool_calls)
+    if response.error or (not subject.strip() and not recorded):
         reason = f"Generation failed: {response.error or 'the response is empty'}"
         return ResponseAssessment(point_assessments=(), score=None, not_evaluated_reason=reason,
                                   generation_error=reason, **base)

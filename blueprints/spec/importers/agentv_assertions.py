@@ -566,9 +566,17 @@ def tool_trajectory(b: AssertionBuilder, a: Assertion) -> list[Point]:
         b.notes.error("mode `any_order` needs `minimums:` or `expected:`", item, None, path, code="trajectory")
         return []
     rep.map(f"tool_trajectory ({mode}) -> $tool_trajectory")
-    rep.approx("tool calls", "read from the TOOL_CALL lines the model writes (trace-only), not native tool "
-                             "calling")
+    tool_calls_read(b, rep)
     return b.fn_points(a, "tool_trajectory", args)
+
+
+def tool_calls_read(b: AssertionBuilder, rep) -> None:
+    """Where the tool calls come from: the native loop over the suite's `tools` and mocks, else TOOL_CALL lines."""
+    if getattr(b.reader, "native_tools", False):
+        rep.map("tool calls -> the native tool loop's trajectory (the suite's tools and mocks)")
+    else:
+        rep.approx("tool calls", "read from the TOOL_CALL lines the model writes (trace-only): declare the suite's "
+                                 "`tools` with `mocks` and `toolUse: {mode: native}` to run a native tool loop")
 
 
 def trajectory_calls(b: AssertionBuilder, a: Assertion) -> list[dict] | None:
@@ -710,6 +718,11 @@ def execution_metrics(b: AssertionBuilder, a: Assertion) -> list[Point]:
                           "max_cost_usd, max_duration_ms)", item, None, path, code="metric")
         return []
     rep.map("execution_metrics -> metric checks (" + ", ".join(k for *_, k in checks) + ")")
+    if "max_tool_calls" in item:
+        tool_calls_read(b, rep)
+    if "max_llm_calls" in item:
+        rep.map("execution_metrics max_llm_calls -> model calls, each step of a tool loop counted (AgentV counts "
+                "assistant messages)")
     share = weight / len(checks)
     return [function_point(fn, value, weight=share, origin=origin, check_id=check_id, inverted=negate,
                            label=f"{label}: {key}") for fn, value, key in checks]

@@ -160,20 +160,20 @@ def tool_selection(reader, ev: Evaluator) -> list[Point]:
 
 
 def efficiency(reader, ev: Evaluator) -> list[Point]:
-    steps = ev.item.get("max_steps") or 5
+    """AI Eval's efficiency (reference 3.5): the mean of a step score and a token score, each 1 within its budget
+    else budget / used; the budgets default to the case's `max_steps` (else 5) and 1000 tokens."""
+    case_steps = reader.case_max_steps if isinstance(getattr(reader, "case_max_steps", None), int) else 0
+    steps = ev.item.get("max_steps") or case_steps or 5
     tokens = ev.item.get("max_tokens") or 1000
-    if not (is_number(steps) and 0 <= steps < 10**9 and is_number(tokens) and 0 < tokens < 10**12):
+    if not (is_number(steps) and 0 < steps < 10**9 and is_number(tokens) and 0 < tokens < 10**12):
         reader.error("`max_steps` and `max_tokens` must be numbers above 0 (and below a billion)", ev.item, None,
                      ev.path, code="evaluator")
         return []
     check_id = new_check(ev.prompt.checks, label="efficiency", kind=ev.kind, min_score=minimum_or(ev, 1.0),
                          preferred_id=ev.kind)
-    ev.rep.approx("efficiency", "within budget or not, per budget (AI Eval gives partial credit budget/actual); "
-                                "steps are model calls")
-    return [function_point("llm_calls_under", int(steps), weight=0.5, origin=ev.origin, check_id=check_id,
-                           label="efficiency: steps"),
-            function_point("tokens_under", tokens, weight=0.5, origin=ev.origin, check_id=check_id,
-                           label="efficiency: tokens")]
+    ev.rep.map("efficiency -> $efficiency (steps are model calls, each step of a tool loop; tokens input + output)")
+    return [function_point("efficiency", {"max_steps": steps, "max_tokens": tokens}, weight=1.0, origin=ev.origin,
+                           check_id=check_id, label="efficiency")]
 
 
 def sets_the_pass_rule(reader, ev: Evaluator) -> list[Point]:
