@@ -249,6 +249,8 @@ def _run_context(request, run: Run) -> dict:
         "simulated_users": sorted({p.simulated_user.model for p in (spec.prompts if spec is not None else ())
                                    if p.simulated_user is not None}),
     }
+    # The simulated users' own line of the bill (their calls are in the candidates' figures too).
+    context["user_bill"] = call_views.simulated_user_bill(run) if context["simulated_users"] else None
     if followup.is_followup(run):
         context["followup_of"] = {"run": run.options["followupOf"], **(run.options.get("followupPair") or {}),
                                   "prompts": (run.options.get("followupPlan") or {}).get("prompts") or [],
