@@ -388,6 +388,8 @@ def _with_trajectory(turns: list[dict], calls) -> list[dict]:
                 "outcome": (outcomes.get(c.get("id")) or {}).get("outcome"),
                 "unanswered": (outcomes.get(c.get("id")) or {}).get("reason")
                 if (outcomes.get(c.get("id")) or {}).get("outcome") in ("step-limit", "too-many-calls") else None,
+                # record-only (an imported AI Eval case without mocks): kept, never answered, and not a failure
+                "recorded": (outcomes.get(c.get("id")) or {}).get("outcome") == "recorded",
             } for c in turn["tool_calls"] if isinstance(c, dict)]
         tool = turn.get("tool")
         if isinstance(tool, dict):

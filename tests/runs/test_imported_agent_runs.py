@@ -46,6 +46,10 @@ def test_an_ai_eval_suite_with_tool_mocks_runs_natively_from_the_cli(fake_provid
     assert rows["selection"].score == 1.0
     assert rows["efficiency"].status == "failed" and "toolUse.maxSteps allows 2" in rows["efficiency"].error
     assert (rows["recorded"].score, [c["outcome"] for c in rows["recorded"].tool_calls]) == (1.0, ["recorded"])
+    from django.test import Client
+
+    page = Client().get(f"/runs/{run.pk}/responses/{rows['recorded'].pk}/").content.decode()
+    assert "recorded, not answered (the suite gives this case no tool mocks)" in page and "tool-failed" not in page
     # Every step of the loops was sent and billed: 2 + 1 + 3 + 2 + 1 requests.
     assert len(fake_provider.requests("cand")) == 9
     run.refresh_from_db()
