@@ -158,16 +158,16 @@ def matches(when: Mapping[str, Any], arguments: Any, limits: Limits = DEFAULT_LI
         if key not in arguments:
             return False
         actual = arguments[key]
-        if isinstance(wanted, Mapping) and set(wanted) == {"matches"}:
+        if subset and isinstance(wanted, Mapping):  # AI Eval's `match` has no regex: a mapping is a sub-mapping
+            if not isinstance(actual, Mapping) or not matches(wanted, actual, limits, subset=True):
+                return False
+        elif isinstance(wanted, Mapping) and set(wanted) == {"matches"}:
             if not isinstance(actual, str):
                 return False
             try:
                 if search_js(str(wanted["matches"]), actual, limits=limits) is None:
                     return False
             except RegexError:
-                return False
-        elif subset and isinstance(wanted, Mapping):
-            if not isinstance(actual, Mapping) or not matches(wanted, actual, limits, subset=True):
                 return False
         elif not _json_equal(actual, wanted):
             return False
