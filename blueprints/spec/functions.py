@@ -174,10 +174,17 @@ def _is_token_caps(value: object) -> bool:
             and all(_is_positive(v) for v in value.values()))
 
 
+def _is_args_match(value: object) -> bool:
+    """A mode, or AgentV's list of dot-paths: only those fields are compared."""
+    if isinstance(value, list):
+        return bool(value) and all(isinstance(p, str) and p for p in value)
+    return value in ARGS_MATCH_MODES
+
+
 def _is_trajectory_item(value: object) -> bool:
     return (isinstance(value, dict) and isinstance(value.get("tool"), str) and bool(value["tool"])
             and (value.get("args") is None or value.get("args") == "any" or isinstance(value.get("args"), dict))
-            and value.get("args_match", "exact") in ARGS_MATCH_MODES)
+            and _is_args_match(value.get("args_match", "exact")))
 
 
 def _is_trajectory(value: object) -> bool:
@@ -192,7 +199,7 @@ def _is_trajectory(value: object) -> bool:
         return False
     if value["mode"] == "any_order":
         return bool(minimums) or bool(expected)
-    return bool(expected) and value.get("args_match", "exact") in ARGS_MATCH_MODES
+    return bool(expected) and _is_args_match(value.get("args_match", "exact"))
 
 
 def _is_tool_expectations(value: object) -> bool:
@@ -263,7 +270,7 @@ _SHAPE_CHECKS: dict[str, tuple[Callable[[object], bool], str]] = {
     "trajectory": (
         _is_trajectory,
         "takes {mode: any_order|in_order|exact|superset|subset, expected: [{tool, args?, args_match?}], "
-        "minimums?: {tool: n}, args_match?: exact|superset|subset|ignore}",
+        "minimums?: {tool: n}, args_match?: exact|superset|subset|ignore|[field.path, ...]}",
     ),
     "tool_expectations": (
         _is_tool_expectations,

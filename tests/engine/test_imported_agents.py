@@ -10,6 +10,7 @@ upstream").
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -304,8 +305,8 @@ def test_agentv_trajectories_and_metrics_score_the_native_loop_as_agentv_says(se
     for test_id, expected in AGENTV_EXPECTED.items():
         response, assessment = scored[test_id]
         assert response.error is None and response.tool_mode == "native", (test_id, response.error)
-        assert assessment.score == pytest.approx(expected, abs=0.005), (test_id, assessment.score,
-                                                             [(p.score, p.reflection, p.error) for p in assessment.point_assessments])
+        points = [(p.score, p.reflection, p.error) for p in assessment.point_assessments]
+        assert assessment.score == pytest.approx(expected, abs=0.005), (test_id, assessment.score, points)
     # The gate: the trajectory scored 1/3 before it zeroed the test.
     _, wrong = scored["screening-wrong-args"]
     trajectory = next(p for p in wrong.point_assessments if "tool_trajectory" in p.key_point_text)
@@ -404,3 +405,60 @@ def test_the_estimate_never_counts_fewer_calls_than_a_loop_makes(server):
             response = scored[prompt.id][0]
             assert estimate_run(one, ["openai:gpt-4o-mini"], plan, answer_tokens=10).generation_calls \
                 >= response.attempts, prompt.id
+
+
+# AgentV's own example, features/tool-trajectory-simple (v2.18.3), as published, with evalsite's `tools` put in
+# front so a model can run it. Its target is AgentV's mock agent; the trajectories below are the ones its comments
+# describe (knowledgeSearch twice and documentRetrieve once; a research trace without generateReport...).
+UPSTREAM_SIMPLE = (Path(__file__).resolve().parents[1] / "fixtures" / "upstream" / "agentv" / "v2.18.3" / "examples"
+                   / "features" / "tool-trajectory-simple" / "evals" / "dataset.eval.yaml")
+SIMPLE_TOOLS = ["knowledgeSearch", "documentRetrieve", "fetchData", "validateSchema", "transformData", "saveResults",
+                "checkCredentials", "generateToken", "auditLog", "getCpuMetrics", "getMemoryMetrics",
+                "generateReport", "search", "get_weather", "load_data", "transform", "save_data", "analyze"]
+
+
+def _steps(*calls):
+    return [[{"name": name, "arguments": args}] for name, args in calls]
+
+
+SIMPLE_SCRIPT = [
+    {"match": "REST and GraphQL", "steps": _steps(("knowledgeSearch", {"q": "REST"}), ("knowledgeSearch",
+                                                                                         {"q": "GraphQL"}),
+                                                  ("documentRetrieve", {"id": "d1"})), "reply": "Compared."},
+    {"match": "customer data from the API", "steps": _steps(("fetchData", {"source": "api", "page": 1}),
+                                                            ("validateSchema", {}), ("transformData", {}),
+                                                            ("saveResults", {"to": "db"})), "reply": "Processed."},
+    {"match": "Authenticate", "steps": _steps(("checkCredentials", {}), ("generateToken", {}), ("auditLog", {})),
+     "reply": "Authenticated."},
+    {"match": "system metrics", "steps": _steps(("getCpuMetrics", {}), ("getMemoryMetrics", {})), "reply": "OK."},
+    {"match": "generate a report", "steps": _steps(("knowledgeSearch", {"q": "x"}), ("documentRetrieve", {"id": "1"})),
+     "reply": "Here is what I found."},
+    {"match": "weather like in Paris", "steps": _steps(("search", {"query": "weather Paris", "limit": 5}),
+                                                       ("get_weather", {"location": "Paris"})), "reply": "Sunny."},
+    {"match": "Load customer data", "steps": _steps(("load_data", {"source": "customers", "format": "csv"}),
+                                                    ("transform", {"op": "normalize"}), ("save_data", {"to": "x"})),
+     "reply": "Saved."},
+    {"match": "Research and analyze", "steps": _steps(("knowledgeSearch", {"q": "data"}), ("analyze", {}),
+                                                      ("documentRetrieve", {"id": "2"})), "reply": "Analysed."},
+    {"match": "current system status", "steps": _steps(("getCpuMetrics", {}), ("knowledgeSearch", {"q": "status"})),
+     "reply": "All good."},
+]
+# Test id -> AgentV's score by its rules (reference 2.6); the example's comments name partial-match's 2/3.
+SIMPLE_EXPECTED = {"any-order-pass": 1.0, "in-order-pass": 1.0, "exact-auth-flow": 1.0, "metrics-check": 1.0,
+                   "partial-match": 2 / 3, "exact-args-match": 1.0, "skip-args-validation": 1.0,
+                   "superset-mode": 1.0, "subset-mode": 1.0, "mixed-args-match": 1.0,
+                   "field-list-match": 1.0}  # only `source` compared: the call's `page` does not matter
+
+
+def test_agentvs_own_tool_trajectory_example_runs_natively_and_scores_as_its_comments_say(server):
+    tools = "".join(f"  - name: {name}\n    schema: {{type: object}}\n    default: {{result: ok}}\n"
+                    for name in SIMPLE_TOOLS)
+    text = "toolUse: {mode: native, maxSteps: 6}\ntools:\n" + tools + UPSTREAM_SIMPLE.read_text()
+    result = parse_any(text, path="dataset.eval.yaml")
+    assert result.ok and result.dialect == "agentv", [d.message for d in result.errors]
+    assert {p.id for p in result.blueprint.prompts} == set(SIMPLE_EXPECTED)
+    server.script(SIMPLE_SCRIPT)
+    scored = run_suite(server, result.blueprint, "anthropic:claude-3-5-haiku")
+    got = {test_id: scored[test_id][1].score for test_id in SIMPLE_EXPECTED}
+    assert got == {k: pytest.approx(v, abs=0.005) for k, v in SIMPLE_EXPECTED.items()}
+    assert all(scored[t][0].tool_mode == "native" and scored[t][0].error is None for t in SIMPLE_EXPECTED)

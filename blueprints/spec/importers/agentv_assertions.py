@@ -557,7 +557,7 @@ def tool_trajectory(b: AssertionBuilder, a: Assertion) -> list[Point]:
                           (*path, "minimums"), code="trajectory")
             return []
         args["minimums"] = minimums
-    if item.get("args_match") in ARGS_MATCH_MODES:
+    if item.get("args_match") in ARGS_MATCH_MODES or field_list(item.get("args_match")):
         args["args_match"] = item["args_match"]
     if mode != "any_order" and not args.get("expected"):
         b.notes.error(f"mode `{mode}` needs `expected:` (the calls, in order)", item, None, path, code="trajectory")
@@ -601,15 +601,21 @@ def trajectory_calls(b: AssertionBuilder, a: Assertion) -> list[dict] | None:
                 return None
             one["args"] = entry["args"]
         if entry.get("args_match") is not None:
-            if entry["args_match"] not in ARGS_MATCH_MODES:
-                rep.approx("args_match with a list of fields", "compared as `exact`")
-            else:
+            if entry["args_match"] in ARGS_MATCH_MODES or field_list(entry["args_match"]):
                 one["args_match"] = entry["args_match"]
+            else:
+                rep.approx("args_match", f"{short(entry['args_match'])} is no mode nor list of fields: compared as "
+                                         "`exact`")
         if "max_duration_ms" in entry:
             rep.unsupported_("tool_trajectory max_duration_ms", "tool calls carry no timing in evalsite "
                                                                 "(they are read from the response)")
         clean.append(one)
     return clean
+
+
+def field_list(value: Any) -> bool:
+    """AgentV's `args_match` as a list of dot-paths (only those fields are compared)."""
+    return isinstance(value, list) and bool(value) and all(isinstance(p, str) and p for p in value)
 
 
 def field_accuracy(b: AssertionBuilder, a: Assertion) -> list[Point]:
