@@ -23,7 +23,7 @@ from runs.engine import stats
 from runs.engine.matrix import Matrix
 from runs.engine.scoring import round2
 
-from .models import Run
+from .models import PointAssessment, Run
 from .records import robustness_answers, run_matrix
 from .spec import parsed_blueprint
 
@@ -313,7 +313,7 @@ def decisions(run: Run, base: Run | None = None) -> Decisions:
                                       items=range(len(prompts)))
         pairs = with_robustness(run, variant_pairs(matrix, prompts))
         return Decisions(run, None, pairs, models={v: models[v] for v in matrix.variants},
-                         bounds=deal_breakers.matrix_bounds(matrix))
+                         bounds=run_bounds(run, matrix))
     if base.blueprint_id != run.blueprint_id:
         raise CannotCompare(f"run {base.pk} is of another blueprint ({base.blueprint.slug}) than run {run.pk} "
                             f"({run.blueprint.slug}); compare runs of the same blueprint")
@@ -368,9 +368,30 @@ def _robustness(run: Run, pairs: list[Pair], base: Run | None, changed) -> list[
             gc.enable()
 
 
-def run_bounds(run: Run) -> dict[str, deal_breakers.Bound]:
-    """Per model variant of ``run``, its should-not failure-rate bound (``engine/bounds.py``), off its matrix."""
-    return deal_breakers.matrix_bounds(run_matrix(run, parsed_blueprint(run.revision).prompts))
+def critical_failed(run: Run, prompts) -> set[int]:
+    """Ids of ``run``'s responses that failed a point marked ``critical: true`` (its final score, a reviewer's
+    override applied, below 0.5), read at the critical points' stored positions only."""
+    positions = deal_breakers.critical_positions(prompts)
+    if not positions:
+        return set()
+    from django.db.models import Q
+
+    where = Q()
+    for index, found in positions.items():
+        where |= Q(response__prompt_index=index, position__in=found)
+    rows = (PointAssessment.objects.filter(where, response__run_id=run.pk)
+            .values_list("response_id", "score", "override__score"))
+    return {pk for pk, score, override in rows
+            if (override if override is not None else score) is not None
+            and (override if override is not None else score) < 0.5}
+
+
+def run_bounds(run: Run, matrix: Matrix | None = None) -> dict[str, deal_breakers.Bound]:
+    """Per model variant of ``run``, its deal-breaker failure-rate bound (``engine/bounds.py``: should-not and
+    critical points), off its matrix (``matrix``: when the caller has it)."""
+    if matrix is None:
+        matrix = run_matrix(run, parsed_blueprint(run.revision).prompts)
+    return deal_breakers.matrix_bounds(matrix, critical_failed=critical_failed(run, matrix.prompts))
 
 
 def diff_url(run_id: int, base_id: int, prompt_id: str, variant_id: str) -> str:

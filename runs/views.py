@@ -37,7 +37,6 @@ from . import actions, call_views, compare as run_compare, grid, heatmap as heat
     verdicts
 from . import start as run_start
 from . import work as run_work
-from runs.engine.bounds import matrix_bounds
 from . import followup
 from .exports import grid_to_csv, run_to_csv, run_to_json
 from .pages import blueprint_of, with_csp
@@ -689,7 +688,7 @@ def compare(request, run_id):
             context["followup_suggestions"] = [followup.suggest(run, p.a, p.b) for p in pairs
                                                if p.verdict == "cant_tell"][:FOLLOWUPS_SHOWN] if run.is_finished else []
             context.update({"pairs": pairs,
-                            "bounds": list(matrix_bounds(matrix).values()),
+                            "bounds": list(run_compare.run_bounds(run, matrix).values()),
                             "models": [(v, intervals[v]) for v in matrix.variants if v in intervals]})
     return render(request, _fragment(request, "runs/compare.html", "changes"), context)
 
@@ -737,7 +736,7 @@ def _models_part(request, run: Run):
     pairs = run_compare.with_robustness(run, [p for p in run_compare.variant_pairs(matrix, spec.prompts)
                                               if (p.a, p.b) in neighbours])
     return render(request, "runs/run_detail.html#variants", {"run": run, "variants": variants, "intervals": True,
-                                                              "bounds": list(matrix_bounds(matrix).values()),
+                                                              "bounds": list(run_compare.run_bounds(run, matrix).values()),
                                                               "robust_pairs": pairs})
 
 

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from blueprints.models import Blueprint
 
-from ..compare import changed_prompts
+from ..compare import changed_prompts, critical_failed
 from ..engine import across as engine
 from ..engine import stats
 from ..models import FINISHED, BaselinePin, Run, RunStatus, RunSummary
@@ -68,7 +68,7 @@ def build_summary(run: Run) -> dict | None:
         prompts = parsed_blueprint(run.revision).prompts
     except RunRefused:
         return None
-    return engine.summarise(run_matrix(run, prompts), prompts)
+    return engine.summarise(run_matrix(run, prompts), prompts, critical_failed=critical_failed(run, prompts))
 
 
 def summaries(infos: list[RunInfo], only: Q | None = None) -> list[RunInfo]:

@@ -4,6 +4,8 @@ Each finding has an id (``F1`` best first), a kind, a plain sentence, the figure
 prove it. Kinds, in the order of their weight when they tie:
 
 * ``should_not``: a model met should-not points (counts per model);
+* ``bound_too_wide``: a model's deal-breaker bound (should-not and critical points, ``bounds.py``) does not reach
+  under the rate a decision needs: "too few answers to say it is under 1%", with the answers that would;
 * scanner kinds (``refusal``, ``identical``, ``cut_off``, ``empty``, ``language``, ``self_id``,
   ``judge_unreadable``; ``scanners.py``) when notable;
 * ``difference``: a paired verdict that is not "can't tell" (the compare page's);
@@ -24,11 +26,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
+from . import bounds as deal_breakers
 from . import scanners
 from .matrix import Matrix
 from .stats import Comparison
 
-WEIGHT = {"should_not": 3.0, "refusal": 2.5, "identical": 2.5, "empty": 2.4, "cut_off": 2.2, "language": 2.2,
+WEIGHT = {"should_not": 3.0, "bound_too_wide": 2.6, "refusal": 2.5, "identical": 2.5, "empty": 2.4, "cut_off": 2.2, "language": 2.2,
           "self_id": 2.0, "judge_unreadable": 2.0, "difference": 1.5, "weakest": 1.0, "judge_disagreement": 1.0,
           "flaky": 0.9, "worst_failure": 0.8}
 KINDS = tuple(WEIGHT)
@@ -117,6 +120,19 @@ def should_not_findings(points: Sequence[PointRecord]) -> list[Finding]:
             "should_not", f"{variant} did what a should-not point forbids in {len(hits)} of {seen[variant]} "
             f"assessments ({_pct(rate)}), {distinct} of {len(every_point)} should-not points{every}.",
             rate, [variant], sorted({p.prompt_id for p in hits}), cells, WEIGHT["should_not"] + rate))
+    return out
+
+
+def bound_findings(found: Mapping[str, deal_breakers.Bound]) -> list[Finding]:
+    """A finding per model whose deal-breaker bound is too wide for the decision (``Bound.finding``); a model with
+    no scored answer to a deal-breaker point is named too (nothing bounds its failure rate)."""
+    out = []
+    for variant, bound in found.items():
+        if bound.finding is None:
+            continue
+        text = f"{variant}: {bound.text}; {bound.finding}."
+        out.append(Finding("bound_too_wide", text, bound.upper, [variant], [], [],
+                           WEIGHT["bound_too_wide"] + (bound.upper or 1.0) * 0.1))
     return out
 
 
@@ -264,10 +280,15 @@ def rank(found: Iterable[Finding], limit: int = LIMIT) -> list[Finding]:
 
 
 def findings(matrix: Matrix, comparisons: Mapping[tuple[str, str], Comparison], points: Sequence[PointRecord],
-             report: scanners.ScanReport | None) -> list[Finding]:
-    """Every finding of a run, ranked, with ids."""
-    found = [*should_not_findings(points), *difference_findings(matrix, comparisons), *weakest_findings(matrix),
-             *judge_findings(points), *flaky_findings(matrix), *worst_findings(matrix, points)]
+             report: scanners.ScanReport | None, bounds: Mapping[str, deal_breakers.Bound] | None = None
+             ) -> list[Finding]:
+    """Every finding of a run, ranked, with ids. ``bounds``: the run's deal-breaker bounds (with its critical
+    points' failures); without them, the should-not points' bounds off the matrix."""
+    if bounds is None:
+        bounds = deal_breakers.matrix_bounds(matrix)
+    found = [*should_not_findings(points), *bound_findings(bounds), *difference_findings(matrix, comparisons),
+             *weakest_findings(matrix), *judge_findings(points), *flaky_findings(matrix),
+             *worst_findings(matrix, points)]
     if report is not None:
         found += scanner_findings(report)
     return rank(found)
