@@ -23,7 +23,7 @@ from runs.engine import stats
 from runs.engine.matrix import Matrix
 from runs.engine.scoring import round2
 
-from .models import PointAssessment, Run
+from .models import PairJudgement, PointAssessment, Run
 from .records import robustness_answers, run_matrix
 from .spec import parsed_blueprint
 
@@ -332,9 +332,10 @@ def with_robustness(run: Run, pairs: list[Pair], base: Run | None = None, change
     prompt ids left out). Kept in this process per runs' ``results_version``, as the matrix is."""
     if not pairs:
         return pairs
+    judged = _pairs_judged(run) if base is None else None
     key = (run.pk, run.results_version, run.status, base.pk if base else None,
            base.results_version if base else None, base.status if base else None,
-           tuple((p.a, p.b, p.verdict) for p in pairs))
+           tuple((p.a, p.b, p.verdict) for p in pairs), judged)
     found = _ROBUSTNESS.get(key)
     if found is None:
         found = _robustness(run, pairs, base, changed)
@@ -357,7 +358,7 @@ def _robustness(run: Run, pairs: list[Pair], base: Run | None, changed) -> list[
         answers = robustness_answers(run, run_matrix(run, prompts))
         wanted = [(p.a, p.b, p.verdict) for p in pairs]
         if base is None:
-            found = flips.pairs_within(answers, prompts, wanted)
+            found = flips.pairs_within(answers, prompts, wanted, style_verdicts(run, [(a, b) for a, b, _ in wanted]))
         else:
             base_prompts = parsed_blueprint(base.revision).prompts
             found = flips.pairs_across(answers, prompts, robustness_answers(base, run_matrix(base, base_prompts)),
@@ -384,6 +385,28 @@ def critical_failed(run: Run, prompts) -> set[int]:
     return {pk for pk, score, override in rows
             if (override if override is not None else score) is not None
             and (override if override is not None else score) < 0.5}
+
+
+def _pairs_judged(run: Run) -> tuple:
+    """How many Pairs judgements by people there are about ``run``'s answers, and the newest's id: a judgement
+    added or gone (with its answer) changes the style alternative, so it is part of the kept answer's key."""
+    from django.db.models import Count, Max
+
+    found = PairJudgement.objects.filter(left__run_id=run.pk, judging__isnull=True).aggregate(n=Count("id"),
+                                                                                             last=Max("id"))
+    return (found["n"], found["last"])
+
+
+def style_verdicts(run: Run, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """The style-controlled Pairs rating's verdict on each ``(a, b)`` of ``run`` (``ratings.style_verdicts``),
+    from people's judgements on its Pairs page; a pair that nobody judged both sides of gets none."""
+    from runs.engine.ratings import style_verdicts as verdicts_of
+    from runs.pairs.scope import comparisons_of
+
+    judgements = PairJudgement.objects.filter(left__run_id=run.pk, judging__isnull=True)
+    if not judgements.exists():
+        return {}
+    return verdicts_of(comparisons_of(judgements), pairs)
 
 
 def run_bounds(run: Run, matrix: Matrix | None = None) -> dict[str, deal_breakers.Bound]:

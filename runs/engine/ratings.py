@@ -404,3 +404,37 @@ def win_probability(a: Rating, b: Rating) -> float:
     from scipy.special import expit
 
     return float(expit(a.strength - b.strength))
+
+
+def style_verdicts(comparisons: Iterable[Comparison], pairs: Iterable[tuple[str, str]], *,
+                   bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT_SEED, prior: float = PRIOR
+                   ) -> dict[tuple[str, str], str]:
+    """For each ``(a, b)``, the verdict of the style-controlled fit (``style_ratings``'s model and bootstrap):
+    ``better`` when the 95 % bootstrap interval of ``theta_a - theta_b`` lies above 0 (``a`` is preferred beyond
+    what length and markdown explain), ``worse`` when below, else ``cant_tell``. Only pairs whose two models both
+    have a judgement with known style get a verdict (a model nobody judged has no say); no bootstrap, no verdict
+    but "can't tell". The robustness study's "style" alternative (runs/engine/robustness.py)."""
+    width = len(STYLE_FEATURES)
+    comparisons = [c for c in comparisons if c.a != c.b and c.outcome in OUTCOMES and len(c.style) == width
+                   and all(math.isfinite(x) for x in c.style)]
+    judged = {m for c in comparisons for m in (c.a, c.b)}
+    wanted = [(a, b) for a, b in pairs if a in judged and b in judged and a != b]
+    if not wanted:
+        return {}
+    names = sorted(judged)
+    index = {name: i for i, name in enumerate(names)}
+    k, n = len(names), len(comparisons)
+    first = np.array([index[c.a] for c in comparisons], dtype=int)
+    second = np.array([index[c.b] for c in comparisons], dtype=int)
+    y = np.array([OUTCOMES[c.outcome] for c in comparisons], dtype=float)
+    style = np.array([c.style for c in comparisons], dtype=float).reshape(n, width)
+    if bootstrap <= 0:
+        return {pair: "cant_tell" for pair in wanted}
+    rng = np.random.default_rng(seed)
+    weights = rng.multinomial(n, np.full(n, 1.0 / n), size=bootstrap)
+    drawn = fit_style(y, first, second, style, k, weights, prior=prior)[:, :k]
+    out = {}
+    for a, b in wanted:
+        low, high = np.percentile(drawn[:, index[a]] - drawn[:, index[b]], [2.5, 97.5])
+        out[(a, b)] = "better" if low > 0 else "worse" if high < 0 else "cant_tell"
+    return out
