@@ -249,7 +249,8 @@ def _run_context(request, run: Run) -> dict:
                                    if p.simulated_user is not None}),
     }
     if followup.is_followup(run):
-        context["followup_of"] = {"run": run.options["followupOf"], **(run.options.get("followupPair") or {}),
+        context["followup_of"] = {**(run.options.get("followupPair") or {}), "run": run.options["followupOf"],
+                                  "partner": run.options.get("followupPartner"),
                                   "prompts": (run.options.get("followupPlan") or {}).get("prompts") or [],
                                   "verdict": followup.verdict(run).to_dict()}
     context["followups"] = list(followup.followups_of(run)[:20])
