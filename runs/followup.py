@@ -227,7 +227,7 @@ def _judging(run: Run) -> tuple:
             options.get("backupJudge"))
 
 
-def suggest_across(run: Run, base: Run, variant: str) -> Suggestion:
+def suggest_across(run: Run, base: Run, variant: str, *, result=None) -> Suggestion:
     """What would settle ``variant`` in ``run`` against the same variant in ``base`` (the compare page's pair),
     and what it costs (both sides); refused for runs of two blueprints, a variant not in both, or two runs that
     differ only in when they ran."""
@@ -243,7 +243,7 @@ def suggest_across(run: Run, base: Run, variant: str) -> Suggestion:
             "only when they ran differs, and a new run cannot ask at that time again",
             ["a follow-up across runs settles a change of revision (system prompt, settings) or of judges"])
     try:
-        result = compare_with_base(run, base)
+        result = result or compare_with_base(run, base)  # ``result``: the compare page's, when it has it
     except CannotCompare as exc:
         raise FollowupRefused(str(exc)) from exc
     pair = next((p for p in result.pairs if p.a == variant), None)

@@ -143,3 +143,32 @@ def test_bad_flags_name_the_place_and_the_fix(fake_provider, priced):
     assert code == 2 and "'openai:nope' is not in both" in err and V in err
     code, _, err = command(run.pk, "--baseline", run.pk, "--model", V, "--dry-run")
     assert code == 2 and "--baseline is RUN itself" in err
+
+
+def test_the_compare_page_between_two_runs_offers_the_follow_up_and_one_click_starts_it(fake_provider, priced,
+                                                                                       client):
+    run, base = _runs(fake_provider)
+    page = _text(client.get(f"/runs/{run.pk}/compare?with={base.pk}").content.decode())
+    assert f"{V} in run {run.pk} against run {base.pk}: To settle it, ask {V} 2 prompts" in page
+    # bad input: a base that is no run id, or no run, goes back to the page with the reason
+    answer = client.post(f"/runs/{run.pk}/followup", {"a": V, "b": V, "base": "x1", "budget_usd": ""}, follow=True)
+    assert "Cannot start the follow-up: `base` must be a run id, not &#x27;x1&#x27;." in answer.content.decode()
+    assert answer.redirect_chain[-1][0] == f"/runs/{run.pk}/compare"
+    answer = client.post(f"/runs/{run.pk}/followup", {"a": V, "b": V, "base": "987654"}, follow=True)
+    assert "no run 987654" in answer.content.decode()
+    assert answer.redirect_chain[-1][0] == f"/runs/{run.pk}/compare?with=987654"
+    assert Run.objects.count() == 2
+    answer = client.post(f"/runs/{run.pk}/followup", {"a": V, "b": V, "base": str(base.pk), "budget_usd": "1"})
+    mine = Run.objects.get(options__followupOf=run.pk)
+    theirs = Run.objects.get(options__followupOf=base.pk)
+    assert answer.status_code == 302 and answer["Location"] == f"/runs/{mine.pk}/"
+    assert mine.options["followupPartner"] == theirs.pk and mine.budget_usd == 0.5
+    assert mine.source == theirs.source == "web"
+
+
+def test_no_follow_up_is_offered_between_two_runs_that_differ_only_in_when_they_ran(fake_provider, priced, client):
+    run, base = _runs(fake_provider)
+    again = run_start.start_run(base.blueprint, judges=["openai:judge-a"], fresh=True)
+    page = client.get(f"/runs/{again.pk}/compare?with={base.pk}").content.decode()
+    assert "can&#x27;t tell" in page or "can't tell" in page
+    assert "followup-suggestion" not in page
