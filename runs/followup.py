@@ -336,3 +336,18 @@ def followups_of(run: Run):
     """The follow-up runs started from ``run`` (and, across two runs, the side asked under its conditions),
     newest first."""
     return Run.objects.filter(options__followupOf=run.pk).order_by("-created_at", "-id")
+
+
+def links(blueprint_id: int) -> tuple[dict[int, int], dict[int, list[int]]]:
+    """A blueprint's follow-up links in one query: each follow-up run's original (``{follow-up: original}``) and
+    each original's follow-ups, oldest first (``{original: [follow-ups]}``). The history page's badges."""
+    of: dict[int, int] = {}
+    listed: dict[int, list[int]] = {}
+    rows = (Run.objects.filter(blueprint_id=blueprint_id, options__has_key="followupOf").order_by("created_at", "id")
+            .values_list("pk", "options"))
+    for pk, options in rows:
+        origin = (options or {}).get("followupOf")
+        if isinstance(origin, int):
+            of[pk] = origin
+            listed.setdefault(origin, []).append(pk)
+    return of, listed

@@ -123,6 +123,12 @@ def test_the_follow_up_is_two_linked_runs_that_decide_from_their_own_answers(fak
     assert f"Run {mine.pk}: {V} in run {run.pk} against run {base.pk}" in original
     assert f"Run {theirs.pk}: {V} in run {run.pk} against run {base.pk}" in _text(
         client.get(f"/runs/{base.pk}/").content.decode())
+    # the blueprint's history links each follow-up to its run, and each run to its follow-ups
+    history = client.get(f"/runs/history/{run.blueprint.slug}").content.decode()
+    assert f'follow-up of <a href="#run-{run.pk}">run {run.pk}</a>' in history
+    assert f'follow-up of <a href="#run-{base.pk}">run {base.pk}</a>' in history
+    assert f'follow-up: <a href="#run-{mine.pk}">run {mine.pk}</a>' in history
+    assert f'follow-up: <a href="#run-{theirs.pk}">run {theirs.pk}</a>' in history
 
 
 def test_two_runs_that_differ_only_in_when_they_ran_are_refused_with_the_reason(fake_provider, priced):
