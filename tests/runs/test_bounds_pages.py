@@ -102,6 +102,7 @@ def test_a_critical_point_is_a_deal_breaker_in_compare_json_the_pages_and_the_fi
     assert (data[A]["failures"], data[A]["answers"]) == (0, 20)
     assert (data[B]["failures"], data[B]["answers"]) == (3, 20)
     assert data[B]["upper"] == pytest.approx(upper(3, 20), rel=1e-9)
+    assert client.get(f"/api/runs/{critical_run.pk}/compare").json()["bounds"] == data
     part = _text_of(client.get(f"/runs/{critical_run.pk}/compare?part=models", **htmx()).content.decode())
     assert f"{B}: 3 failures in 20 answers: failure rate at most {100 * upper(3, 20):.0f}% at 95%" in part
     assert "should-not and critical points" in part

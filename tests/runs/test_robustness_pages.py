@@ -123,3 +123,5 @@ def test_people_preferring_b_on_the_pairs_page_add_a_style_flip_to_a_robust_deci
             "decides (worse)")
     assert robust["line"] == line
     assert line in _text(client.get(f"/runs/{run.pk}/compare").content.decode())
+    api = client.get(f"/api/runs/{run.pk}/compare").json()
+    assert api["pairs"][0]["robustness"] == robust
