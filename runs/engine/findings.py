@@ -4,11 +4,11 @@ Each finding has an id (``F1`` best first), a kind, a plain sentence, the figure
 prove it. Kinds, in the order of their weight when they tie:
 
 * ``should_not``: a model met should-not points (counts per model);
-* ``bound_too_wide``: a model's deal-breaker bound (should-not and critical points, ``bounds.py``) does not reach
-  under the rate a decision needs: "too few answers to say it is under 1%", with the answers that would;
 * scanner kinds (``refusal``, ``identical``, ``cut_off``, ``empty``, ``language``, ``self_id``,
   ``judge_unreadable``; ``scanners.py``) when notable;
 * ``difference``: a paired verdict that is not "can't tell" (the compare page's);
+* ``bound_too_wide``: a model's deal-breaker bound (should-not and critical points, ``bounds.py``) does not reach
+  under the rate a decision needs: "too few answers to say it is under 1%", with the answers that would;
 * ``weakest``: a model's prompts where it is far below the other models;
 * ``judge_disagreement``: points the judges disagree on most;
 * ``flaky``: cells whose trials disagree most;
@@ -31,8 +31,8 @@ from . import scanners
 from .matrix import Matrix
 from .stats import Comparison
 
-WEIGHT = {"should_not": 3.0, "bound_too_wide": 2.6, "refusal": 2.5, "identical": 2.5, "empty": 2.4, "cut_off": 2.2, "language": 2.2,
-          "self_id": 2.0, "judge_unreadable": 2.0, "difference": 1.5, "weakest": 1.0, "judge_disagreement": 1.0,
+WEIGHT = {"should_not": 3.0, "refusal": 2.5, "identical": 2.5, "empty": 2.4, "cut_off": 2.2, "language": 2.2,
+          "self_id": 2.0, "judge_unreadable": 2.0, "difference": 1.5, "bound_too_wide": 1.2, "weakest": 1.0, "judge_disagreement": 1.0,
           "flaky": 0.9, "worst_failure": 0.8}
 KINDS = tuple(WEIGHT)
 WEAK_GAP = 0.5  # a cell this far below the other models' mean on its prompt
@@ -123,16 +123,21 @@ def should_not_findings(points: Sequence[PointRecord]) -> list[Finding]:
     return out
 
 
-def bound_findings(found: Mapping[str, deal_breakers.Bound]) -> list[Finding]:
-    """A finding per model whose deal-breaker bound is too wide for the decision (``Bound.finding``); a model with
-    no scored answer to a deal-breaker point is named too (nothing bounds its failure rate)."""
+def bound_findings(matrix: Matrix, found: Mapping[str, deal_breakers.Bound]) -> list[Finding]:
+    """A finding per model whose deal-breaker bound is too wide for the decision (``Bound.finding``), citing its
+    cells on the prompts with a deal-breaker point; a model with no scored answer there has nothing to cite and
+    no finding (its bound line says so)."""
+    guarded = {matrix.prompts[i].id for i in deal_breakers.deal_breaker_prompts(matrix.prompts)}
     out = []
     for variant, bound in found.items():
-        if bound.finding is None:
+        if bound.finding is None or bound.upper is None:
             continue
-        text = f"{variant}: {bound.text}; {bound.finding}."
-        out.append(Finding("bound_too_wide", text, bound.upper, [variant], [], [],
-                           WEIGHT["bound_too_wide"] + (bound.upper or 1.0) * 0.1))
+        cells = [(c.prompt_id, variant) for c in matrix.cells.values()
+                 if c.variant_id == variant and c.prompt_id in guarded and c.score is not None]
+        if not cells:
+            continue
+        out.append(Finding("bound_too_wide", f"{variant}: {bound.text}; {bound.finding}.", bound.upper, [variant],
+                           [], cells, WEIGHT["bound_too_wide"] + 0.1 * bound.upper))
     return out
 
 
@@ -286,7 +291,7 @@ def findings(matrix: Matrix, comparisons: Mapping[tuple[str, str], Comparison], 
     points' failures); without them, the should-not points' bounds off the matrix."""
     if bounds is None:
         bounds = deal_breakers.matrix_bounds(matrix)
-    found = [*should_not_findings(points), *bound_findings(bounds), *difference_findings(matrix, comparisons),
+    found = [*should_not_findings(points), *bound_findings(matrix, bounds), *difference_findings(matrix, comparisons),
              *weakest_findings(matrix), *judge_findings(points), *flaky_findings(matrix),
              *worst_findings(matrix, points)]
     if report is not None:
