@@ -23,8 +23,8 @@ from runs.engine import stats
 from runs.engine.matrix import Matrix
 from runs.engine.scoring import round2
 
-from .models import PairJudgement, PointAssessment, Run
-from .records import robustness_answers, run_matrix
+from .models import PairJudgement, Run
+from .records import critical_failed, robustness_answers, run_matrix
 from .spec import parsed_blueprint
 
 COMPARE_PAGE_SIZE = 100
@@ -367,24 +367,6 @@ def _robustness(run: Run, pairs: list[Pair], base: Run | None, changed) -> list[
     finally:
         if paused:
             gc.enable()
-
-
-def critical_failed(run: Run, prompts) -> set[int]:
-    """Ids of ``run``'s responses that failed a point marked ``critical: true`` (its final score, a reviewer's
-    override applied, below 0.5), read at the critical points' stored positions only."""
-    positions = deal_breakers.critical_positions(prompts)
-    if not positions:
-        return set()
-    from django.db.models import Q
-
-    where = Q()
-    for index, found in positions.items():
-        where |= Q(response__prompt_index=index, position__in=found)
-    rows = (PointAssessment.objects.filter(where, response__run_id=run.pk)
-            .values_list("response_id", "score", "override__score"))
-    return {pk for pk, score, override in rows
-            if (override if override is not None else score) is not None
-            and (override if override is not None else score) < 0.5}
 
 
 def _pairs_judged(run: Run) -> tuple:

@@ -17,7 +17,8 @@ from django.utils import timezone
 
 from blueprints.models import Blueprint
 
-from ..compare import changed_prompts, critical_failed
+from ..compare import changed_prompts
+from ..records import critical_failed
 from ..engine import across as engine
 from ..engine import stats
 from ..models import FINISHED, BaselinePin, Run, RunStatus, RunSummary

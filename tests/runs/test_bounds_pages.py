@@ -110,6 +110,9 @@ def test_a_critical_point_is_a_deal_breaker_in_compare_json_the_pages_and_the_fi
     assert {f.models[0] for f in found} == {A, B}
     assert any(f.text.startswith(f"{A}: 0 failures in 20 answers") and "too few answers to say it is under 1%"
                in f.text for f in found)
+    model = _text_of(client.get("/runs/models/openai:cand-b/").content.decode())
+    assert "should-not and critical points, pooled over these runs" in model, model[model.find("Deal"):][:300]
+    assert f"3 failures in 20 answers: failure rate at most {100 * upper(3, 20):.0f}% at 95%" in model, model[model.find("Deal"):][:300]
     # a reviewer passes one of cand-b's failed critical points: two failures are left
     failed = PointAssessment.objects.filter(response__run=critical_run, response__variant_id=B, position=1,
                                             score__lt=0.5).first()
