@@ -32,7 +32,8 @@ from .matrix import Matrix
 from .stats import Comparison
 
 WEIGHT = {"should_not": 3.0, "refusal": 2.5, "identical": 2.5, "empty": 2.4, "cut_off": 2.2, "language": 2.2,
-          "self_id": 2.0, "judge_unreadable": 2.0, "difference": 1.5, "bound_too_wide": 1.2, "weakest": 1.0, "judge_disagreement": 1.0,
+          "self_id": 2.0, "judge_unreadable": 2.0, "difference": 1.5, "bound_too_wide": 1.2, "weakest": 1.0,
+          "judge_disagreement": 1.0,
           "flaky": 0.9, "worst_failure": 0.8}
 KINDS = tuple(WEIGHT)
 WEAK_GAP = 0.5  # a cell this far below the other models' mean on its prompt
