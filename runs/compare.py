@@ -98,9 +98,22 @@ def prompt_weights(prompts) -> dict[str, float | None]:
     return {p.id: p.weight for p in prompts}
 
 
+def _unmarked(block):
+    """Points as they score: ``critical`` (a deal-breaker mark for the bounds) changes no score, so two revisions
+    that differ only in it ask and score the same."""
+    if isinstance(block, list):
+        return [_unmarked(item) for item in block]
+    if isinstance(block, dict):
+        return {k: v for k, v in block.items() if k != "critical"}
+    return block
+
+
 def _content(prompt) -> str:
     """What a prompt asks and how it is scored, as authored (its place in the file left out)."""
     data = prompt.to_upstream()
+    for key in ("points", "should_not"):
+        if key in data:
+            data[key] = _unmarked(data[key])
     data["evalsite"] = {"trials": prompt.trials, "rule": prompt.trial_aggregation, "threshold": prompt.trial_threshold,
                         "verdicts": prompt.verdicts.model_dump() if prompt.verdicts is not None else None,
                         "checks": [c.model_dump(exclude={"origin"}) for c in prompt.checks]}

@@ -50,3 +50,15 @@ def test_critical_survives_an_export_and_a_parse_and_leaves_the_prompt_hash_alon
     assert bp.prompts[0].id == plain.prompts[0].id  # an id hashed from the prompt does not see the key
     assert "critical" not in str(bp.prompts[0].to_upstream(for_hash=True))
     assert prompt_hash_id  # the upstream's hash (blueprints/spec/ids.py) reads for_hash output only
+
+
+def test_marking_a_point_critical_is_not_a_changed_prompt_for_a_comparison_across_runs():
+    """Two revisions that differ only in ``critical`` ask and score the same: the compare page keeps the prompt."""
+    from runs.compare import changed_prompts
+
+    plain = parse("- id: a\n  prompt: hi\n  should:\n    - text: safe\n  should_not:\n    - text: rude\n"
+                  "- id: b\n  prompt: ho\n  should:\n    - text: kind\n").blueprint
+    marked = parse("- id: a\n  prompt: hi\n  should:\n    - text: safe\n      critical: true\n  should_not:\n"
+                   "    - text: rude\n      critical: true\n- id: b\n  prompt: ho\n  should:\n    - text: kinder\n"
+                   ).blueprint
+    assert changed_prompts(plain.prompts, marked.prompts) == ["b"]  # b's text changed; a only gained the marks
