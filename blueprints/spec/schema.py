@@ -96,6 +96,7 @@ class Point(_Model):
     score_ranges: list[ScoreBand] | None = None  # judged on 0-10 bands instead of the classification scale
     label: str | None = None  # a short name shown beside the point (an AgentV rubric id, say)
     fn_as_written: str | None = None  # the upstream parser's spelling when not ``fn`` (`imatch`): for id hashes
+    critical: bool = False  # `critical: true`: a deal-breaker; its failure rate gets a bound (runs/engine/bounds.py)
 
     @property
     def kind(self) -> Literal["function", "judged"]:
@@ -112,6 +113,8 @@ class Point(_Model):
         out["multiplier"] = self.multiplier
         if self.citation is not None:
             out["citation"] = self.citation
+        if self.critical and not for_hash:  # ours: kept by an export, left out of the upstream's prompt hash
+            out["critical"] = True
         return out
 
 

@@ -18,6 +18,7 @@ from django.utils import timezone
 from blueprints.models import Blueprint
 
 from ..compare import changed_prompts
+from ..records import critical_failed
 from ..engine import across as engine
 from ..engine import stats
 from ..models import FINISHED, BaselinePin, Run, RunStatus, RunSummary
@@ -68,7 +69,7 @@ def build_summary(run: Run) -> dict | None:
         prompts = parsed_blueprint(run.revision).prompts
     except RunRefused:
         return None
-    return engine.summarise(run_matrix(run, prompts), prompts)
+    return engine.summarise(run_matrix(run, prompts), prompts, critical_failed=critical_failed(run, prompts))
 
 
 def summaries(infos: list[RunInfo], only: Q | None = None) -> list[RunInfo]:
