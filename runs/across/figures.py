@@ -187,7 +187,10 @@ def history(blueprint: Blueprint) -> History:
     pin = BaselinePin.objects.filter(blueprint=blueprint).values_list("run_id", flat=True).first()
     base = next((i for i in infos if i.pk == pin), None)
     compared = against_baseline(infos, base, revisions) if base is not None else {}
-    done = [i for i in infos if i.summary is not None]
+    # A follow-up runs a few prompts of its run: its means are of another set, so it stays off the trend lines
+    # (the table lists it, linked to its run).
+    followups = set(Run.objects.filter(blueprint=blueprint, options__has_key="followupOf").values_list("pk", flat=True))
+    done = [i for i in infos if i.summary is not None and i.pk not in followups]
     trends = engine.trends([(i.pk, i.when, i.revision, i.summary) for i in done])
     used = sorted(revisions.values(), key=lambda r: r.number)
     described, previous = [], None
