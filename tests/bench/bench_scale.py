@@ -1,18 +1,20 @@
 """Benchmark: what scaling out buys -- one run on PostgreSQL and Redis through 1, 2 and 4 worker processes.
 
     .venv/bin/python tests/bench/bench_scale.py [--prompts 2000] [--models 2] [--points 2] [--judges 2]
-                                                [--latency-ms 500] [--concurrency 100] [--workers 1,2,4]
-                                                [--kill-workers 4] [--kill-at 0.3]
+                                                [--latency-ms 500] [--concurrency 50] [--workers 1,2,4]
+                                                [--kill-workers 4] [--kill-at 0.3] [--py-spy OUT]
 
 2,000 prompts x 2 models x 2 judged points with 2 judges is 4,000 items and 20,000 calls. The site runs as a
 scaled-out deployment would: the project's throwaway PostgreSQL and Redis (tests/services.py) as
 DATABASE_URL and REDIS_URL (Redis is django-q2's broker), and N ``manage.py qcluster`` processes, each with
-one worker process and its own connection limit (EVALSITE_WORKERS=1, EVALSITE_CONCURRENCY=100), against
+one worker process and its own connection limit (EVALSITE_WORKERS=1, EVALSITE_CONCURRENCY=50), against
 the fake LLM server of bench_run.py in its own process (a new one, and a new tag in every prompt so no
 answer comes from the cache, for each run). The run is latency-bound on purpose: at 500 ms a call, N
-workers keep N x 100 calls in flight and need a fraction of a core for it, so on a 2-core machine the
-figures measure how the workers share a run, not how many cores there are (the CPU line says how busy
-the machine was).
+workers keep N x 50 calls in flight, 100 calls a second each, which on PostgreSQL costs a worker about a
+quarter of a core (~2.5 ms of CPU a call, the response cache's queries included), so four fit on a 2-core
+machine and the figures measure how the workers share a run, not how many cores there are (the CPU line
+of each run says how busy it kept the machine; other load on the machine shows there). About 10 minutes
+by default: one worker's run alone is 200 s of calls.
 
 Printed per run: the wall time from the first item to the finished run (the run's own timestamps) against
 the ideal (calls / (N x concurrency) x latency) and against one worker's time (targets: two workers <= 0.55
@@ -42,6 +44,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_cli_run import print_py_spy, py_spy_command  # noqa: E402
 from bench_run import blueprint, cpu_and_peak, tree  # noqa: E402
 
 from tests.services import missing_binaries, start_postgres, start_redis  # noqa: E402
@@ -80,7 +83,7 @@ class Deployment:
 
     def __init__(self, args, database_url: str, redis_url: str, tmp: Path):
         self.args, self.tmp = args, tmp
-        self.database_url = database_url
+        self.database_url, self.redis_url = database_url, redis_url
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
         for name in ("EVALSITE_TASKS_SYNC", "EVALSITE_CONCURRENCY", "EVALSITE_CHUNK_SIZE",
                      "EVALSITE_ITEMS_IN_FLIGHT"):
@@ -90,6 +93,11 @@ class Deployment:
                    PYTHONUNBUFFERED="1")
         self.env = env
         subprocess.run([sys.executable, str(MANAGE), "migrate", "--noinput", "-v0"], env=env, check=True)
+
+    def flush_broker(self) -> None:
+        import redis
+
+        redis.Redis.from_url(self.redis_url).flushdb()
 
     def query(self, sql: str, *params):
         import psycopg
@@ -106,22 +114,31 @@ def start_fake(latency_ms: float, models: int, tmp: Path) -> tuple[subprocess.Po
     return server, server.stdout.readline().split()[-1]
 
 
-def stop(process: subprocess.Popen, *, group: bool) -> None:
-    if process.poll() is None:
-        (lambda sig: os.killpg(process.pid, sig) if group else process.send_signal(sig))(signal.SIGTERM)
+def stop_all(groups: list[subprocess.Popen], timeout: float = 10.0) -> None:
+    """SIGTERM to every process group at once, SIGKILL to those still there after ``timeout`` (the run is over:
+    a worker has nothing left to finish)."""
+    running = [p for p in groups if p.poll() is None]
+    for process in running:
+        os.killpg(process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for process in running:
         try:
-            process.wait(timeout=30)
+            process.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL) if group else process.kill()
+            os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=10)
 
 
-def start_workers(site: Deployment, env: dict, count: int, tag: str) -> list[subprocess.Popen]:
-    """``count`` qclusters, each in its own process group; returns once every one says it is running."""
+def start_workers(site: Deployment, env: dict, count: int, tag: str, spy: str | None = None) -> list[subprocess.Popen]:
+    """``count`` qclusters, each in its own process group; returns once every one says it is running. ``spy``:
+    the first runs under py-spy, which writes its samples there."""
     workers, logs = [], []
     for n in range(count):
         logs.append(site.tmp / f"worker-{tag}-{n}.log")
-        workers.append(subprocess.Popen([sys.executable, str(MANAGE), "qcluster"], env=env,
+        command = [sys.executable, str(MANAGE), "qcluster"]
+        if spy and n == 0:
+            command = py_spy_command(spy, command)
+        workers.append(subprocess.Popen(command, env=env,
                                         stdout=open(logs[-1], "w"), stderr=subprocess.STDOUT,
                                         start_new_session=True))
     deadline = time.monotonic() + READY_TIMEOUT_S
@@ -140,7 +157,8 @@ def fake_tally(base: str) -> dict:
         return json.load(answer)
 
 
-def one_run(site: Deployment, workers_count: int, tag: str, *, kill_at: float | None = None) -> Outcome:
+def one_run(site: Deployment, workers_count: int, tag: str, *, kill_at: float | None = None,
+            spy: str | None = None) -> Outcome:
     args = site.args
     items = args.prompts * args.models
     calls = items * (1 + args.points * args.judges)
@@ -150,7 +168,7 @@ def one_run(site: Deployment, workers_count: int, tag: str, *, kill_at: float | 
     workers: list[subprocess.Popen] = []
     outcome = Outcome(workers_count, 0.0, ideal, items, calls)
     try:
-        workers = start_workers(site, env, workers_count, tag)
+        workers = start_workers(site, env, workers_count, tag, spy)
         path = site.tmp / f"{tag}.yml"
         path.write_text(blueprint(args.prompts, args.models, args.points, tag=f" [{tag}]"))
         judges = ",".join(f"openai:judge-{j}" for j in range(args.judges))
@@ -198,9 +216,15 @@ def one_run(site: Deployment, workers_count: int, tag: str, *, kill_at: float | 
                 outcome.problems.append(f"{len(held)} items the killed worker held were not finished")
         check(site, run_id, outcome, status, fake_tally(base), held)
     finally:
-        for worker in workers:
-            stop(worker, group=True)
-        stop(server, group=False)
+        if spy and workers:
+            os.killpg(workers[0].pid, signal.SIGINT)  # py-spy writes its file when the sampled processes end
+            workers[0].wait(timeout=60)
+        stop_all(workers)
+        server.terminate()
+        server.wait(timeout=10)
+        site.flush_broker()  # the run's chunk tasks its workers never needed (they took the items as top-ups)
+    if spy:
+        print_py_spy(spy)
     return outcome
 
 
@@ -269,11 +293,13 @@ def main() -> None:
     parser.add_argument("--points", type=int, default=2)
     parser.add_argument("--judges", type=int, default=2)
     parser.add_argument("--latency-ms", type=float, default=500)
-    parser.add_argument("--concurrency", type=int, default=100, help="each worker's connection limit")
+    parser.add_argument("--concurrency", type=int, default=50, help="each worker's connection limit")
     parser.add_argument("--workers", default="1,2,4", help="worker processes of each timed run")
     parser.add_argument("--kill-workers", type=int, default=4, help="workers of the run where one is killed; "
                         "0: no such run")
     parser.add_argument("--kill-at", type=float, default=0.3, help="the share of items done when it is killed")
+    parser.add_argument("--py-spy", metavar="OUT", help="sample the first run's first worker with py-spy (a dev "
+                        "dependency), collapsed stacks to OUT; the busiest frames are printed")
     args = parser.parse_args()
     counts = [int(n) for n in args.workers.split(",") if n.strip()]
     missing = missing_binaries()
@@ -291,7 +317,7 @@ def main() -> None:
     with start_postgres() as postgres, start_redis() as redis:
         site = Deployment(args, postgres.url, redis.url, tmp)
         for count in counts:
-            outcomes.append(one_run(site, count, f"w{count}"))
+            outcomes.append(one_run(site, count, f"w{count}", spy=args.py_spy if not outcomes else None))
             report(outcomes[-1], outcomes[0] if outcomes[0].workers == 1 else None)
         if args.kill_workers:
             killed = one_run(site, args.kill_workers, "kill", kill_at=args.kill_at)
