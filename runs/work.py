@@ -201,7 +201,7 @@ def _held_by_dead(running) -> Q:
     """The rows among ``running`` (items running) whose claim is dead: its process of this machine is gone. The
     condition names the dead claims themselves, so an UPDATE on it never takes a row that another worker has
     claimed since it was read (a pk list would: two workers taking over the same items both took them)."""
-    dead = [by for by in running.values_list("claimed_by", flat=True).distinct() if _claim_is_dead(by)]
+    dead = [by for by in running.order_by().values_list("claimed_by", flat=True).distinct() if _claim_is_dead(by)]
     return Q(status=ResponseStatus.RUNNING, claimed_by__in=dead)
 
 

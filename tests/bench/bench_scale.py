@@ -81,8 +81,9 @@ class Outcome:
 class Deployment:
     """PostgreSQL, Redis and a data directory shared by every run's workers."""
 
-    def __init__(self, args, database_url: str, redis_url: str, tmp: Path):
+    def __init__(self, args, database_url: str, redis_url: str, tmp: Path, services: list[int]):
         self.args, self.tmp = args, tmp
+        self.services = services  # PostgreSQL's and Redis's process ids
         self.database_url, self.redis_url = database_url, redis_url
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
         for name in ("EVALSITE_TASKS_SYNC", "EVALSITE_CONCURRENCY", "EVALSITE_CHUNK_SIZE",
@@ -152,6 +153,20 @@ def start_workers(site: Deployment, env: dict, count: int, tag: str, spy: str | 
     return workers
 
 
+def services_cpu(site: Deployment) -> float:
+    """CPU seconds PostgreSQL and Redis have used so far, their exited children's included (PostgreSQL's
+    backends end with their connections and are counted in the postmaster then)."""
+    total = 0.0
+    for root in site.services:
+        for pid in tree(root):
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
 def fake_tally(base: str) -> dict:
     with urllib.request.urlopen(base + "/_control/tally", timeout=60) as answer:
         return json.load(answer)
@@ -176,6 +191,7 @@ def one_run(site: Deployment, workers_count: int, tag: str, *, kill_at: float | 
                               "--enqueue"], env=env, check=True, capture_output=True, text=True)
         run_id = int(out.stdout.strip().splitlines()[-1])
         seen: dict[int, float] = {}
+        services_before = services_cpu(site)
         killed: subprocess.Popen | None = None
         held: list[tuple[int, int]] = []  # (response id, prompt index) the killed worker held
         killed_at = taken_over_at = None
@@ -207,7 +223,8 @@ def one_run(site: Deployment, workers_count: int, tag: str, *, kill_at: float | 
             time.sleep(0.25)
         began, ended = site.query("SELECT started_at, finished_at FROM runs_run WHERE id = %s", run_id)[0]
         outcome.wall = (ended - began).total_seconds()
-        outcome.cpu = {"workers": sum(seen.values()), "fake server": cpu_and_peak([server.pid])[0]}
+        outcome.cpu = {"workers": sum(seen.values()), "fake server": cpu_and_peak([server.pid])[0],
+                       "PostgreSQL and Redis": services_cpu(site) - services_before}
         if killed is not None:
             if taken_over_at is not None:
                 outcome.facts.append(f"its {len(held)} items finished on the other workers "
@@ -310,12 +327,12 @@ def main() -> None:
     print(f"{args.prompts} prompts x {args.models} models x {args.points} judged points x {args.judges} judges: "
           f"{calls:,} calls a run, {args.latency_ms:g} ms latency, {args.concurrency} connections per worker; "
           f"PostgreSQL + Redis (django-q2's broker), one qcluster per worker process; {os.cpu_count()} cores")
-    print("latency-bound by choice: the calls in flight (workers x connections) set the pace, not the CPU "
-          "(the CPU line of each run says how busy the machine was)")
+    print("latency-bound by choice: the calls in flight (workers x connections) should set the pace, not the CPU; "
+          "each run says whether it did (at the ideal pace its processes would need at most half the cores)")
     tmp = Path(tempfile.mkdtemp(prefix="evalsite-bench-scale-"))
     outcomes: list[Outcome] = []
     with start_postgres() as postgres, start_redis() as redis:
-        site = Deployment(args, postgres.url, redis.url, tmp)
+        site = Deployment(args, postgres.url, redis.url, tmp, [postgres.process.pid, redis.process.pid])
         for count in counts:
             outcomes.append(one_run(site, count, f"w{count}", spy=args.py_spy if not outcomes else None))
             report(outcomes[-1], outcomes[0] if outcomes[0].workers == 1 else None)
@@ -342,9 +359,16 @@ def report(outcome: Outcome, one: Outcome | None, same: Outcome | None = None) -
         line += f"; the same run without a kill took {same.wall:.1f} s"
     print(line)
     busy = sum(outcome.cpu.values())
-    print(f"  CPU: workers {outcome.cpu.get('workers', 0):.1f} s, fake server {outcome.cpu.get('fake server', 0):.1f} s"
-          f" = {busy / outcome.wall / (os.cpu_count() or 1):.0%} of the machine's {os.cpu_count()} cores over the "
-          f"wall time ({busy / outcome.calls * 1000:.2f} ms a call; the machine may be shared)")
+    cores = os.cpu_count() or 1
+    print(f"  CPU: {', '.join(f'{name} {seconds:.1f} s' for name, seconds in outcome.cpu.items())}"
+          f" = {busy / outcome.wall / cores:.0%} of the machine's {cores} cores over the "
+          f"wall time ({busy / outcome.calls * 1000:.2f} ms a call, start-up included; the machine may be shared)")
+    # At the ideal pace the same CPU would be spent in the ideal time: over half the cores, and the run's pace
+    # is set by the CPU (and whatever else the machine is running), not by the calls' latency.
+    needed = busy / outcome.ideal / cores
+    print(f"  {'latency-bound' if needed <= 0.5 else 'NOT latency-bound on this machine'}: at the ideal pace these "
+          f"processes would keep {needed:.0%} of the cores busy"
+          + ("" if needed <= 0.5 else " (over half; raise --latency-ms or lower --concurrency)"))
     for fact in outcome.facts:
         print(f"  {fact}")
     for problem in outcome.problems:
