@@ -9,12 +9,13 @@ scaled-out deployment would: the project's throwaway PostgreSQL and Redis (tests
 DATABASE_URL and REDIS_URL (Redis is django-q2's broker), and N ``manage.py qcluster`` processes, each with
 one worker process and its own connection limit (EVALSITE_WORKERS=1, EVALSITE_CONCURRENCY=50), against
 the fake LLM server of bench_run.py in its own process (a new one, and a new tag in every prompt so no
-answer comes from the cache, for each run). The run is latency-bound on purpose: at 500 ms a call, N
-workers keep N x 50 calls in flight, 100 calls a second each, which on PostgreSQL costs a worker about a
-quarter of a core (~2.5 ms of CPU a call, the response cache's queries included), so four fit on a 2-core
-machine and the figures measure how the workers share a run, not how many cores there are (the CPU line
-of each run says how busy it kept the machine; other load on the machine shows there). About 10 minutes
-by default: one worker's run alone is 200 s of calls.
+answer comes from the cache, for each run). The run is meant to be latency-bound, so that the figures
+measure how the workers share a run, not how many cores there are: at 500 ms a call, N workers keep N x 50
+calls in flight, 100 calls a second each, which on PostgreSQL costs a worker a third of a core or so (3-4 ms
+of CPU a call, the response cache's queries included). Each run says whether it was latency-bound (at the
+ideal pace its processes would need at most half the cores); on 2 cores four workers are at the edge, and
+other load on the machine pushes them over (docs/runs.md, "Scaling out", has the figures). About 10
+minutes by default: one worker's run alone is 200 s of calls; ``--latency-ms 1000`` is twice that.
 
 Printed per run: the wall time from the first item to the finished run (the run's own timestamps) against
 the ideal (calls / (N x concurrency) x latency) and against one worker's time (targets: two workers <= 0.55
