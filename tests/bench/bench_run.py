@@ -35,12 +35,13 @@ MANAGE = REPO / "manage.py"
 CLOCK = os.sysconf("SC_CLK_TCK")
 
 
-def blueprint(prompts: int, models: int, points: int) -> str:
+def blueprint(prompts: int, models: int, points: int, tag: str = "") -> str:
+    """``tag`` goes into every prompt and point, so runs with different tags share no cached answer."""
     model_list = ", ".join(f"openai:cand-{i}" for i in range(models))
     lines = [f"title: Bench\nmodels: [{model_list}]\n---"]
     for p in range(prompts):
-        lines.append(f"- id: q{p}\n  prompt: Please explain topic {p} briefly.\n  should:")
-        lines.extend(f"    - Mentions aspect {k} of topic {p}" for k in range(points))
+        lines.append(f"- id: q{p}\n  prompt: Please explain topic {p} briefly.{tag}\n  should:")
+        lines.extend(f"    - Mentions aspect {k} of topic {p}{tag}" for k in range(points))
     return "\n".join(lines) + "\n"
 
 

@@ -4,7 +4,10 @@ between two tasks. Through the task the worker runs (``runs.tasks.run_chunk``) a
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from blueprints.importing import import_files
 from runs import start as run_start
@@ -84,3 +87,33 @@ def test_a_cancelled_run_takes_no_more_items(fake_provider, settings):
     assert run.status == "cancelled" and run.items_done == 4
     assert len(fake_provider.requests()) == 4
 
+
+
+def dead_token() -> str:
+    """A claim as a worker of this machine whose process has exited writes it."""
+    import socket
+    import subprocess
+    import sys
+
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    return f"{socket.gethostname()}:{int(child.stdout)}:deadbeef"
+
+
+def test_once_none_is_pending_a_worker_takes_over_the_items_of_a_worker_that_is_gone(fake_provider, settings):
+    run = run_start.start_run(blueprint(), models=["openai:steady"], enqueue=False)
+    ids = ordered_ids(run)
+    alive = run_work.claim(run.pk, ids[:4], run_work.worker_token())  # this process: alive
+    dead = run_work.claim(run.pk, ids[4:8], dead_token())
+    lapsed = run_work.claim(run.pk, ids[8:10], "elsewhere:1:abcd")  # another machine: only its lease counts
+    assert (alive, dead, lapsed) == (ids[:4], ids[4:8], ids[8:10])
+    worker_a, worker_b = run_work.worker_token(), run_work.worker_token()  # two tasks of live workers
+
+    assert run_work.claim_next(run.pk, worker_a, 2) == ids[10:12]  # pending items first
+    assert run_work.claim_next(run.pk, worker_a, 3) == ids[4:7]  # then a dead worker's, in the run's order
+    assert run_work.claim_next(run.pk, worker_b, 3) == [ids[7]]  # worker-a's are not taken from it
+    assert run_work.claim_next(run.pk, worker_b, 3) == []  # alive, and a lease not yet lapsed
+    Response.objects.filter(pk__in=ids[8:10]).update(
+        claimed_at=timezone.now() - run_work.claim_lease() - timedelta(seconds=1))
+    assert run_work.claim_next(run.pk, worker_b, 5) == ids[8:10]
+    claims = dict(Response.objects.filter(run=run).values_list("pk", "attempts"))
+    assert [claims[pk] for pk in ids] == [1] * 4 + [2] * 6 + [1] * 2
