@@ -764,10 +764,11 @@ def resume_run(run: Run, budget_usd: float | None = None) -> int:
     elif run.cancel_requested and rerun_stretch(run) is not None:
         # A cancelled run re-running a response: everything unfinished runs now, and it ends as any run.
         Run.objects.filter(pk=run.pk).update(cancel_requested=False, options=_options_without_stretch(run.pk))
-    stale = Response.objects.filter(run=run, status=ResponseStatus.RUNNING)
-    released = [pk for pk, by, at in stale.values_list("pk", "claimed_by", "claimed_at")
-                if _claim_is_dead(by) or at is None or at < timezone.now() - claim_lease()]
-    Response.objects.filter(pk__in=released).update(status=ResponseStatus.PENDING, claimed_by="", claimed_at=None)
+    running = Response.objects.filter(run=run, status=ResponseStatus.RUNNING)
+    # the condition names what makes a claim stale (not a list of rows read before): a row a worker has taken
+    # over meanwhile stays that worker's
+    running.filter(Q(claimed_at__isnull=True) | _held_by_gone(running)).update(
+        status=ResponseStatus.PENDING, claimed_by="", claimed_at=None)
     if not Response.objects.filter(run=run, status=ResponseStatus.PENDING).exists():
         settle(run.pk)
         return 0

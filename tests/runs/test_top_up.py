@@ -117,3 +117,22 @@ def test_once_none_is_pending_a_worker_takes_over_the_items_of_a_worker_that_is_
     assert run_work.claim_next(run.pk, worker_b, 5) == ids[8:10]
     claims = dict(Response.objects.filter(run=run).values_list("pk", "attempts"))
     assert [claims[pk] for pk in ids] == [1] * 4 + [2] * 6 + [1] * 2
+
+
+def test_resume_hands_back_the_items_of_a_worker_that_is_gone_and_never_a_live_workers(fake_provider, settings):
+    """Resume releases stale claims by their condition, as the minute's recovery does: a dead process's items and
+    a lapsed lease's go back to pending; a live worker's stay its own."""
+    settings.EVALSITE_TASKS_SYNC = False  # nothing runs inline: the rows say what resume did
+    run = run_start.start_run(blueprint(), models=["openai:steady"], enqueue=False)
+    ids = ordered_ids(run)
+    alive = run_work.worker_token()
+    run_work.claim(run.pk, ids[:3], alive)
+    run_work.claim(run.pk, ids[3:5], dead_token())
+    run_work.claim(run.pk, ids[5:7], "elsewhere:1:abcd")
+    Response.objects.filter(pk__in=ids[5:7]).update(
+        claimed_at=timezone.now() - run_work.claim_lease() - timedelta(seconds=1))
+    run.refresh_from_db()
+    run_work.resume_run(run)
+    rows = dict(Response.objects.filter(run=run).values_list("pk", "claimed_by"))
+    assert [rows[pk] for pk in ids[:3]] == [alive] * 3
+    assert [rows[pk] for pk in ids[3:]] == [""] * (len(ids) - 3)
