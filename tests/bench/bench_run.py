@@ -13,7 +13,7 @@ finished run against the ideal (calls / concurrency x latency; target within
 CPU time per call with call logs kept (the worker processes' user+system time /
 calls; target <= 0.4 ms), and the worker's peak memory (the largest peak RSS among the cluster's
 processes; target under 300 MB), each beside its target and the figure before issue 37 (PREVIOUS).
-With --repeat N the run is made N times (a fresh data directory each) and min and median are printed.
+With --repeat N the run is made N times (a fresh data directory each) and the best and the median are printed.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_cli_run import print_py_spy, py_spy_command  # noqa: E402
-from bench_cli_run import spread  # noqa: E402
+from bench_cli_run import compile_sources, spread  # noqa: E402
 MANAGE = REPO / "manage.py"
 CLOCK = os.sysconf("SC_CLK_TCK")
 
@@ -143,11 +143,12 @@ def main() -> None:
     parser.add_argument("--judges", type=int, default=2)
     parser.add_argument("--latency-ms", type=float, default=50)
     parser.add_argument("--concurrency", type=int, default=50)
-    parser.add_argument("--repeat", type=int, default=1, help="make the run this many times; min and median")
+    parser.add_argument("--repeat", type=int, default=1, help="make the run this many times; the best and the median")
     parser.add_argument("--py-spy", metavar="OUT", help="sample the worker cluster with py-spy (a dev dependency), "
                         "collapsed stacks to OUT; the busiest frames are printed")
     args = parser.parse_args()
 
+    compile_sources()
     tmp = Path(tempfile.mkdtemp(prefix="evalsite-bench-"))
     rules = tmp / "rules.json"
     rules.write_text(json.dumps([
