@@ -42,7 +42,6 @@ from .bulk import insert, update_each
 from .models import FINISHED, Annotation, EarlierAttempt, PointAssessment, PointConfirmation, PointOverride, Response, \
     ResponseStatus, Run, RunStatus
 from .spec import parsed_blueprint
-from .summaries import store_finished
 
 log = logging.getLogger(__name__)
 
@@ -456,6 +455,10 @@ def _summarise(run_id: int, matrix: Matrix) -> None:
     """Store the finished run's summary for the pages across runs now, in the worker, so that no page has to
     build it (a stale or missing one is still rebuilt by the page that needs it; a failure here is logged).
     ``matrix``: the one the aggregates were read off, so it is not built twice."""
+    # Imported here: its statistics (NumPy) are for finished runs, not for a process starting one (run_blueprint
+    # imports it on a thread of its own while its calls wait).
+    from .summaries import store_finished
+
     try:
         run = Run.objects.select_related("revision").get(pk=run_id)
         store_finished(run, matrix, critical=lambda prompts: critical_failed(run, prompts))

@@ -24,12 +24,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from . import bounds as deal_breakers
 from . import scanners
 from .matrix import Matrix
-from .stats import Comparison
+
+if TYPE_CHECKING:  # NumPy (under stats) is for the findings' figures, not for whoever reads these types
+    from .stats import Comparison
 
 WEIGHT = {"should_not": 3.0, "refusal": 2.5, "identical": 2.5, "empty": 2.4, "cut_off": 2.2, "language": 2.2,
           "self_id": 2.0, "judge_unreadable": 2.0, "difference": 1.5, "bound_too_wide": 1.2, "weakest": 1.0,
