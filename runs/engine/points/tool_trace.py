@@ -4,6 +4,7 @@ rendering of a response's calls that AI Eval's text checks see."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 
 MARKER = "TOOL_CALL "
@@ -61,18 +62,17 @@ MAX_RENDERED_ARGUMENT_CHARS = 20_000  # one call's arguments as JSON; past this 
 MAX_RENDERED_CHARS = 100_000  # the whole rendering; calls past it are left out, and it says how many
 
 
-def _longest_run(text: str, char: str) -> int:
-    longest = run = 0
-    for c in text:
-        run = run + 1 if c == char else 0
-        longest = max(longest, run)
-    return longest
+_BACKTICKS = re.compile("`+")
+
+
+def _longest_backticks(text: str) -> int:
+    return max((len(run) for run in _BACKTICKS.findall(text)), default=0)
 
 
 def _code_span(text: str) -> str:
     """``text`` as one Markdown code span on one line, whatever backticks it holds."""
     text = " ".join(text.split())
-    ticks = "`" * (_longest_run(text, "`") + 1)
+    ticks = "`" * (_longest_backticks(text) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
@@ -106,7 +106,7 @@ def render_tool_calls(calls: list[dict]) -> str:
     for index, call in enumerate(calls, start=1):
         name = call.get("name")
         body = _arguments_json(call.get("arguments"))
-        fence = "`" * max(3, _longest_run(body, "`") + 1)
+        fence = "`" * max(3, _longest_backticks(body) + 1)
         title = _code_span(name if isinstance(name, str) else str(name))
         info = "text" if isinstance(call.get("arguments"), str) else "json"  # text the model sent that is not JSON
         block = f"### {index}. {title}\n\n{fence}{info}\n{body}\n{fence}"
