@@ -78,6 +78,10 @@ class Check(_Model):
     min_score: float | None = None
 
 
+PointSees = Literal["text", "text+tool_calls"]
+TEXT_AND_TOOL_CALLS: PointSees = "text+tool_calls"
+
+
 class Point(_Model):
     """One rubric point: judged text, or a deterministic function call."""
 
@@ -97,6 +101,10 @@ class Point(_Model):
     label: str | None = None  # a short name shown beside the point (an AgentV rubric id, say)
     fn_as_written: str | None = None  # the upstream parser's spelling when not ``fn`` (`imatch`): for id hashes
     critical: bool = False  # `critical: true`: a deal-breaker; its failure rate gets a bound (runs/engine/bounds.py)
+    # What a point is scored against: the response text, or (set by the AI Eval importer only, never a blueprint key)
+    # the text followed by a Markdown rendering of the response's tool calls, as AI Eval's `contains`, `regex` and
+    # `llm_judge` see it (runs/engine/points/tool_trace.text_with_tool_calls). Not in the upstream's shape.
+    sees: PointSees = "text"
 
     @property
     def kind(self) -> Literal["function", "judged"]:

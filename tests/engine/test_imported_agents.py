@@ -267,14 +267,14 @@ def settings(server):
     })
 
 
-def run_suite(server, bp, model):
+def run_suite(server, bp, model, judges=("openai:never-used",)):
     """Every prompt generated with ``model`` and assessed: prompt id -> (response, assessment)."""
 
     async def go():
         out = {}
         async with Router(settings(server)) as router:
             variant = expand_variants(bp, [model])[0]
-            plan = plan_judges(bp.coverage, default_judges=["openai:never-used"], backup_judge=None,
+            plan = plan_judges(bp.coverage, default_judges=list(judges), backup_judge=None,
                                description=bp.description)
             for prompt in bp.prompts:
                 response = await generate(prompt, variant, router.complete)
@@ -462,3 +462,95 @@ def test_agentvs_own_tool_trajectory_example_runs_natively_and_scores_as_its_com
     got = {test_id: scored[test_id][1].score for test_id in SIMPLE_EXPECTED}
     assert got == {k: pytest.approx(v, abs=0.005) for k, v in SIMPLE_EXPECTED.items()}
     assert all(scored[t][0].tool_mode == "native" and scored[t][0].error is None for t in SIMPLE_EXPECTED)
+
+
+# AI Eval's `contains`, `regex` and `llm_judge` see the response text plus a Markdown rendering of the tool calls;
+# every other check sees the text alone (reference 3.5). The rendering's exact layout is evalsite's
+# (runs/engine/points/tool_trace.render_tool_calls; docs/importing.md).
+TEXT_CHECKS = """suite: text-checks
+prompt: weather-agent
+cases:
+  - id: tool-only
+    input:
+      user_task: "Which tool for Lisbon?"
+    evaluators:
+      - type: llm_judge
+        criteria: Calls the weather tool for Lisbon
+      - type: similarity
+        reference: Use the weather tool.
+    expected:
+      contains: [get_weather]
+      not_contains: [get_weather]
+      regex: ['"location":\\s*"Lisbon"']
+  - id: after-the-loop
+    input:
+      user_task: "Weather in Oslo?"
+    tool_mocks:
+      - name: get_weather
+        response: {temp_c: 2}
+    expected:
+      exact_match: "It is 2 C in Oslo."
+      contains: [get_weather, "2 C"]
+      not_contains: [get_weather]
+"""
+TEXT_SCRIPT = [
+    {"model": "judge", "match": "<CRITERION>",
+     "reply": "<reflection>It calls get_weather.</reflection><classification>CLASS_EXACTLY_MET</classification>"},
+    {"match": "Lisbon", "tool_calls": [{"name": "get_weather", "arguments": {"location": "Lisbon"}}]},
+    {"match": "Oslo", "steps": [[{"name": "get_weather", "arguments": {"location": "Oslo"}}]],
+     "reply": "It is 2 C in Oslo."},
+]
+CALL_SHOWN = '## Tool calls\n\n### 1. `get_weather`\n\n```json\n{"location": "Lisbon"}\n```'
+
+
+def text_checks():
+    result = parse_any(TEXT_CHECKS, path="tests/text-checks.yaml", files={"../prompts/weather.yaml": WEATHER_PROMPT})
+    assert result.ok and result.dialect == "aieval", [d.message for d in result.errors]
+    return result
+
+
+def test_aieval_text_checks_are_marked_to_see_the_tool_calls_and_the_others_not():
+    prompts = {p.id: p for p in text_checks().blueprint.prompts}
+    sees = {(p.label or p.text).split(":")[0]: p.sees for p in prompts["tool-only"].all_points()}
+    assert sees == {"llm_judge": "text+tool_calls", "similarity": "text", "contains": "text+tool_calls",
+                    "not_contains": "text", "regex": "text+tool_calls"}
+    sees = {p.label.split(":")[0]: p.sees for p in prompts["after-the-loop"].all_points()}
+    assert sees == {"exact_match": "text", "contains": "text+tool_calls", "not_contains": "text"}
+    # Nothing of it reaches the upstream's shape (exports, hashes) or a Weval blueprint.
+    assert all("sees" not in p.to_upstream() for p in prompts["tool-only"].all_points())
+    weval = parse_any("- prompt: Hi\n  should:\n    - Says hello\n    - $contains: hello\n", path="b.yml").blueprint
+    assert {p.sees for p in weval.prompts[0].all_points()} == {"text"}
+
+
+@pytest.mark.parametrize("model", NATIVE)
+def test_aieval_contains_regex_and_llm_judge_see_the_tool_calls_as_ai_eval_says(server, model):
+    server.script(TEXT_SCRIPT)
+    scored = run_suite(server, text_checks().blueprint, model, judges=("openai:judge",))
+
+    # A record-only answer that is only a call: `contains: [get_weather]` and the regex on its arguments pass on
+    # the rendering, `not_contains: [get_weather]` passes too as it reads the (empty) text alone: AI Eval's trial
+    # passes.
+    response, assessment = scored["tool-only"]
+    assert response.error is None and response.text == ""
+    assert [(c["name"], c["outcome"]) for c in response.tool_calls] == [("get_weather", "recorded")]
+    points = {pa.point.label.split(":")[0]: pa for pa in assessment.point_assessments}
+    assert {k: pa.score for k, pa in points.items()} == {"llm_judge": 1.0, "similarity": 1.0, "contains": 1.0,
+                                                          "not_contains": 1.0, "regex": 1.0}
+    assert "tool calls" in points["contains"].reflection and "tool calls" not in points["not_contains"].reflection
+    assert (assessment.score, assessment.verdict) == (1.0, "pass")
+    # The llm_judge's judge reads the rendering as the text to judge; the similarity judge reads the text alone.
+    asked = {m["content"].split("<CRITERION>\n")[1].split("\n")[0]: m["content"]
+             for r in server.requests("judge") for m in r["messages"] if m["role"] == "user"}
+    assert len(asked) == 2
+    judge_prompt = next(v for k, v in asked.items() if k.startswith("Calls the weather tool"))
+    assert f"<TEXT>\n{CALL_SHOWN}\n</TEXT>" in judge_prompt
+    similarity_prompt = next(v for k, v in asked.items() if k.startswith("Says the same"))
+    assert "<TEXT>\n\n</TEXT>" in similarity_prompt and "## Tool calls" not in similarity_prompt
+
+    # After a tool loop the calls of every step follow the final text; `exact_match` and `not_contains` read the
+    # text alone, so both pass, and `contains` finds the tool's name in the rendering.
+    response, assessment = scored["after-the-loop"]
+    assert response.error is None and response.text == "It is 2 C in Oslo."
+    assert {pa.point.label.split(":")[0]: pa.score for pa in assessment.point_assessments} == {
+        "exact_match": 1.0, "contains": 1.0, "not_contains": 1.0}
+    assert (assessment.score, assessment.verdict) == (1.0, "pass")

@@ -12,19 +12,19 @@ from django.core.management import call_command
 
 from runs.models import Response, Run
 from tests.engine.test_imported_agents import (AGENTV, AGENTV_EXPECTED, AGENTV_SCRIPT, AIEVAL, AIEVAL_SCRIPT,
-                                               WEATHER_PROMPT)
+                                               CALL_SHOWN, TEXT_CHECKS, TEXT_SCRIPT, WEATHER_PROMPT)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _project(tmp_path):
+def _project(tmp_path, suite_text=AIEVAL):
     (tmp_path / "prompts").mkdir()
     (tmp_path / "tests").mkdir()
     (tmp_path / "configs").mkdir()
     (tmp_path / "configs" / "config.yaml").write_text("evaluation: {trials: 1, threshold: 0.8}\n")
     (tmp_path / "prompts" / "weather.yaml").write_text(WEATHER_PROMPT)
     suite = tmp_path / "tests" / "weather-loop.yaml"
-    suite.write_text(AIEVAL)
+    suite.write_text(suite_text)
     return suite
 
 
@@ -85,3 +85,20 @@ def test_an_agentv_suite_with_tools_runs_natively_through_the_api(fake_provider,
     # The response page shows the trajectory: each step, its arguments and the mocked result.
     page = client.get(f"/runs/{run.pk}/responses/{rows['screening-listed'].pk}/").content.decode()
     assert page.count("search_entity_list") >= 1 and "Huawei Technologies Co., Ltd." in page
+
+
+def test_ai_eval_text_checks_see_the_tool_calls_from_the_cli_and_the_page_says_so(fake_provider, tmp_path):
+    fake_provider.script(TEXT_SCRIPT)
+    suite = _project(tmp_path, TEXT_CHECKS)
+    call_command("run_blueprint", str(suite), "--models", "openai:cand", "--judges", "openai:judge")
+    run = Run.objects.get()
+    assert run.status == "done", run.error
+    rows = {r.prompt_id: r for r in Response.objects.filter(run=run)}
+    assert {k: (r.score, r.verdict) for k, r in rows.items()} == {"tool-only": (1.0, "pass"),
+                                                                 "after-the-loop": (1.0, "pass")}
+    judged = [m["content"] for r in fake_provider.requests("judge") for m in r["messages"] if m["role"] == "user"]
+    assert sum(f"<TEXT>\n{CALL_SHOWN}\n</TEXT>" in m for m in judged) == 1  # the llm_judge's, not the similarity's
+    from django.test import Client
+
+    page = Client().get(f"/runs/{run.pk}/responses/{rows['tool-only'].pk}/").content.decode()
+    assert page.count("Checked against the response text and its tool calls") == 2  # contains and regex

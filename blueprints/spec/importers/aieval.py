@@ -19,9 +19,9 @@ from ..jsregex import RegexError, compile_js
 from ..limits import DEFAULT_LIMITS, Limits
 from ..notes import choice_hint
 from ..parse import ParseResult
-from ..schema import Blueprint, Message, Point, Prompt, Verdicts
+from ..schema import TEXT_AND_TOOL_CALLS, Blueprint, Message, Point, Prompt, Verdicts
 from ..source import Loaded
-from .aieval_evaluators import EVALUATORS, SIMPLE_TYPES, Evaluator
+from .aieval_evaluators import EVALUATORS, SEES_TOOL_CALLS, SIMPLE_TYPES, Evaluator
 from .common import ImportReader, ImportReport, TestReport, function_point, is_number, new_check, short
 
 SUITE_KEYS = frozenset({"suite", "prompt", "description", "is_system_prompt", "cases"})
@@ -425,9 +425,10 @@ class _AiEval(ImportReader):
                 kind, fn, args, label = found
                 check_id = new_check(prompt.checks, label=label, kind=kind, min_score=thresholds.get(kind, 1.0),
                                      preferred_id=kind)
+                sees = TEXT_AND_TOOL_CALLS if kind in SEES_TOOL_CALLS else "text"
                 points.append(function_point(fn, args, weight=1.0, origin=self.origin(expected, key, (*path, key)),
-                                             check_id=check_id, label=label))
-                rep.map(f"expected.{key} -> ${fn}")
+                                             check_id=check_id, label=label, sees=sees))
+                rep.map(f"expected.{key} -> ${fn}" + (" (on the text and the tool calls)" if sees != "text" else ""))
         if "tool_calls" in expected:
             points.extend(self.tool_calls(expected, (*path, "tool_calls"), prompt, rep, thresholds.get("tool_call")))
         return points

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..schema import Origin, Point, Prompt
+from ..schema import TEXT_AND_TOOL_CALLS, Origin, Point, Prompt
 from .common import TestReport, function_point, is_number, judged_point, new_check
 
 # The pass rule of each judged evaluator (reference 3.5): its default minimum score.
@@ -18,6 +18,9 @@ JUDGED_DEFAULTS = {"llm_judge": 0.6, "similarity": 0.6, "factuality": 0.8, "fait
                    "task_completion": 0.6, "hallucination": 0.9}
 # Types whose `score_threshold` only sets the pass rule of the matching `expected` check: no points of their own.
 SIMPLE_TYPES = ("exact", "contains", "regex", "json_schema", "tool_call")
+# The checks that see the response text followed by a Markdown rendering of its tool calls (reference 3.5); every
+# other check sees the text alone.
+SEES_TOOL_CALLS = frozenset({"llm_judge", "regex", "contains"})
 
 
 @dataclass
@@ -48,10 +51,12 @@ def minimum_or(ev: Evaluator, default: float) -> float:
 
 
 def judged(ev: Evaluator, texts: list[str], default_min: float) -> list[Point]:
-    """Judged points sharing one check whose minimum is the threshold (else the type's default)."""
+    """Judged points sharing one check whose minimum is the threshold (else the type's default); an `llm_judge`'s
+    judges see the tool calls too."""
     check_id = new_check(ev.prompt.checks, label=ev.kind, kind=ev.kind, min_score=minimum_or(ev, default_min),
                          preferred_id=ev.kind)
-    return [judged_point(t, weight=1.0 / len(texts), origin=ev.origin, check_id=check_id, label=ev.kind)
+    sees = TEXT_AND_TOOL_CALLS if ev.kind in SEES_TOOL_CALLS else "text"
+    return [judged_point(t, weight=1.0 / len(texts), origin=ev.origin, check_id=check_id, label=ev.kind, sees=sees)
             for t in texts]
 
 
@@ -73,7 +78,8 @@ def llm_judge(reader, ev: Evaluator) -> list[Point]:
     if ev.item.get("score_scale") not in (None, 5):
         ev.rep.approx("llm_judge score_scale", "judged on evalsite's 5-level scale instead of 1 to "
                                                f"{ev.item.get('score_scale')}")
-    ev.rep.approx("llm_judge", "one judged point holds the criteria (and the rubric dimensions); pass at "
+    ev.rep.approx("llm_judge", "one judged point holds the criteria (and the rubric dimensions), judged on the "
+                               "text and the tool calls; pass at "
                                f"{ev.threshold or JUDGED_DEFAULTS['llm_judge']}")
     return judged(ev, [text], JUDGED_DEFAULTS["llm_judge"])
 
