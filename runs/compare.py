@@ -326,6 +326,11 @@ _ROBUSTNESS: dict[tuple, list] = {}
 _ROBUSTNESS_KEPT = 8
 
 
+def forget_robustness() -> None:
+    """Drop what this process keeps of every run's robustness (what a new process would see)."""
+    _ROBUSTNESS.clear()
+
+
 def with_robustness(run: Run, pairs: list[Pair], base: Run | None = None, changed: list[str] = ()) -> list[Pair]:
     """Each pair with what would flip its verdict (``runs/engine/robustness.py``): from stored results, no call.
     Without ``base``: variants of ``run``; with it, each variant of ``run`` against itself in ``base`` (``changed``:

@@ -143,12 +143,11 @@ def build(prompts: int, trials: int):
 
 def forget() -> None:
     """What a web process keeps of runs (not the parsed revision): as a new process would see them."""
-    from runs import compare, records, repeats
+    from runs.compare import forget_robustness
+    from runs.records import forget_matrix
 
-    with records._MATRICES_LOCK:  # noqa: SLF001 (a bench clears the process's caches)
-        records._MATRICES.clear()  # noqa: SLF001
-    compare._ROBUSTNESS.clear()  # noqa: SLF001
-    repeats._REPORTS.clear()  # noqa: SLF001
+    forget_matrix()
+    forget_robustness()
 
 
 def view(client, url, headers=None) -> float:
@@ -234,12 +233,9 @@ def main() -> None:
             print(f"{name:34s} {first:7.0f}ms {TARGET_MS:5d}ms {shown(before_first):>9s}   {kept:7.0f}ms "
                   f"{TARGET_MS:5d}ms {shown(before_kept):>9s}  {len(captured):4d}")
         print(f"\nworst page: {worst:.0f} ms, target {TARGET_MS} ms: {'OK' if worst < TARGET_MS else 'OVER'}")
-        size = getattr(records, "matrix_size", None)
-        if size is not None:
-            kept = list(records._MATRICES.values())  # noqa: SLF001
-            bytes_kept = sum(size(m) for _, m in kept)
-            print(f"kept matrices now: {len(kept)}, {bytes_kept / 2**20:.0f} MB estimated, bound "
-                  f"EVALSITE_MATRIX_CACHE_MB = {settings.EVALSITE_MATRIX_CACHE_MB} MB")
+        count, size = records.kept_matrices()
+        print(f"kept matrices now: {count}, {size / 2**20:.0f} MB estimated (records.matrix_size), bound "
+              f"EVALSITE_MATRIX_CACHE_MB = {settings.EVALSITE_MATRIX_CACHE_MB:g} MB")
     finally:
         from django.db import connections
 
