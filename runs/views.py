@@ -256,7 +256,11 @@ def _run_context(request, run: Run) -> dict:
     context["followups"] = list(followup.followups_of(run)[:20])
     if run.is_finished:
         context.update(_heatmap_context(request, run, spec))
-        context["verdict_tables"] = verdicts.run_verdict_rows(matrix)
+        shown = context["heatmap"]  # the verdicts of the heatmap page's prompts: a page of a big run stays a page
+        context["verdict_tables"] = verdicts.run_verdict_rows(
+            matrix, [row.index for row in shown["rows"]] if shown is not None else None)
+        if shown is not None and shown["page"].paginator.num_pages > 1:
+            context["verdicts_paged"] = shown["page"]
         context["trust"] = trust.judge_trust(Response.objects.filter(run=run))
         context["tolerance"] = trust.TOLERANCE
         context["flips"] = repeats.run_flips(run)
