@@ -653,7 +653,8 @@ def compare(request, run_id):
     """``?with=<run>``: per model variant, this run against that one (the paired difference, its interval and
     verdict), the cells whose change stands out under the FDR rule, and every cell's change, worst first.
     Without it: this run's model variants against each other, and each one's mean with its interval.
-    ``?part=models`` (htmx, from the run page): the run page's per-model table with each mean's interval."""
+    ``?part=models`` (htmx, from the run page): the run page's per-model table with each mean's interval.
+    ``?with=<run>&part=robustness`` (htmx, from the page): what would flip each verdict against that run."""
     run = _run_or_404(run_id)
     if request.GET.get("part") == "models":
         return _models_part(request, run)
@@ -673,7 +674,9 @@ def compare(request, run_id):
             base = None
     if base is not None:
         result = run_compare.compare_with_base(run, base)
-        run_compare.with_robustness(run, result.pairs, base, result.changed_prompts)
+        if request.GET.get("part") == "robustness":  # loaded in place by the page: seconds on a big run
+            run_compare.with_robustness(run, result.pairs, base, result.changed_prompts)
+            return render(request, "runs/_robustness.html", {"robust_pairs": result.pairs})
         changes = result.changes
         page = Paginator(changes, run_compare.COMPARE_PAGE_SIZE).get_page(request.GET.get("page"))
         deltas = [c.delta for c in changes if c.delta is not None]

@@ -165,6 +165,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--repeat", type=int, default=5, help="kept views timed per page (the median is printed)")
     parser.add_argument("--profile", default="", help="print cProfile's top functions of this page's first view")
+    parser.add_argument("--skip", default="", help="leave out the pages whose name has this in it")
     args = parser.parse_args()
 
     from tests.services import start_postgres
@@ -206,6 +207,8 @@ def main() -> None:
             ("run page's model table (htmx)", f"/runs/{run.pk}/compare?part=models", {"HX-Request": "true"}),
             ("results grid", f"/runs/{run.pk}/results", None),
             ("compare against the baseline", f"/runs/{run.pk}/compare?with={base.pk}", None),
+            ("compare: what would flip (htmx)", f"/runs/{run.pk}/compare?with={base.pk}&part=robustness",
+             {"HX-Request": "true"}),
             ("model page", f"/runs/models/{model}/", None),
             ("history", f"/runs/history/{blueprint.slug}", None),
         ]
@@ -215,6 +218,9 @@ def main() -> None:
               f"{'previous':>9s}  queries")
         worst = 0.0
         for name, url, headers in pages:
+            if args.skip and args.skip in name:
+                print(f"{name:34s} (left out: --skip)")
+                continue
             forget()
             if args.profile and args.profile in name:
                 import cProfile
