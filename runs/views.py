@@ -321,7 +321,7 @@ def results(request, run_id):
     since = request.GET.get("since")
     if request.htmx and since is not None:
         return _grid_changes(request, run, spec, query, since)
-    context = {"run": run, "query": query, "grid": grid.build_grid(run, spec, query, problems),
+    context = {"run": run, "query": query, "grid": grid.build_grid(run, spec, query, problems, page_only=True),
                "filters": grid.FILTERS.items(), "sorts": grid.SORTS.items(), "now_ms": _now_ms() - POLL_OVERLAP_MS,
                **_live_context(run)}
     return render(request, _fragment(request, "runs/results.html", "grid"), context)

@@ -61,3 +61,17 @@ def test_the_run_page_shows_the_verdicts_of_its_heatmap_page_and_pages_to_the_re
         index = int(prompt_id[1:])
         shown = re.findall(r'score-chip[^>]*>([\d.]+)<', row)
         assert shown == [f"{matrix.cell(index, v).shown:.2f}" for v in matrix.variants]
+
+
+@pytest.mark.parametrize("page", [1, 2, 9])
+def test_the_grids_plain_view_builds_its_page_alone_and_shows_what_the_whole_grid_shows(run, page):
+    from runs import grid
+
+    spec = parsed_blueprint(run.revision)
+    query = grid.GridQuery(page=page)
+    fast = grid.build_grid(run, spec, query, page_only=True)
+    whole = grid.build_grid(run, spec, query)
+    assert (fast.matching, fast.cells_matching, fast.pages) == (whole.matching, whole.cells_matching, whole.pages)
+    assert [r.index for r in fast.rows] == [r.index for r in whole.rows] and fast.rows
+    assert [r.cells_html for r in fast.rows] == [r.cells_html for r in whole.rows]
+    assert [m.mean for m in fast.models] == [m.mean for m in whole.models]
