@@ -1,6 +1,7 @@
 """Benchmark: server time of the pages of a run of 100,000 responses, on PostgreSQL (issue 37, pages on big runs).
 
     .venv/bin/python tests/bench/bench_bigrun.py [--prompts 2000] [--trials 5] [--repeat 5] [--profile PAGE]
+                                                 [--skip PART-OF-A-NAME]
 
 Starts the project's throwaway PostgreSQL (tests/services.py), fills it with COPY: one blueprint of 2,000
 prompts (one function point and two judged points, two judges each) run on 10 models with 5 trials, twice (a
@@ -17,7 +18,9 @@ the blueprint's baseline. Then times with Django's test client (the whole respon
 each on its first view (nothing of the runs kept in this process: what a web process that has just parsed the
 revision sees) and kept (median of ``--repeat`` views), each beside its target (issue 37: 300 ms) and the
 previous figure where there is one. Also prints the size of the kept matrices (records.matrix_size), against
-``EVALSITE_MATRIX_CACHE_MB``. ``--profile PAGE`` prints cProfile's top functions of that page's first view.
+``EVALSITE_MATRIX_CACHE_MB``. ``--profile PAGE`` prints cProfile's top functions of that page's first and kept
+views; ``--skip "(htmx)"`` leaves out the two parts that work out what would flip each verdict (minutes at this
+size on a shared 2-core machine).
 """
 
 from __future__ import annotations
