@@ -60,8 +60,16 @@ def _fragment(request, template, name):
     return f"{template}#{name}" if request.htmx else template
 
 
-def _run_or_404(run_id):
-    return get_object_or_404(Run.objects.select_related("blueprint", "revision"), pk=run_id)
+# What a page of a run does not read from the row unless it asks (a deferred field loads on first use): the
+# revision's text and files (the parse is kept per process), and on pages that show no stored figures, the run's
+# aggregates (per cell: megabytes of JSON on a run of 100,000 responses).
+_REVISION_TEXTS = ("revision__text", "revision__files", "revision__import_report", "revision__extras")
+
+
+def _run_or_404(run_id, *, aggregates: bool = True):
+    rows = Run.objects.select_related("blueprint", "revision").defer(
+        *_REVISION_TEXTS, *(() if aggregates else ("aggregates",)))
+    return get_object_or_404(rows, pk=run_id)
 
 
 # --- starting and controlling ----------------------------------------------------------------
@@ -313,7 +321,7 @@ def results(request, run_id):
     While the run works, the page polls ``?since=<ms>``: only the cells that changed since then come back
     (out of band), with the run's progress and wait reasons.
     """
-    run = _run_or_404(run_id)
+    run = _run_or_404(run_id, aggregates=False)
     spec = blueprint_of(run)
     if spec is None:
         raise Http404("this run's blueprint revision can no longer be read")
@@ -655,7 +663,7 @@ def compare(request, run_id):
     Without it: this run's model variants against each other, and each one's mean with its interval.
     ``?part=models`` (htmx, from the run page): the run page's per-model table with each mean's interval.
     ``?with=<run>&part=robustness`` (htmx, from the page): what would flip each verdict against that run."""
-    run = _run_or_404(run_id)
+    run = _run_or_404(run_id, aggregates=False)
     if request.GET.get("part") == "models":
         return _models_part(request, run)
     others = (Run.objects.filter(blueprint_id=run.blueprint_id).exclude(pk=run.pk).select_related("revision")
