@@ -102,6 +102,9 @@ def sqlite_config(path: Path | str) -> dict:
     return {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": str(path),
+        # Tests use a file too (test_db.sqlite3 beside it; pytest-xdist adds _gw0, _gw1...), not Django's shared
+        # in-memory database: its table locks fail at once instead of waiting, which a run's threads meet under load.
+        "TEST": {"NAME": str(Path(path).with_name("test_" + Path(path).name))},
         "OPTIONS": {
             "init_command": "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL",
             "transaction_mode": "IMMEDIATE",

@@ -9,9 +9,11 @@ transaction; ``runs/records.py`` and ``runs/start.py`` are their callers.
 
 from __future__ import annotations
 
+import json
 from typing import Callable, Iterable, Sequence
 
 from django.db import connection, models
+from django.db.backends.base.operations import BaseDatabaseOperations
 
 # Field types whose Python value the database drivers (sqlite3, psycopg) take as it is.
 _AS_IS = {
@@ -24,6 +26,11 @@ _AS_IS = {
 def _converter(field: models.Field) -> Callable | None:
     if field.get_internal_type() in _AS_IS:
         return None
+    if isinstance(field, models.JSONField) and field.encoder is None \
+            and type(connection.ops).adapt_json_value is BaseDatabaseOperations.adapt_json_value:
+        # What the ORM's JSONField stores there (SQLite: ``json.dumps`` of the value), without its layers of
+        # calls per value (a finished item has ten JSON columns, a judged point one).
+        return json.dumps
     return lambda value: field.get_db_prep_save(value, connection)
 
 

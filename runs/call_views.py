@@ -69,3 +69,26 @@ def by_purpose(calls: list[dict]) -> list[dict]:
         return []
     return [{"purpose": purpose, "name": PURPOSE_NAMES.get(purpose, purpose), **calls_log.spent(entries)}
             for purpose, entries in groups.items()]
+
+
+def simulated_user_bill(run) -> dict | None:
+    """What a run's simulated users spent (calls of purpose ``user``), summed from every response's call log and
+    every earlier attempt's (a retry, a re-run, a stop), as the run page's bill shows it on a line of its own;
+    None when the run made no such call. Their figures are part of the candidates' line too (a generation's
+    spending includes its user model's); ``dropped``: responses whose log kept only its first ``MAX_CALLS`` calls,
+    so the sum may be short."""
+    from runs.models import EarlierAttempt, Response
+
+    entries: list[dict] = []
+    dropped = 0
+    blobs = [*Response.objects.filter(run=run).exclude(candidate_calls=None)
+             .values_list("candidate_calls", flat=True).iterator(chunk_size=200),
+             *EarlierAttempt.objects.filter(run=run).exclude(calls=None).values_list("calls", flat=True)
+             .iterator(chunk_size=200)]
+    for blob in blobs:
+        log = calls_log.unpack(blob)
+        entries.extend(c for c in log if c.get("purpose") == "user")
+        dropped += any("dropped" in c for c in log)
+    if not entries:
+        return None
+    return {**calls_log.spent(entries), "dropped": dropped}

@@ -25,8 +25,8 @@ from runs.engine import stats
 from runs.engine.matrix import Matrix
 from runs.engine.scoring import round2
 
-from .models import Run
-from .records import robustness_answers, run_matrix
+from .models import PairJudgement, Run
+from .records import critical_failed, robustness_answers, run_matrix
 from .spec import parsed_blueprint
 
 COMPARE_PAGE_SIZE = 100
@@ -100,9 +100,22 @@ def prompt_weights(prompts) -> dict[str, float | None]:
     return {p.id: p.weight for p in prompts}
 
 
+def _unmarked(block):
+    """Points as they score: ``critical`` (a deal-breaker mark for the bounds) changes no score, so two revisions
+    that differ only in it ask and score the same."""
+    if isinstance(block, list):
+        return [_unmarked(item) for item in block]
+    if isinstance(block, dict):
+        return {k: v for k, v in block.items() if k != "critical"}
+    return block
+
+
 def _content(prompt) -> str:
     """What a prompt asks and how it is scored, as authored (its place in the file left out)."""
     data = prompt.to_upstream()
+    for key in ("points", "should_not"):
+        if key in data:
+            data[key] = _unmarked(data[key])
     data["evalsite"] = {"trials": prompt.trials, "rule": prompt.trial_aggregation, "threshold": prompt.trial_threshold,
                         "verdicts": prompt.verdicts.model_dump() if prompt.verdicts is not None else None,
                         "checks": [c.model_dump(exclude={"origin"}) for c in prompt.checks]}
@@ -342,7 +355,7 @@ def decisions(run: Run, base: Run | None = None) -> Decisions:
                                       items=range(len(prompts)))
         pairs = with_robustness(run, variant_pairs(matrix, prompts))
         return Decisions(run, None, pairs, models={v: models[v] for v in matrix.variants},
-                         bounds=deal_breakers.matrix_bounds(matrix))
+                         bounds=run_bounds(run, matrix))
     if base.blueprint_id != run.blueprint_id:
         raise CannotCompare(f"run {base.pk} is of another blueprint ({base.blueprint.slug}) than run {run.pk} "
                             f"({run.blueprint.slug}); compare runs of the same blueprint")
@@ -368,9 +381,10 @@ def with_robustness(run: Run, pairs: list[Pair], base: Run | None = None, change
     prompt ids left out). Kept in this process per runs' ``results_version``, as the matrix is."""
     if not pairs:
         return pairs
+    judged = _pairs_judged(run) if base is None else None
     key = (run.pk, run.results_version, run.status, base.pk if base else None,
            base.results_version if base else None, base.status if base else None,
-           tuple((p.a, p.b, p.verdict) for p in pairs))
+           tuple((p.a, p.b, p.verdict) for p in pairs), judged)
     found = _ROBUSTNESS.get(key)
     if found is None:
         found = _robustness(run, pairs, base, changed)
@@ -393,7 +407,7 @@ def _robustness(run: Run, pairs: list[Pair], base: Run | None, changed) -> list[
         answers = robustness_answers(run, run_matrix(run, prompts))
         wanted = [(p.a, p.b, p.verdict) for p in pairs]
         if base is None:
-            found = flips.pairs_within(answers, prompts, wanted)
+            found = flips.pairs_within(answers, prompts, wanted, style_verdicts(run, [(a, b) for a, b, _ in wanted]))
         else:
             base_prompts = parsed_blueprint(base.revision).prompts
             found = flips.pairs_across(answers, prompts, robustness_answers(base, run_matrix(base, base_prompts)),
@@ -404,9 +418,34 @@ def _robustness(run: Run, pairs: list[Pair], base: Run | None, changed) -> list[
             gc.enable()
 
 
-def run_bounds(run: Run) -> dict[str, deal_breakers.Bound]:
-    """Per model variant of ``run``, its should-not failure-rate bound (``engine/bounds.py``), off its matrix."""
-    return deal_breakers.matrix_bounds(run_matrix(run, parsed_blueprint(run.revision).prompts))
+def _pairs_judged(run: Run) -> tuple:
+    """How many Pairs judgements by people there are about ``run``'s answers, and the newest's id: a judgement
+    added or gone (with its answer) changes the style alternative, so it is part of the kept answer's key."""
+    from django.db.models import Count, Max
+
+    found = PairJudgement.objects.filter(left__run_id=run.pk, judging__isnull=True).aggregate(n=Count("id"),
+                                                                                             last=Max("id"))
+    return (found["n"], found["last"])
+
+
+def style_verdicts(run: Run, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """The style-controlled Pairs rating's verdict on each ``(a, b)`` of ``run`` (``ratings.style_verdicts``),
+    from people's judgements on its Pairs page; a pair that nobody judged both sides of gets none."""
+    from runs.engine.ratings import style_verdicts as verdicts_of
+    from runs.pairs.scope import comparisons_of
+
+    judgements = PairJudgement.objects.filter(left__run_id=run.pk, judging__isnull=True)
+    if not judgements.exists():
+        return {}
+    return verdicts_of(comparisons_of(judgements), pairs)
+
+
+def run_bounds(run: Run, matrix: Matrix | None = None) -> dict[str, deal_breakers.Bound]:
+    """Per model variant of ``run``, its deal-breaker failure-rate bound (``engine/bounds.py``: should-not and
+    critical points), off its matrix (``matrix``: when the caller has it)."""
+    if matrix is None:
+        matrix = run_matrix(run, parsed_blueprint(run.revision).prompts)
+    return deal_breakers.matrix_bounds(matrix, critical_failed=critical_failed(run, matrix.prompts))
 
 
 def diff_url(run_id: int, base_id: int, prompt_id: str, variant_id: str) -> str:

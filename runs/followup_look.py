@@ -29,16 +29,40 @@ def is_followup(run: Run) -> bool:
     return isinstance(run.options, dict) and bool(run.options.get("followupOf"))
 
 
+def sides(run: Run) -> tuple[int, int]:
+    """The follow-up runs whose answers are the pair's ``a`` and ``b`` sides: ``run`` itself twice, or, for a
+    model across two runs, the side asked under the run's conditions and the one under the base's."""
+    options = run.options or {}
+    partner = options.get("followupPartner")
+    if not partner:
+        return run.pk, run.pk
+    return (run.pk, partner) if options.get("followupSide", "a") == "a" else (partner, run.pk)
+
+
 def paired_differences(run: Run) -> list[float]:
     """The follow-up's paired differences (a minus b, per prompt and trial) in the order its items are worked,
-    up to the first pair not yet complete."""
+    up to the first pair not yet complete. Across two runs the sides are two runs' answers of one variant,
+    paired by prompt id and trial, in the order of the ``a`` side's prompts."""
     pair = (run.options or {}).get("followupPair") or {}
     a, b = pair.get("a"), pair.get("b")
-    rows = Response.objects.filter(run_id=run.pk, variant_id__in=[a, b]).values_list(
-        "prompt_index", "trial", "variant_id", "status", "score")
+    run_a, run_b = sides(run)
     cells: dict[tuple[int, int], dict[str, tuple[str, float | None]]] = {}
-    for index, trial, variant, status, score in rows:
-        cells.setdefault((index, trial), {})[variant] = (status, score)
+    if run_a == run_b:
+        rows = Response.objects.filter(run_id=run.pk, variant_id__in=[a, b]).values_list(
+            "prompt_index", "trial", "variant_id", "status", "score")
+        for index, trial, variant, status, score in rows:
+            cells.setdefault((index, trial), {})[variant] = (status, score)
+    else:
+        order: dict[str, int] = {}
+        for side, pk, variant in (("a", run_a, a), ("b", run_b, b)):
+            rows = Response.objects.filter(run_id=pk, variant_id=variant).values_list(
+                "prompt_id", "prompt_index", "trial", "status", "score")
+            for prompt_id, index, trial, status, score in rows:
+                if side == "a":
+                    order[prompt_id] = index
+                cells.setdefault((prompt_id, trial), {})[side] = (status, score)
+        cells = {(order.get(pid, 10 ** 9), pid, trial): got for (pid, trial), got in cells.items()}
+        a, b = "a", "b"
     out = []
     for key in sorted(cells):
         got = cells[key]
@@ -77,7 +101,15 @@ def _look(run_id: int) -> None:
         return
     words = {"better": "better", "worse": "worse"}[found.verdict]
     pair = run.options.get("followupPair") or {}
-    Run.objects.filter(pk=run_id, cancel_requested=False).exclude(status__in=("done", "failed", "cancelled")).update(
+    Run.objects.filter(pk__in=set(sides(run)), cancel_requested=False).exclude(
+        status__in=("done", "failed", "cancelled")).update(
         cancel_requested=True, stopped_reason=STOP_REASON,
-        stopped_detail=f"decided after {found.n} paired answers: {pair.get('a')} {words} than {pair.get('b')} "
+        stopped_detail=f"decided after {found.n} paired answers: {said(pair, words)} "
                        f"({found.low:+.3f} to {found.high:+.3f})")
+
+
+def said(pair: dict, words: str) -> str:
+    """"A better than B", or across two runs "A in run 7 better than in run 5"."""
+    if pair.get("bRun"):
+        return f"{pair.get('a')} in run {pair.get('aRun')} {words} than in run {pair.get('bRun')}"
+    return f"{pair.get('a')} {words} than {pair.get('b')}"

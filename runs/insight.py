@@ -26,7 +26,7 @@ from django.utils.safestring import mark_safe
 from evalsite.engine import engine_config
 
 from .cache import response_cache
-from .compare import variant_pairs
+from .compare import run_bounds, variant_pairs
 from .engine import claims as claim_rules
 from .engine import findings as engine_findings
 from .engine import scanners, similarity as engine_similarity, summary as writer
@@ -89,7 +89,8 @@ def insight_of(run: Run) -> Insight:
     pairs = {(p.a, p.b): p.comparison for p in variant_pairs(matrix, prompts)}
     points, judged = point_records(run.pk)
     report = scanners.scan(scan_answers(run, prompts, judged))
-    made = Insight(run.pk, matrix, pairs, engine_findings.findings(matrix, pairs, points, report), report)
+    made = Insight(run.pk, matrix, pairs, engine_findings.findings(matrix, pairs, points, report,
+                                                                  run_bounds(run, matrix)), report)
     with _LOCK:
         for old in [k for k in _KEPT if k[0] == run.pk]:
             del _KEPT[old]

@@ -20,12 +20,13 @@ from typing import Iterator, NamedTuple
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from blueprints.spec.schema import Blueprint as SpecBlueprint
 from blueprints.spec.schema import Point, Prompt
 from runs.engine import calls
+from runs.engine.bounds import critical_positions
 from runs.engine.aggregates import Spend, aggregates_of, spend_of, stored_totals
 from runs.engine.findings import JudgeSaid, PointRecord as FindingPoint
 from runs.engine.matrix import Matrix, ResponseRecord, build_matrix
@@ -41,7 +42,6 @@ from .bulk import insert, update_each
 from .models import FINISHED, Annotation, EarlierAttempt, PointAssessment, PointConfirmation, PointOverride, Response, \
     ResponseStatus, Run, RunStatus
 from .spec import parsed_blueprint
-from .summaries import store_finished
 
 log = logging.getLogger(__name__)
 
@@ -455,8 +455,13 @@ def _summarise(run_id: int, matrix: Matrix) -> None:
     """Store the finished run's summary for the pages across runs now, in the worker, so that no page has to
     build it (a stale or missing one is still rebuilt by the page that needs it; a failure here is logged).
     ``matrix``: the one the aggregates were read off, so it is not built twice."""
+    # Imported here: its statistics (NumPy) are for finished runs, not for a process starting one (run_blueprint
+    # imports it on a thread of its own while its calls wait).
+    from .summaries import store_finished
+
     try:
-        store_finished(Run.objects.select_related("revision").get(pk=run_id), matrix)
+        run = Run.objects.select_related("revision").get(pk=run_id)
+        store_finished(run, matrix, critical=lambda prompts: critical_failed(run, prompts))
     except Exception:  # the run is finished and stored; its summary can wait for a page
         log.exception("run %s: its summary for the pages across runs was not stored", run_id)
 
@@ -755,6 +760,22 @@ def scan_answers(run: Run, prompts, judged: dict[int, tuple[int, int]]) -> list[
                               None if error else (final_text or ""), reasons, output_tokens,
                               max_tokens if isinstance(max_tokens, int) else None, answers, unreadable))
     return out
+
+
+def critical_failed(run: Run, prompts) -> set[int]:
+    """Ids of ``run``'s responses that failed a point marked ``critical: true`` (its final score, a reviewer's
+    override applied, below 0.5), read at the critical points' stored positions only."""
+    positions = critical_positions(prompts)
+    if not positions:
+        return set()
+    where = Q()
+    for index, found in positions.items():
+        where |= Q(response__prompt_index=index, position__in=found)
+    rows = (PointAssessment.objects.filter(where, response__run_id=run.pk)
+            .values_list("response_id", "score", "override__score"))
+    return {pk for pk, score, override in rows
+            if (override if override is not None else score) is not None
+            and (override if override is not None else score) < 0.5}
 
 
 # --- what would flip a decision (runs/engine/robustness.py) ----------------------------------------------------------

@@ -33,13 +33,14 @@ def store(run: Run, data: dict) -> None:
             pass
 
 
-def store_finished(run: Run, matrix: Matrix) -> dict | None:
+def store_finished(run: Run, matrix: Matrix, critical=None) -> dict | None:
     """Summarise a run that has just finished from ``matrix`` (the one its stored figures were read off) and
-    store it; None when its revision no longer parses."""
+    store it; None when its revision no longer parses. ``critical(prompts)``: the ids of its responses that
+    failed a critical point (``records.critical_failed``; the deal-breaker bound counts them)."""
     try:
         prompts = parsed_blueprint(run.revision).prompts
     except RunRefused:
         return None
-    data = engine.summarise(matrix, prompts)
+    data = engine.summarise(matrix, prompts, critical_failed=critical(prompts) if critical else frozenset())
     store(run, data)
     return data

@@ -37,7 +37,6 @@ from . import actions, call_views, compare as run_compare, grid, heatmap as heat
     verdicts
 from . import start as run_start
 from . import work as run_work
-from runs.engine.bounds import matrix_bounds
 from . import followup
 from .exports import grid_to_csv, run_to_csv, run_to_json
 from .pages import blueprint_of, with_csp
@@ -257,8 +256,11 @@ def _run_context(request, run: Run) -> dict:
         "simulated_users": sorted({p.simulated_user.model for p in (spec.prompts if spec is not None else ())
                                    if p.simulated_user is not None}),
     }
+    # The simulated users' own line of the bill (their calls are in the candidates' figures too).
+    context["user_bill"] = call_views.simulated_user_bill(run) if context["simulated_users"] else None
     if followup.is_followup(run):
-        context["followup_of"] = {"run": run.options["followupOf"], **(run.options.get("followupPair") or {}),
+        context["followup_of"] = {**(run.options.get("followupPair") or {}), "run": run.options["followupOf"],
+                                  "partner": run.options.get("followupPartner"),
                                   "prompts": (run.options.get("followupPlan") or {}).get("prompts") or [],
                                   "verdict": followup.verdict(run).to_dict()}
     context["followups"] = list(followup.followups_of(run)[:20])
@@ -398,6 +400,8 @@ def _with_trajectory(turns: list[dict], calls) -> list[dict]:
                 "outcome": (outcomes.get(c.get("id")) or {}).get("outcome"),
                 "unanswered": (outcomes.get(c.get("id")) or {}).get("reason")
                 if (outcomes.get(c.get("id")) or {}).get("outcome") in ("step-limit", "too-many-calls") else None,
+                # record-only (an imported AI Eval case without mocks): kept, never answered, and not a failure
+                "recorded": (outcomes.get(c.get("id")) or {}).get("outcome") == "recorded",
             } for c in turn["tool_calls"] if isinstance(c, dict)]
         tool = turn.get("tool")
         if isinstance(tool, dict):
@@ -685,6 +689,8 @@ def compare(request, run_id):
         if request.GET.get("part") == "robustness":  # loaded in place by the page: seconds on a big run
             run_compare.with_robustness(run, result.pairs, base, result.changed_prompts)
             return render(request, "runs/_robustness.html", {"robust_pairs": result.pairs})
+        context["followup_suggestions"] = _across_suggestions(run, base, result) \
+            if run.is_finished and base.is_finished else []
         changes = result.changes
         page = Paginator(changes, run_compare.COMPARE_PAGE_SIZE).get_page(request.GET.get("page"))
         deltas = [c.delta for c in changes if c.delta is not None]
@@ -704,12 +710,26 @@ def compare(request, run_id):
             context["followup_suggestions"] = [followup.suggest(run, p.a, p.b) for p in pairs
                                                if p.verdict == "cant_tell"][:FOLLOWUPS_SHOWN] if run.is_finished else []
             context.update({"pairs": pairs,
-                            "bounds": list(matrix_bounds(matrix).values()),
+                            "bounds": list(run_compare.run_bounds(run, matrix).values()),
                             "models": [(v, intervals[v]) for v in matrix.variants if v in intervals]})
     return render(request, _fragment(request, "runs/compare.html", "changes"), context)
 
 
 FOLLOWUPS_SHOWN = 5  # "can't tell" pairs the compare page suggests a follow-up for
+
+
+def _across_suggestions(run: Run, base: Run, result) -> list:
+    """A follow-up for each variant the two runs "can't tell" apart, where a new run could tell (followup.py
+    refuses two runs that differ only in when they ran: then none is offered)."""
+    out = []
+    for pair in result.pairs:
+        if pair.verdict != "cant_tell" or len(out) >= FOLLOWUPS_SHOWN:
+            continue
+        try:
+            out.append(followup.suggest_across(run, base, pair.a, result=result))
+        except RunRefused:
+            break  # the same for every variant of these two runs
+    return out
 
 
 @require_POST
@@ -720,21 +740,45 @@ def start_followup(request, run_id):
     try:
         if budget is not None:
             budget = run_start.check_budget(budget)
-        found = followup.suggest(run, request.POST.get("a", ""), request.POST.get("b", ""))
+        base = None
+        raw_base = request.POST.get("base", "").strip()[:MAX_RUN_ID_DIGITS + 1]
+        if raw_base:
+            if not raw_base.isdigit() or len(raw_base) > MAX_RUN_ID_DIGITS:
+                raise ValueError(f"`base` must be a run id, not {raw_base!r}")
+            base = Run.objects.select_related("blueprint", "revision").filter(pk=int(raw_base)).first()
+            if base is None:
+                raise ValueError(f"no run {raw_base}")
+            found = followup.suggest_across(run, base, request.POST.get("a", "")[:500])
+        else:
+            found = followup.suggest(run, request.POST.get("a", ""), request.POST.get("b", ""))
         large = found.calls >= settings.EVALSITE_CONFIRM_CALLS or (found.cost_most or 0) >= settings.EVALSITE_CONFIRM_USD
         if large and (budget is None or budget >= settings.EVALSITE_CONFIRM_USD):
             raise ValueError(f"this follow-up may make {found.calls:,} calls"
                              + (f" (at most ${found.cost_most:.2f})" if found.cost_most is not None else "")
                              + f"; set a budget under ${settings.EVALSITE_CONFIRM_USD:g} to start it with one click, or "
                              "start it with manage.py followup")
-        follow, _ = followup.start(run, found.a, found.b, budget_usd=budget, source="web", suggestion=found)
+        if base is not None:
+            follow, _, _ = followup.start_across(run, base, found.a, budget_usd=budget, source="web",
+                                                 suggestion=found)
+        else:
+            follow, _ = followup.start(run, found.a, found.b, budget_usd=budget, source="web", suggestion=found)
     except ValueError as exc:
         messages.error(request, f"Cannot start the follow-up: {exc}.")
-        return redirect("runs:compare", run.pk)
+        return _back_to_compare(run, request)
     except RunRefused as exc:
         messages.error(request, f"Cannot start the follow-up: {exc}")
-        return redirect("runs:compare", run.pk)
+        return _back_to_compare(run, request)
     return redirect("runs:detail", follow.pk)
+
+
+MAX_RUN_ID_DIGITS = 12
+
+
+def _back_to_compare(run: Run, request):
+    raw = request.POST.get("base", "").strip()
+    if raw.isdigit() and len(raw) <= MAX_RUN_ID_DIGITS:
+        return redirect(f"{reverse('runs:compare', args=(run.pk,))}?with={raw}")
+    return redirect("runs:compare", run.pk)
 
 
 def _models_part(request, run: Run):
@@ -752,7 +796,7 @@ def _models_part(request, run: Run):
     pairs = run_compare.with_robustness(run, [p for p in run_compare.variant_pairs(matrix, spec.prompts)
                                               if (p.a, p.b) in neighbours])
     return render(request, "runs/run_detail.html#variants", {"run": run, "variants": variants, "intervals": True,
-                                                              "bounds": list(matrix_bounds(matrix).values()),
+                                                              "bounds": list(run_compare.run_bounds(run, matrix).values()),
                                                               "robust_pairs": pairs})
 
 

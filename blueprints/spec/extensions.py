@@ -36,7 +36,7 @@ MAX_SIMULATOR_TEXT = 20_000  # characters of a persona, goal, first message or s
 # Stop points are checked between turns, inside generation: only local, deterministic functions (no script, no
 # outside call, no metric of the whole response, no tool trace).
 STOP_POINT_REFUSED = frozenset({"js", "call", "code_judge", "latency_under", "cost_under", "tokens_under",
-                                "llm_calls_under", "tool_called", "tool_args_match", "tool_call_count_between",
+                                "efficiency", "llm_calls_under", "tool_called", "tool_args_match", "tool_call_count_between",
                                 "tool_call_order", "required_tools", "prohibited_tools", "max_calls",
                                 "tool_trajectory", "tool_calls_match"})
 DEFAULT_PASS = 0.8

@@ -174,10 +174,17 @@ def _is_token_caps(value: object) -> bool:
             and all(_is_positive(v) for v in value.values()))
 
 
+def _is_args_match(value: object) -> bool:
+    """A mode, or AgentV's list of dot-paths: only those fields are compared."""
+    if isinstance(value, list):
+        return bool(value) and all(isinstance(p, str) and p for p in value)
+    return value in ARGS_MATCH_MODES
+
+
 def _is_trajectory_item(value: object) -> bool:
     return (isinstance(value, dict) and isinstance(value.get("tool"), str) and bool(value["tool"])
             and (value.get("args") is None or value.get("args") == "any" or isinstance(value.get("args"), dict))
-            and value.get("args_match", "exact") in ARGS_MATCH_MODES)
+            and _is_args_match(value.get("args_match", "exact")))
 
 
 def _is_trajectory(value: object) -> bool:
@@ -192,7 +199,7 @@ def _is_trajectory(value: object) -> bool:
         return False
     if value["mode"] == "any_order":
         return bool(minimums) or bool(expected)
-    return bool(expected) and value.get("args_match", "exact") in ARGS_MATCH_MODES
+    return bool(expected) and _is_args_match(value.get("args_match", "exact"))
 
 
 def _is_tool_expectations(value: object) -> bool:
@@ -206,6 +213,12 @@ def _is_tool_expectations(value: object) -> bool:
         if not _is_non_negative_int(item.get("order", 0)) or not isinstance(item.get("required", False), bool):
             return False
     return isinstance(value.get("only_required", False), bool)
+
+
+def _is_budgets(value: object) -> bool:
+    if not isinstance(value, dict) or not value or set(value) - {"max_steps", "max_tokens"}:
+        return False
+    return all(_is_number(v) and v > 0 for v in value.values())
 
 
 def _is_command(value: object) -> bool:
@@ -253,10 +266,11 @@ _SHAPE_CHECKS: dict[str, tuple[Callable[[object], bool], str]] = {
     "milliseconds": (_is_positive, "takes a number of milliseconds greater than 0"),
     "usd": (lambda v: _is_number(v) and v >= 0, "takes an amount in US dollars, 0 or more"),
     "token_caps": (_is_token_caps, "takes a token count, or {total?, input?, output?} with at least one count"),
+    "budgets": (_is_budgets, "takes {max_steps?, max_tokens?}: at least one budget, each a number above 0"),
     "trajectory": (
         _is_trajectory,
         "takes {mode: any_order|in_order|exact|superset|subset, expected: [{tool, args?, args_match?}], "
-        "minimums?: {tool: n}, args_match?: exact|superset|subset|ignore}",
+        "minimums?: {tool: n}, args_match?: exact|superset|subset|ignore|[field.path, ...]}",
     ),
     "tool_expectations": (
         _is_tool_expectations,
@@ -310,6 +324,7 @@ _BASE_FUNCTIONS: dict[str, _Spec] = {
     "cost_under": _Spec("usd", "generation cost at most this many US dollars"),
     "tokens_under": _Spec("token_caps", "tokens used stay within the caps (total = input + output)"),
     "llm_calls_under": _Spec("max_count", "at most this many model calls (generated turns) for the response"),
+    "efficiency": _Spec("budgets", "graded: mean over the budgets of min(1, budget / used) (model calls, tokens)"),
     "tool_trajectory": _Spec("trajectory", "graded: the tool calls follow the expected trajectory"),
     "tool_calls_match": _Spec("tool_expectations", "graded: expected tool calls (by position or not) were made"),
     "code_judge": _Spec("command", "a script from the suite scores the response (JSON on stdin and stdout)"),
@@ -317,7 +332,7 @@ _BASE_FUNCTIONS: dict[str, _Spec] = {
 
 # Functions that read what a run recorded (latency, cost, tokens, model calls) rather than
 # the response's text, and the one that needs the suite's files.
-METRIC_FUNCTIONS = frozenset({"latency_under", "cost_under", "tokens_under", "llm_calls_under"})
+METRIC_FUNCTIONS = frozenset({"latency_under", "cost_under", "tokens_under", "llm_calls_under", "efficiency"})
 FILE_FUNCTIONS = frozenset({"code_judge"})
 EXTENSION_FUNCTIONS = frozenset({"equals", "json_matches_schema", "field_accuracy", "tool_trajectory", "tool_calls_match",
                                  *METRIC_FUNCTIONS, *FILE_FUNCTIONS})

@@ -21,9 +21,9 @@ from .notes import Notes, did_you_mean, short, type_name
 from .extensions import Extensions
 
 
-POINT_OBJECT_KEYS = frozenset({"text", "point", "fn", "fnArgs", "arg", "weight", "multiplier", "citation",
+POINT_OBJECT_KEYS = frozenset({"text", "point", "fn", "fnArgs", "arg", "weight", "multiplier", "citation", "critical",
                                *POINT_EXTENSION_KEYS})
-FUNCTION_OBJECT_KEYS = frozenset({"weight", "multiplier", "citation", *POINT_EXTENSION_KEYS})
+FUNCTION_OBJECT_KEYS = frozenset({"weight", "multiplier", "citation", "critical", *POINT_EXTENSION_KEYS})
 
 
 _QUOTED_CALL = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(.*)$", re.S)
@@ -139,10 +139,24 @@ class PointReader:
             return self.string_point(item, container, key, path, origin, label, inverted)
         if isinstance(item, dict):
             point = self.object_point(item, container, key, path, origin, label, inverted)
-            return self.ext.point_extensions(item, path, point)
+            return self.read_critical(item, path, self.ext.point_extensions(item, path, point))
         self.error(f"Invalid point format in prompt '{label}': Point must be a string, array, or object.",
                    container, key, path, "quote the text of a judged point", "point")
         return None
+
+    def read_critical(self, item: dict, path, point: Point | None) -> Point | None:
+        """``critical: true`` (ours, beyond Weval's format): a deal-breaker point, whose failure rate gets a bound
+        beside the should-not points' (docs/blueprints.md, "Extension keys")."""
+        if point is None or "critical" not in item:
+            return point
+        value = item["critical"]
+        if not isinstance(value, bool):
+            self.error(f"`critical` must be true or false, not {short(value)} ({type_name(value)})", item, "critical",
+                       (*path, "critical"), "write `critical: true` to mark a deal-breaker point, or remove the key",
+                       "critical")
+            return None
+        point.critical = value
+        return point
 
     def string_point(self, item, container, key, path, origin, label, inverted) -> Point | None:
         if not item.strip():

@@ -78,6 +78,10 @@ class Check(_Model):
     min_score: float | None = None
 
 
+PointSees = Literal["text", "text+tool_calls"]
+TEXT_AND_TOOL_CALLS: PointSees = "text+tool_calls"
+
+
 class Point(_Model):
     """One rubric point: judged text, or a deterministic function call."""
 
@@ -96,6 +100,11 @@ class Point(_Model):
     score_ranges: list[ScoreBand] | None = None  # judged on 0-10 bands instead of the classification scale
     label: str | None = None  # a short name shown beside the point (an AgentV rubric id, say)
     fn_as_written: str | None = None  # the upstream parser's spelling when not ``fn`` (`imatch`): for id hashes
+    critical: bool = False  # `critical: true`: a deal-breaker; its failure rate gets a bound (runs/engine/bounds.py)
+    # What a point is scored against: the response text, or (set by the AI Eval importer only, never a blueprint key)
+    # the text followed by a Markdown rendering of the response's tool calls, as AI Eval's `contains`, `regex` and
+    # `llm_judge` see it (runs/engine/points/tool_trace.text_with_tool_calls). Not in the upstream's shape.
+    sees: PointSees = "text"
 
     @property
     def kind(self) -> Literal["function", "judged"]:
@@ -112,6 +121,8 @@ class Point(_Model):
         out["multiplier"] = self.multiplier
         if self.citation is not None:
             out["citation"] = self.citation
+        if self.critical and not for_hash:  # ours: kept by an export, left out of the upstream's prompt hash
+            out["critical"] = True
         return out
 
 
@@ -171,6 +182,10 @@ class Prompt(_Model):
     trial_aggregation: TrialAggregation | None = None
     trial_threshold: float | None = None  # pass_at_k: the cell passes when pass@k reaches it
     simulated_user: SimulatedUser | None = None
+    # A prompt's own tools and tool use, in the header's shapes (`tools`, `toolUse`): set by importers whose suites
+    # give each case its mocks (AI Eval's `tool_mocks`); None: the blueprint's.
+    tools: list[dict[str, Any]] | None = None
+    tool_use: dict[str, Any] | None = None
 
     def all_points(self) -> list[Point]:
         return [*iter_points(self.points), *iter_points(self.should_not or [])]

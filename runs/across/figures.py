@@ -18,6 +18,7 @@ from django.utils import timezone
 from blueprints.models import Blueprint
 
 from ..compare import changed_prompts
+from ..records import critical_failed
 from ..engine import across as engine
 from ..engine import stats
 from ..models import FINISHED, BaselinePin, Run, RunStatus, RunSummary
@@ -68,7 +69,7 @@ def build_summary(run: Run) -> dict | None:
         prompts = parsed_blueprint(run.revision).prompts
     except RunRefused:
         return None
-    return engine.summarise(run_matrix(run, prompts), prompts)
+    return engine.summarise(run_matrix(run, prompts), prompts, critical_failed=critical_failed(run, prompts))
 
 
 def summaries(infos: list[RunInfo], only: Q | None = None) -> list[RunInfo]:
@@ -186,7 +187,10 @@ def history(blueprint: Blueprint) -> History:
     pin = BaselinePin.objects.filter(blueprint=blueprint).values_list("run_id", flat=True).first()
     base = next((i for i in infos if i.pk == pin), None)
     compared = against_baseline(infos, base, revisions) if base is not None else {}
-    done = [i for i in infos if i.summary is not None]
+    # A follow-up runs a few prompts of its run: its means are of another set, so it stays off the trend lines
+    # (the table lists it, linked to its run).
+    followups = set(Run.objects.filter(blueprint=blueprint, options__has_key="followupOf").values_list("pk", flat=True))
+    done = [i for i in infos if i.summary is not None and i.pk not in followups]
     trends = engine.trends([(i.pk, i.when, i.revision, i.summary) for i in done])
     used = sorted(revisions.values(), key=lambda r: r.number)
     described, previous = [], None

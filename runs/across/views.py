@@ -18,6 +18,7 @@ from django.views.decorators.http import require_http_methods, require_safe
 
 from blueprints.models import Blueprint
 
+from ..followup import links as followup_links
 from . import figures as across
 from ..engine import across as engine
 from ..models import Run
@@ -53,8 +54,10 @@ def history(request, slug):
               for variant_id, points in found.trends.items()]
     variants = list(found.trends)
     rows = []
+    followup_of, followups = followup_links(blueprint.pk)
     for info in reversed(found.runs):
-        rows.append({"info": info, "cells": figure_cells(info, variants), "compared": found.compared.get(info.pk)})
+        rows.append({"info": info, "cells": figure_cells(info, variants), "compared": found.compared.get(info.pk),
+                     "followup_of": followup_of.get(info.pk), "followups": followups.get(info.pk, [])})
     context = {"blueprint": blueprint, "history": found, "charts": charts, "rows": rows,
                "variants": [{"id": v, "model": engine.parse_variant(v)[0]} for v in variants],
                "pinnable": [i for i in reversed(found.runs) if i.finished]}

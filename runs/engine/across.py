@@ -47,7 +47,7 @@ def parse_variant(variant_id: str) -> tuple[str, float | None, int | None]:
 # --- one run -----------------------------------------------------------------------------------------------------
 
 
-def summarise(matrix: Matrix, prompts: Sequence) -> dict:
+def summarise(matrix: Matrix, prompts: Sequence, *, critical_failed=frozenset()) -> dict:
     """A run's summary from its matrix: per variant the mean with its interval (``stats.mean_intervals`` over
     every prompt of the run, exactly as ``runs.compare.decisions`` gives it), the cell scores by prompt, the
     response each cell stands for, and cost and latency per call (from the cells' trials)."""
@@ -56,7 +56,7 @@ def summarise(matrix: Matrix, prompts: Sequence) -> dict:
         columns.setdefault(variant_id, {})[index] = cell.score
     intervals = stats.mean_intervals(columns, {i: p.weight for i, p in enumerate(prompts)},
                                      items=range(len(prompts)))
-    guarded = deal_breakers.matrix_bounds(matrix)
+    guarded = deal_breakers.matrix_bounds(matrix, critical_failed=critical_failed)
     variants = {}
     for variant_id in matrix.variants:
         model, temperature, _ = parse_variant(variant_id)

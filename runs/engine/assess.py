@@ -20,11 +20,11 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Literal, Mapping
 
 from blueprints.spec import functions as spec_functions
-from blueprints.spec.schema import Point, Prompt
+from blueprints.spec.schema import TEXT_AND_TOOL_CALLS, Point, Prompt
 
 from .config import EngineConfig
 from .judge import Consensus, JudgePlan, JudgeTask, JudgeVerdict, band_scale, criteria_list, judge_point
-from .points import InvalidPoint, ResponseMetrics, display_text
+from .points import InvalidPoint, ResponseMetrics, display_text, parse_tool_calls, text_with_tool_calls
 from .points import evaluate_point as real_evaluate_point
 from .scoring import (
     AlphaResult,
@@ -327,12 +327,32 @@ def _subject(response: GeneratedResponse) -> str:
     return response.text or response.final_text or ""
 
 
+def response_tool_calls(response: GeneratedResponse, subject: str) -> list[dict]:
+    """The response's tool calls as the tool functions see them: a native trajectory's calls, else the TOOL_CALL
+    lines of the text."""
+    if response.tool_mode == "native" or response.tool_calls:
+        return [dict(c) for c in response.tool_calls]
+    return parse_tool_calls(subject)
+
+
+SAW_TOOL_CALLS = "(Checked against the response text and its tool calls, as AI Eval checks it.)"
+
+
+def point_subject(point: Point, subject: str, response: GeneratedResponse) -> str:
+    """What ``point`` is scored against: the text, or (``sees: text+tool_calls``, AI Eval's `contains`, `regex` and
+    `llm_judge`) the text followed by the Markdown rendering of the response's tool calls."""
+    if point.sees != TEXT_AND_TOOL_CALLS:
+        return subject
+    return text_with_tool_calls(subject, response_tool_calls(response, subject))
+
+
 def judge_tasks(prompt: Prompt, response: GeneratedResponse) -> list[JudgeTask]:
     """What the judges receive for each text point of a response, in rubric order."""
     conversation = _conversation(prompt, response)
     all_criteria = criteria_list(prompt)
+    subject = _subject(response)
     return [
-        JudgeTask(criterion=p.text or "", conversation=conversation, subject_text=_subject(response),
+        JudgeTask(criterion=p.text or "", conversation=conversation, subject_text=point_subject(p, subject, response),
                   inverted=p.inverted, all_criteria=all_criteria, prompt_id=prompt.id,
                   scale=band_scale(p.score_ranges) if p.score_ranges else None)
         for p in prompt.all_points() if p.fn is None
@@ -367,7 +387,10 @@ async def assess_response(
     _check_points(prompt)
     base = dict(prompt_id=prompt.id, model_variant_id=response.model_variant_id, trial=response.trial)
     subject = _subject(response)
-    if response.error or not subject.strip():
+    # A record-only answer (an AI Eval case without mocks) may be only its tool calls: those are scored, the
+    # text as empty.
+    recorded = any(c.get("outcome") == "recorded" for c in response.tool_calls)
+    if response.error or (not subject.strip() and not recorded):
         reason = f"Generation failed: {response.error or 'the response is empty'}"
         return ResponseAssessment(point_assessments=(), score=None, not_evaluated_reason=reason,
                                   generation_error=reason, **base)
@@ -381,8 +404,12 @@ async def assess_response(
         functions: list[PointAssessment] = []
         for point in points:
             if point.fn is not None:
-                functions.append(await _assess_function_point(point, evaluate_point, subject, conversation, response,
-                                                              prompt, external_services, files, config))
+                seen = point_subject(point, subject, response)
+                assessed = await _assess_function_point(point, evaluate_point, seen, conversation, response, prompt,
+                                                        external_services, files, config)
+                if seen != subject and assessed.error is None:
+                    assessed = replace(assessed, reflection=f"{assessed.reflection} {SAW_TOOL_CALLS}")
+                functions.append(assessed)
         verdicts = iter(await judging)
     finally:
         judging.cancel()  # only has an effect if a bug raised above

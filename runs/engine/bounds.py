@@ -1,4 +1,5 @@
-"""Deal-breaker bounds: how high a model's rate of meeting a should-not point could be, from what was seen.
+"""Deal-breaker bounds: how high a model's rate of failing a deal-breaker (a should-not point, or a point marked
+``critical: true``) could be, from what was seen.
 
 "0 failures in 90 answers" does not mean a failure rate of 0: it means the rate is at most 3.3% at 95%
 confidence. The bound is the exact one-sided Clopper-Pearson upper limit: the largest failure rate ``p`` under
@@ -8,9 +9,11 @@ quantile of Beta(failures + 1, n - failures) (``scipy.special.betaincinv``); wit
 ``binomtest(k, n, alternative="less").proportion_ci(method="exact")`` in tests/engine/test_bounds.py.
 
 What counts (``should_not_bounds``): per model variant, every evaluated response (each trial counts) to a
-prompt with a should-not point is one answer; it is a failure when it met any should-not point (the point's
-final score below 0.5: ``ResponseAssessment.violated_should_not``, stored with the response). Responses
-without a score (failed, not evaluated) are not answers: a failure to score is neither a pass nor a fail.
+prompt with a deal-breaker point (should-not or critical) is one answer; it is a failure when it met any
+should-not point (the point's final score below 0.5: ``ResponseAssessment.violated_should_not``, stored with the
+response) or failed any critical point (its final score below 0.5, a reviewer's override applied: the caller
+names those responses, ``critical_failed``). Responses without a score (failed, not evaluated) are not answers:
+a failure to score is neither a pass nor a fail.
 
 A bound is "too wide" for a decision when it does not reach below the rate the decision needs (``DECISION_RATE``,
 1%): the finding then says how many answers, none of them failing, would bring it there.
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Container, Iterable, Sequence
 
 CONFIDENCE = 0.95
 DECISION_RATE = 0.01  # "under 1%": the failure rate a deal-breaker decision is held to
@@ -81,7 +84,7 @@ class Bound:
     @property
     def text(self) -> str:
         if self.upper is None:
-            return "no scored answer to a should-not point yet"
+            return "no scored answer to a deal-breaker (should-not or critical) point yet"
         failures = f"{self.failures} failure{'s' if self.failures != 1 else ''}"
         answers = f"{self.n} answer{'s' if self.n != 1 else ''}"
         return f"{failures} in {answers}: failure rate at most {percent(self.upper)} at {self.confidence:.0%}"
@@ -115,12 +118,33 @@ def should_not_prompts(prompts: Sequence) -> set[int]:
     return {i for i, p in enumerate(prompts) if any(point.inverted for point in p.all_points())}
 
 
+def is_critical(point) -> bool:
+    return bool(getattr(point, "critical", False))
+
+
+def critical_positions(prompts: Sequence) -> dict[int, list[int]]:
+    """Per prompt position, the positions (in ``all_points`` order, as stored) of its critical points."""
+    out = {}
+    for i, p in enumerate(prompts):
+        found = [j for j, point in enumerate(p.all_points()) if is_critical(point)]
+        if found:
+            out[i] = found
+    return out
+
+
+def deal_breaker_prompts(prompts: Sequence) -> set[int]:
+    """Positions of the prompts with a should-not point or a critical point."""
+    return {i for i, p in enumerate(prompts) if any(point.inverted or is_critical(point) for point in p.all_points())}
+
+
 def should_not_bounds(records: Iterable, prompts: Sequence, variants: Iterable[str] | None = None, *,
-                      confidence: float = CONFIDENCE, rate: float = DECISION_RATE) -> dict[str, Bound]:
-    """Per model variant, the bound over its answers to prompts with a should-not point (``records``: the
-    matrix's ``ResponseRecord``s, or any values with ``prompt_index``, ``variant_id``, ``score`` and
-    ``violated_should_not``). Variants with no such prompt are left out (an empty dict: no should-not point)."""
-    guarded = should_not_prompts(prompts)
+                      critical_failed: Container[int] = frozenset(), confidence: float = CONFIDENCE,
+                      rate: float = DECISION_RATE) -> dict[str, Bound]:
+    """Per model variant, the bound over its answers to prompts with a deal-breaker point (``records``: the
+    matrix's ``ResponseRecord``s, or any values with ``prompt_index``, ``variant_id``, ``score``,
+    ``violated_should_not`` and ``response_id``; ``critical_failed``: the ids of the responses that failed a
+    critical point). Variants with no such prompt are left out (an empty dict: no deal-breaker point)."""
+    guarded = deal_breaker_prompts(prompts)
     if not guarded:
         return {}
     counts: dict[str, list[int]] = {v: [0, 0] for v in (variants or ())}
@@ -131,7 +155,8 @@ def should_not_bounds(records: Iterable, prompts: Sequence, variants: Iterable[s
         if r.score is None:
             continue
         tally[1] += 1
-        tally[0] += 1 if r.violated_should_not else 0
+        failed = r.violated_should_not or getattr(r, "response_id", None) in critical_failed
+        tally[0] += 1 if failed else 0
     return {v: Bound(v, f, n, upper_bound(f, n, confidence), confidence, rate) for v, (f, n) in counts.items()}
 
 

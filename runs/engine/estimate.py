@@ -32,7 +32,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 from blueprints.spec.model_ids import parse_for_api_call, provider_of
 from blueprints.spec.schema import Blueprint, CustomModel, Prompt
 
-from .generate import SIMULATOR_INSTRUCTIONS, ModelVariant, expand_variants, uses_cache
+from .generate import SIMULATOR_INSTRUCTIONS, ModelVariant, expand_variants, tools_for, uses_cache
 from .judge import (JUDGE_MAX_TOKENS, JUDGE_TEMPERATURE, JudgePlan, JudgeSpec, JudgeTask, band_scale,
                     build_judge_messages, parse_judge_answer)
 from .providers.endpoints import FIXTURES_PREFIX, Problem, resolve_endpoint
@@ -461,9 +461,18 @@ def _cached_judgings(prompt: Prompt, conversation: list[Turn], plan: JudgePlan, 
     return found
 
 
-def _loop(variant: ModelVariant, model: ModelEstimate) -> int:
-    """Model calls a generated turn of this variant may take: a native tool loop's ``maxSteps``, else one."""
-    return variant.tools.max_steps if variant.tools is not None and not model.canned else 1
+def _loop(variant: ModelVariant, model: ModelEstimate, prompt: Prompt | None = None) -> int:
+    """Model calls a generated turn of this variant may take: a native tool loop's ``maxSteps`` (the prompt's own
+    tools when it has them: an imported AI Eval case's ``max_steps``), else one (record-only tool use: one)."""
+    setup = variant.tools if prompt is None else tools_for(prompt, variant)
+    if setup is None or model.canned or setup.record_only:
+        return 1
+    return setup.max_steps
+
+
+def _native(variant: ModelVariant, prompt: Prompt) -> bool:
+    """Whether this prompt's generation sends tools (a native call is never answered from the cache)."""
+    return tools_for(prompt, variant) is not None
 
 
 def estimate_run(
@@ -523,10 +532,12 @@ def estimate_run(
     responses = backup = repairs = services = unprobed = 0
     # Variants per model: what a response costs depends on its model alone unless the cache answers part of it,
     # so responses not looked up are counted in one step per model (the work grows with prompts x models).
-    per_model = Counter((v.base_model_id, _loop(v, candidates[v.base_model_id])) for v in variants)
+    blueprint_per_model = Counter((v.base_model_id, _loop(v, candidates[v.base_model_id])) for v in variants)
 
     for index, prompt in enumerate(bp.prompts):
         n_trials = trials_of(prompt, trials)
+        per_model = blueprint_per_model if prompt.tools is None and prompt.tool_use is None else Counter(
+            (v.base_model_id, _loop(v, candidates[v.base_model_id], prompt)) for v in variants)
         points = judged_per_prompt[index]
         services += sum(1 for p in prompt.all_points() if p.fn == "call") * len(variants) * n_trials
         turns = generations_per_variant(prompt)
@@ -619,8 +630,9 @@ def estimate_run(
             continue
         for variant in variants:
             model_id = variant.base_model_id
-            loop = _loop(variant, candidates[model_id])
-            if candidates[model_id].canned or not uses_cache(prompt, variant) or loop != 1 or simulated is not None:
+            loop = _loop(variant, candidates[model_id], prompt)
+            if candidates[model_id].canned or not uses_cache(prompt, variant) or loop != 1 or simulated is not None \
+                    or _native(variant, prompt):
                 # a tool loop or a simulated conversation: never looked up
                 account(model_id, loop, 0, set(), n_trials)
                 continue

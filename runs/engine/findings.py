@@ -7,6 +7,8 @@ prove it. Kinds, in the order of their weight when they tie:
 * scanner kinds (``refusal``, ``identical``, ``cut_off``, ``empty``, ``language``, ``self_id``,
   ``judge_unreadable``; ``scanners.py``) when notable;
 * ``difference``: a paired verdict that is not "can't tell" (the compare page's);
+* ``bound_too_wide``: a model's deal-breaker bound (should-not and critical points, ``bounds.py``) does not reach
+  under the rate a decision needs: "too few answers to say it is under 1%", with the answers that would;
 * ``weakest``: a model's prompts where it is far below the other models;
 * ``judge_disagreement``: points the judges disagree on most;
 * ``flaky``: cells whose trials disagree most;
@@ -22,14 +24,18 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
+from . import bounds as deal_breakers
 from . import scanners
 from .matrix import Matrix
-from .stats import Comparison
+
+if TYPE_CHECKING:  # NumPy (under stats) is for the findings' figures, not for whoever reads these types
+    from .stats import Comparison
 
 WEIGHT = {"should_not": 3.0, "refusal": 2.5, "identical": 2.5, "empty": 2.4, "cut_off": 2.2, "language": 2.2,
-          "self_id": 2.0, "judge_unreadable": 2.0, "difference": 1.5, "weakest": 1.0, "judge_disagreement": 1.0,
+          "self_id": 2.0, "judge_unreadable": 2.0, "difference": 1.5, "bound_too_wide": 1.2, "weakest": 1.0,
+          "judge_disagreement": 1.0,
           "flaky": 0.9, "worst_failure": 0.8}
 KINDS = tuple(WEIGHT)
 WEAK_GAP = 0.5  # a cell this far below the other models' mean on its prompt
@@ -117,6 +123,24 @@ def should_not_findings(points: Sequence[PointRecord]) -> list[Finding]:
             "should_not", f"{variant} did what a should-not point forbids in {len(hits)} of {seen[variant]} "
             f"assessments ({_pct(rate)}), {distinct} of {len(every_point)} should-not points{every}.",
             rate, [variant], sorted({p.prompt_id for p in hits}), cells, WEIGHT["should_not"] + rate))
+    return out
+
+
+def bound_findings(matrix: Matrix, found: Mapping[str, deal_breakers.Bound]) -> list[Finding]:
+    """A finding per model whose deal-breaker bound is too wide for the decision (``Bound.finding``), citing its
+    cells on the prompts with a deal-breaker point; a model with no scored answer there has nothing to cite and
+    no finding (its bound line says so)."""
+    guarded = {matrix.prompts[i].id for i in deal_breakers.deal_breaker_prompts(matrix.prompts)}
+    out = []
+    for variant, bound in found.items():
+        if bound.finding is None or bound.upper is None:
+            continue
+        cells = [(c.prompt_id, variant) for c in matrix.cells.values()
+                 if c.variant_id == variant and c.prompt_id in guarded and c.score is not None]
+        if not cells:
+            continue
+        out.append(Finding("bound_too_wide", f"{variant}: {bound.text}; {bound.finding}.", bound.upper, [variant],
+                           [], cells, WEIGHT["bound_too_wide"] + 0.1 * bound.upper))
     return out
 
 
@@ -264,10 +288,15 @@ def rank(found: Iterable[Finding], limit: int = LIMIT) -> list[Finding]:
 
 
 def findings(matrix: Matrix, comparisons: Mapping[tuple[str, str], Comparison], points: Sequence[PointRecord],
-             report: scanners.ScanReport | None) -> list[Finding]:
-    """Every finding of a run, ranked, with ids."""
-    found = [*should_not_findings(points), *difference_findings(matrix, comparisons), *weakest_findings(matrix),
-             *judge_findings(points), *flaky_findings(matrix), *worst_findings(matrix, points)]
+             report: scanners.ScanReport | None, bounds: Mapping[str, deal_breakers.Bound] | None = None
+             ) -> list[Finding]:
+    """Every finding of a run, ranked, with ids. ``bounds``: the run's deal-breaker bounds (with its critical
+    points' failures); without them, the should-not points' bounds off the matrix."""
+    if bounds is None:
+        bounds = deal_breakers.matrix_bounds(matrix)
+    found = [*should_not_findings(points), *bound_findings(matrix, bounds), *difference_findings(matrix, comparisons),
+             *weakest_findings(matrix), *judge_findings(points), *flaky_findings(matrix),
+             *worst_findings(matrix, points)]
     if report is not None:
         found += scanner_findings(report)
     return rank(found)

@@ -78,7 +78,7 @@ from blueprints.spec.schema import Blueprint, CustomModel, Prompt
 from runs.engine.config import DEFAULT_CONFIG
 from runs.engine.points.evaluate import evaluate_point
 from runs.engine.points.tool_trace import parse_tool_trace
-from runs.engine.tools import MAX_CALLS_PER_STEP, ToolSetup, setup_from
+from runs.engine.tools import MAX_CALLS_PER_STEP, RECORDED, ToolSetup, setup_for_prompt, setup_from
 from runs.engine.types import ChatRequest, CompleteFn, GeneratedResponse, Turn, Usage
 
 DEFAULT_TEMPERATURE = 0.0
@@ -170,6 +170,12 @@ def _variant_id(model_id: str, temperature: float, sp_idx: int | None, count: in
                         system_count=count)
 
 
+def tools_for(prompt: Prompt, variant: ModelVariant) -> ToolSetup | None:
+    """The tool setup of one prompt with this variant: the prompt's own tools and mocks (an imported AI Eval
+    case's `tool_mocks`), else the blueprint's (None: trace-only)."""
+    return setup_for_prompt(prompt.tools, prompt.tool_use, variant.tools)
+
+
 def uses_cache(prompt: Prompt, variant: ModelVariant) -> bool:
     """``noCache``: the prompt's value, else the blueprint's (reference 5.7)."""
     no_cache = prompt.no_cache if prompt.no_cache is not None else variant.no_cache
@@ -212,7 +218,7 @@ async def generate(
         conversation.append(Turn("system", system))
     generated: list[str] = []
     totals = _Totals()
-    setup = variant.tools
+    setup = tools_for(prompt, variant)
     if setup is not None and limits is not None:
         setup = replace(setup, limits=limits)
     loop = _Loop(setup)
@@ -245,6 +251,13 @@ async def generate(
                 conversation.append(Turn("assistant", text, generated=True, tool_calls=calls, tools="native"))
                 if text:
                     generated.append(text)
+                if loop.setup.record_only:  # AI Eval without mocks: one answer, its calls kept, none answered
+                    for call in calls[:MAX_CALLS_PER_STEP]:
+                        loop.record(call, turn_index, steps, None, RECORDED)
+                    if not text:
+                        generated.append("")  # the answer is its calls: scored as empty text, never as missing
+                    loop.turns += 1
+                    return text
                 if len(calls) > MAX_CALLS_PER_STEP:
                     for call in calls[:MAX_CALLS_PER_STEP]:
                         loop.record(call, turn_index, steps, None, "too-many-calls")
@@ -446,6 +459,8 @@ def _call_id(given, turn: int, step: int, index: int) -> str:
 
 
 UNANSWERED = {"step-limit": "not answered: the step limit was reached",
+              RECORDED: "recorded, not answered: the suite gives this case no tool mocks (AI Eval runs it as one "
+                        "completion)",
               "too-many-calls": f"not answered: more than {MAX_CALLS_PER_STEP} calls in one answer"}
 
 

@@ -334,7 +334,8 @@ def _newton(y: np.ndarray, design: np.ndarray, weights: np.ndarray, prior: float
 
     def value(p):
         d = p @ design
-        return -(weights * (y * log_expit(d) + (1.0 - y) * log_expit(-d))).sum(axis=1) + 0.5 * prior * (p ** 2).sum(axis=1)
+        # y log s(d) + (1 - y) log s(-d) = log s(d) - (1 - y) d, as log s(-d) = log s(d) - d: one log_expit
+        return -(weights * (log_expit(d) - (1.0 - y) * d)).sum(axis=1) + 0.5 * prior * (p ** 2).sum(axis=1)
 
     current = value(params)
     for _ in range(100):
@@ -404,3 +405,49 @@ def win_probability(a: Rating, b: Rating) -> float:
     from scipy.special import expit
 
     return float(expit(a.strength - b.strength))
+
+
+VERDICT_BOOTSTRAP = 200  # resamples behind a style verdict: one alternative among many, kept quick (bench_robustness)
+
+
+def style_verdicts(comparisons: Iterable[Comparison], pairs: Iterable[tuple[str, str]], *,
+                   bootstrap: int = VERDICT_BOOTSTRAP, seed: int = DEFAULT_SEED, prior: float = PRIOR
+                   ) -> dict[tuple[str, str], str]:
+    """For each ``(a, b)``, the verdict of the style-controlled fit (``style_ratings``'s model and bootstrap):
+    ``better`` when the 95 % bootstrap interval of ``theta_a - theta_b`` lies above 0 (``a`` is preferred beyond
+    what length and markdown explain), ``worse`` when below, else ``cant_tell``. Only pairs whose two models both
+    have a judgement with known style get a verdict (a model nobody judged has no say); no bootstrap, no verdict
+    but "can't tell". The robustness study's "style" alternative (runs/engine/robustness.py)."""
+    width = len(STYLE_FEATURES)
+    comparisons = [c for c in comparisons if c.a != c.b and c.outcome in OUTCOMES and len(c.style) == width
+                   and all(math.isfinite(x) for x in c.style)]
+    judged = {m for c in comparisons for m in (c.a, c.b)}
+    wanted = [(a, b) for a, b in pairs if a in judged and b in judged and a != b]
+    if not wanted:
+        return {}
+    names = sorted(judged)
+    index = {name: i for i, name in enumerate(names)}
+    k, n = len(names), len(comparisons)
+    if bootstrap <= 0:
+        return {pair: "cant_tell" for pair in wanted}
+    # Equal judgements (the same two models, outcome and style) are one row with a count: a resample of the n
+    # judgements is then a multinomial draw over the distinct rows (each with its share of n), the same
+    # distribution in fewer columns.
+    kinds: dict[tuple, int] = {}
+    for c in comparisons:
+        key = (index[c.a], index[c.b], OUTCOMES[c.outcome], tuple(c.style))
+        kinds[key] = kinds.get(key, 0) + 1
+    rows = list(kinds)
+    first = np.array([r[0] for r in rows], dtype=int)
+    second = np.array([r[1] for r in rows], dtype=int)
+    y = np.array([r[2] for r in rows], dtype=float)
+    style = np.array([r[3] for r in rows], dtype=float).reshape(len(rows), width)
+    shares = np.array([kinds[r] for r in rows], dtype=float) / n
+    rng = np.random.default_rng(seed)
+    weights = rng.multinomial(n, shares, size=bootstrap)
+    drawn = fit_style(y, first, second, style, k, weights, prior=prior)[:, :k]
+    out = {}
+    for a, b in wanted:
+        low, high = np.percentile(drawn[:, index[a]] - drawn[:, index[b]], [2.5, 97.5])
+        out[(a, b)] = "better" if low > 0 else "worse" if high < 0 else "cant_tell"
+    return out

@@ -19,8 +19,11 @@ call is made), and re-decides the pair with the same paired bootstrap (``stats.p
   has its own). Halving or doubling every weight at once changes no mean, so weights move against each other.
 * ``trials``: each cell's trials drawn again with replacement (``TRIAL_RESAMPLES`` draws, seeded), combined by
   the prompt's rule (only where some cell has two or more trials).
-* ``style``: reserved. Pairs now has a style-controlled rating (``ratings.style_ratings``), but a verdict here is
-  over scores, not people's preferences, and nothing yet brings the two together: no such alternative is made.
+* ``style``: for Pairs, the verdict of the style-controlled rating instead of the scores: when people judged
+  both models of the pair on the Pairs page, ``ratings.style_verdicts`` (Bradley-Terry with answer length and
+  markdown as covariates, its bootstrap interval of the two strengths' difference) says better, worse or can't
+  tell; the caller passes it (``style``), and the pair gains this one alternative. Without such judgements (or
+  across two runs, whose answers no Pairs judgement sets side by side) there is none.
 
 Pure Python (and NumPy through stats): no Django here.
 """
@@ -309,6 +312,7 @@ class Side:
         return self.base()  # tags and prompt weights change what is compared, not the cells
 
 
+STYLE_WHAT = "the Pairs rating controlled for style decides"
 NAME_MAX = 60  # a tag or a judge as a line names it (both come from a blueprint or a model's id)
 
 
@@ -373,8 +377,10 @@ class Study:
         return self._columns[side]
 
     def decide(self, a: str, b: str, verdict: str, *, side_a: int = 0, side_b: int = 0,
-               exclude: Iterable[str] = ()) -> Robustness:
-        """``a`` (of side ``side_a``) against ``b`` under every alternative, beside the shown ``verdict``."""
+               exclude: Iterable[str] = (), style: str | None = None) -> Robustness:
+        """``a`` (of side ``side_a``) against ``b`` under every alternative, beside the shown ``verdict``;
+        ``style``: the style-controlled Pairs rating's verdict on the pair, when there is one (one more
+        alternative)."""
         weights = {p.id: p.weight for p in self.prompts}
         flat = {p.id: None for p in self.prompts}
         tagged = {p.id: set(p.tags or ()) for p in self.prompts}
@@ -394,15 +400,22 @@ class Study:
                 verdicts.update({i: c.verdict for (i, _, _), c in zip(todo, found)})
         flips = [Flip(alt.what, alt.kind, verdicts[i]) for i, alt in enumerate(self.alternatives)
                  if verdicts[i] != verdict]
-        return Robustness(a, b, verdict, len(self.alternatives), len(self.alternatives) - len(flips), flips)
+        count = len(self.alternatives)
+        if style is not None:
+            count += 1
+            if style != verdict:
+                flips.append(Flip(STYLE_WHAT, "style", style))
+        return Robustness(a, b, verdict, count, count - len(flips), flips)
 
 
-def pairs_within(answers: Sequence[Answer], prompts: Sequence, pairs: Sequence[tuple[str, str, str]]
-                 ) -> list[Robustness]:
-    """Each ``(a, b, shown verdict)`` of one run's variants, re-decided under every alternative."""
+def pairs_within(answers: Sequence[Answer], prompts: Sequence, pairs: Sequence[tuple[str, str, str]],
+                 style: Mapping[tuple[str, str], str] | None = None) -> list[Robustness]:
+    """Each ``(a, b, shown verdict)`` of one run's variants, re-decided under every alternative. ``style``: the
+    style-controlled Pairs rating's verdict per ``(a, b)`` (``ratings.style_verdicts``), where people judged both."""
     wanted = {v for a, b, _ in pairs for v in (a, b)}
     study = Study([Side(answers, prompts, wanted)], prompts)
-    return [study.decide(a, b, verdict) for a, b, verdict in pairs]
+    style = style or {}
+    return [study.decide(a, b, verdict, style=style.get((a, b))) for a, b, verdict in pairs]
 
 
 def pairs_across(answers: Sequence[Answer], prompts: Sequence, base_answers: Sequence[Answer], base_prompts: Sequence,

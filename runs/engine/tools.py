@@ -37,6 +37,7 @@ MAX_CALLS_PER_STEP = 32  # calls in one model answer (parallel calls); more fail
 
 # Step outcomes, as stored and shown.
 RESULT, ERROR = "result", "error"  # a mock answered (a result, or a tool error it was written to give)
+RECORDED = "recorded"  # record-only tool use (an imported AI Eval case without mocks): the call is kept, unanswered
 UNKNOWN_TOOL, BAD_ARGUMENTS, NO_MOCK = "unknown-tool", "bad-arguments", "no-mock"  # failures: the loop stops
 FAILURES = (UNKNOWN_TOOL, BAD_ARGUMENTS, NO_MOCK)
 
@@ -47,6 +48,7 @@ class Mock:
     result: Any = None
     error: str | None = None
     label: str = ""  # "mock 2", "default": which one answered, for the record
+    subset: bool = False  # AI Eval's `match`: nested mappings match as subsets too (lists exactly)
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,10 @@ class ToolSetup:
     tools: tuple[Tool, ...]
     max_steps: int = DEFAULT_MAX_STEPS
     limits: Limits = DEFAULT_LIMITS
+    # Record-only (``toolUse.recordOnly``, set by the AI Eval importer for a case without `tool_mocks`): the tools
+    # are offered, the model's one answer is kept with its calls recorded, and nothing is answered (AI Eval runs
+    # such a case as one completion, its calls "recorded but never executed").
+    record_only: bool = False
 
     def definitions(self) -> tuple[dict, ...]:
         return tuple(tool.definition() for tool in self.tools)
@@ -117,7 +123,7 @@ class ToolSetup:
                               reason=f"the model called {tool.name} with arguments that break its schema: {check}")
         for mock in tool.mocks:
             try:
-                hit = matches(mock.when, arguments, self.limits)
+                hit = matches(mock.when, arguments, self.limits, subset=mock.subset)
             except RegexTimeout as exc:
                 return ToolAnswer(NO_MOCK, "Error: no mock answered this call", True, error=str(exc),
                                   reason=f"{tool.name}: {mock.label}'s pattern could not be matched: {exc}")
@@ -141,17 +147,21 @@ def _mocked(mock: Mock) -> ToolAnswer:
     return ToolAnswer(RESULT, content[:MAX_RESULT_CHARS], False, result=mock.result, mock=mock.label)
 
 
-def matches(when: Mapping[str, Any], arguments: Any, limits: Limits = DEFAULT_LIMITS) -> bool:
+def matches(when: Mapping[str, Any], arguments: Any, limits: Limits = DEFAULT_LIMITS, *, subset: bool = False) -> bool:
     """Whether every condition of ``when`` holds: an argument equal to the value (JSON equality, 1 == 1.0,
     never True == 1), or a string argument the ``{"matches": regex}`` (JavaScript syntax) finds. An empty
-    ``when`` matches every call."""
+    ``when`` matches every call. ``subset`` (AI Eval's ``match``): a mapping value matches a mapping argument
+    holding at least its keys, each matching the same way; lists still match exactly."""
     if not isinstance(arguments, Mapping):
         return not when
     for key, wanted in when.items():
         if key not in arguments:
             return False
         actual = arguments[key]
-        if isinstance(wanted, Mapping) and set(wanted) == {"matches"}:
+        if subset and isinstance(wanted, Mapping):  # AI Eval's `match` has no regex: a mapping is a sub-mapping
+            if not isinstance(actual, Mapping) or not matches(wanted, actual, limits, subset=True):
+                return False
+        elif isinstance(wanted, Mapping) and set(wanted) == {"matches"}:
             if not isinstance(actual, str):
                 return False
             try:
@@ -248,7 +258,16 @@ def setup_from(tools: Any, tool_use: Any, *, limits: Limits = DEFAULT_LIMITS) ->
     max_steps = int(steps) if isinstance(steps, (int, float)) and not isinstance(steps, bool) and steps >= 1 \
         else DEFAULT_MAX_STEPS
     return ToolSetup(mode=mode, tools=tuple(_tool(t) for t in tools if isinstance(t, Mapping)),
-                     max_steps=min(max_steps, MAX_STEPS), limits=limits)
+                     max_steps=min(max_steps, MAX_STEPS), limits=limits, record_only=use.get("recordOnly") is True)
+
+
+def setup_for_prompt(prompt_tools: Any, prompt_tool_use: Any, blueprint_setup: ToolSetup | None, *,
+                     limits: Limits = DEFAULT_LIMITS) -> ToolSetup | None:
+    """The setup one prompt's generation uses: the prompt's own ``tools``/``toolUse`` when it has them (an
+    imported AI Eval case's `tool_mocks`), else the blueprint's (``blueprint_setup``, on the variant)."""
+    if prompt_tools is None and prompt_tool_use is None:
+        return blueprint_setup
+    return setup_from(prompt_tools, prompt_tool_use, limits=limits)
 
 
 def _tool(raw: Mapping[str, Any]) -> Tool:
@@ -273,5 +292,5 @@ def _mock(raw: Any, label: str, *, whole: bool = False) -> Mock:
         when = raw.get("when") if isinstance(raw.get("when"), Mapping) else {}
         error = raw.get("error")
         return Mock(when=when, result=raw.get("result"), error=str(error) if error is not None else None,
-                    label=label)
+                    label=label, subset=raw.get("subset") is True)
     return Mock(result=raw, label=label) if whole else Mock(label=label)

@@ -71,6 +71,31 @@ def main():
         print(f"  expected: {expect}: {'yes' if ok else 'NO'}; alternatives {r.alternatives}, same {r.same}")
         print(f"  decisions() with robustness {whole:.2f} s; robustness alone {alone:.2f} s wall, {cpu:.2f} s CPU "
               f"(target < {TARGET_S} s; wall time counts what other processes on the machine take)")
+    # The style alternative: 2,000 people's Pairs judgements of the robust run's two models (B preferred), read and
+    # fitted with its bootstrap (500 resamples) beside the other alternatives.
+    from runs.models import PairJudgement, Response
+
+    rows = {}
+    for pk, prompt_id, variant in Response.objects.filter(run=robust).values_list("pk", "prompt_id", "variant_id"):
+        rows.setdefault(prompt_id, {})[variant] = pk
+    pairs = [sides for sides in rows.values() if len(sides) == 2][:1000]
+    a, b = sorted(pairs[0])
+    PairJudgement.objects.bulk_create(
+        [PairJudgement(left_id=sides[a], right_id=sides[b], winner="right", who="bench") for sides in pairs]
+        + [PairJudgement(left_id=sides[b], right_id=sides[a], winner="left", who="bench") for sides in pairs])
+    run_compare._ROBUSTNESS.clear()
+    found = run_compare.decisions(robust)
+    run_compare._ROBUSTNESS.clear()
+    started, cpu = time.perf_counter(), time.process_time()
+    with_robustness(robust, found.pairs)
+    alone, cpu = time.perf_counter() - started, time.process_time() - cpu
+    worst = max(worst, cpu)
+    (pair,) = found.pairs
+    r = pair.robustness
+    styled = [f.what for f in r.flips if f.kind == "style"]
+    print(f"run 'robust' with {2 * len(pairs):,} Pairs judgements: {r.line}")
+    print(f"  expected: the style alternative flips it: {'yes' if styled else 'NO'}; robustness with the style fit "
+          f"{alone:.2f} s wall, {cpu:.2f} s CPU (target < {TARGET_S} s)")
     print(f"socket connections made: {len(CONNECTIONS)} (target 0)")
     print(f"worst robustness CPU time at {RESPONSES:,} responses: {worst:.2f} s (target < {TARGET_S} s): "
           f"{'ok' if worst < TARGET_S else 'OVER'}")

@@ -34,3 +34,32 @@ def test_one_click_settles_a_cant_tell(page, live_server, fake_provider, priced,
     expect(notice.locator(".followup-verdict")).to_contain_text(f"{A} better")
     screenshot(page, "followup-run")
     assert problems == []
+
+
+def test_one_click_settles_a_cant_tell_between_two_runs(page, live_server, fake_provider, screenshot):
+    """The compare page between a run and its base offers a follow-up for the variant it cannot tell apart; one
+    click starts the two linked runs, and each run page names the other and the verdict."""
+    from tests.runs.test_followup_across import V, _runs
+
+    run, base = made_off_the_loop(_runs, fake_provider)
+    problems = watch_console(page)
+    page.goto(f"{live_server.url}/runs/{run.pk}/compare?with={base.pk}")
+    suggestion = page.locator(".followup-suggestion")
+    expect(suggestion).to_contain_text(f"To settle it, ask {V} 2 prompts where run {run.pk} and run {base.pk} "
+                                       "disagree most again")
+    suggestion.get_by_label("Budget (US$)").fill("")
+    screenshot(page, "compare-across-followup")
+    suggestion.get_by_role("button", name="Start the follow-up").click()
+    page.wait_for_load_state()
+    mine = Run.objects.get(options__followupOf=run.pk)
+    theirs = Run.objects.get(options__followupOf=base.pk)
+    expect(page).to_have_url(f"{live_server.url}/runs/{mine.pk}/")
+    notice = page.locator("section.followup")
+    expect(notice).to_contain_text(f"Follow-up of run {run.pk}")
+    expect(notice.locator("a.followup-partner")).to_have_attribute("href", f"/runs/{theirs.pk}/")
+    expect(notice.locator(".followup-verdict")).to_contain_text(f"{V} better in run {run.pk}")
+    page.goto(f"{live_server.url}/runs/{base.pk}/")
+    expect(page.locator("section.followup .followup-item")).to_contain_text(
+        f"Run {theirs.pk}: {V} in run {run.pk} against run {base.pk}")
+    screenshot(page, "across-followup-listed")
+    assert problems == []

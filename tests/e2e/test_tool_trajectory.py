@@ -103,3 +103,46 @@ def test_the_response_page_shows_the_trajectory_folded_with_failures_marked(page
     expect(page.locator("li.tool-call.tool-failed")).to_contain_text("not answered: the step limit was reached")
     expect(page.locator("#rendered")).to_contain_text("toolUse.maxSteps allows 4 model calls in a turn")
     assert dialogs == [] and problems == []
+
+
+def _make_imported(fake):
+    """An AI Eval project's suite (its prompt file alongside) with tool_mocks, run on the native loop."""
+    from tests.engine.test_imported_agents import AIEVAL, AIEVAL_SCRIPT, WEATHER_PROMPT
+
+    fake.script(AIEVAL_SCRIPT)
+    blueprint = Blueprint.objects.create(slug="weather-loop", title="weather-loop")
+    blueprint.save_revision(AIEVAL, files={"../prompts/weather.yaml": WEATHER_PROMPT})
+    assert blueprint.current_revision.dialect == "aieval" and blueprint.current_revision.is_valid
+    run = run_start.start_run(blueprint, models=["openai:cand"])
+    run.refresh_from_db()
+    return run
+
+
+def test_an_imported_ai_eval_case_shows_its_mocked_steps_and_its_recorded_calls(page, live_server, fake_provider,
+                                                                               screenshot):
+    run = made_off_the_loop(_make_imported, fake_provider)
+    rows = {r.prompt_id: r for r in Response.objects.filter(run=run)}
+    problems = watch_console(page)
+
+    page.goto(f"{live_server.url}/runs/{run.pk}/responses/{rows['weather'].pk}/")
+    steps = page.locator("li.msg-tool")
+    expect(steps).to_have_count(1)
+    expect(steps.nth(0)).to_contain_text("get_weather")
+    expect(steps.nth(0)).to_contain_text("answered by mock 1")
+    result = steps.nth(0).locator("details", has_text="Result the model was sent")
+    result.locator("summary").click()
+    expect(result.locator("pre")).to_contain_text('"temp_c": 18')
+    screenshot(page, "imported-tool-trajectory")
+
+    # A mock-less tool called in a mocked case: the step fails with its reason, and nothing is scored.
+    page.goto(f"{live_server.url}/runs/{run.pk}/responses/{rows['unmatched'].pk}/")
+    failed = page.locator("li.msg-tool.tool-failed")
+    expect(failed).to_have_count(1)
+    expect(failed).to_contain_text("search has no mocks and no default")
+
+    # A case without tool_mocks: the call is recorded, shown as such, never marked as a failure.
+    page.goto(f"{live_server.url}/runs/{run.pk}/responses/{rows['recorded'].pk}/")
+    expect(page.locator("li.tool-call")).to_have_count(1)
+    expect(page.locator("li.tool-call .tool-recorded")).to_contain_text("recorded, not answered")
+    expect(page.locator("li.tool-call.tool-failed")).to_have_count(0)
+    assert problems == []

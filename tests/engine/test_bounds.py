@@ -63,7 +63,31 @@ def test_should_not_bounds_count_evaluated_answers_to_guarded_prompts_each_trial
     found = bounds.should_not_bounds(records, prompts, ["a", "b", "c"])
     assert (found["a"].failures, found["a"].n) == (1, 2)  # the unscored answer and the unguarded prompt left out
     assert (found["b"].failures, found["b"].n) == (0, 2)
-    assert found["c"].upper is None and found["c"].text == "no scored answer to a should-not point yet"
+    assert found["c"].upper is None
+    assert found["c"].text == "no scored answer to a deal-breaker (should-not or critical) point yet"
     assert found["a"].upper == pytest.approx(scipy_upper(1, 2))
     assert bounds.should_not_bounds(records, prompts[1:], ["a"]) == {}
     assert not math.isnan(found["b"].upper)
+
+
+def test_critical_points_count_as_deal_breakers_beside_should_not_points():
+    """A prompt with a point marked ``critical: true`` is guarded too; an answer that failed a critical point (the
+    caller names it by response id) is a failure, as one that met a should-not point is."""
+    point = lambda inverted=False, critical=False: SimpleNamespace(inverted=inverted, critical=critical)  # noqa: E731
+    prompts = [SimpleNamespace(all_points=lambda: [point(), point(critical=True)]),  # critical only
+               SimpleNamespace(all_points=lambda: [point(inverted=True)]),  # should-not only
+               SimpleNamespace(all_points=lambda: [point()])]  # neither: not counted
+    r = lambda pk, i, v, score, bad=False: SimpleNamespace(  # noqa: E731
+        response_id=pk, prompt_index=i, variant_id=v, score=score, violated_should_not=bad)
+    records = [r(1, 0, "a", 0.9), r(2, 0, "a", 0.4), r(3, 1, "a", 1.0), r(4, 1, "a", 0.0, True), r(5, 2, "a", 0.0),
+               r(6, 0, "b", 0.8), r(7, 0, "b", None)]
+    assert bounds.deal_breaker_prompts(prompts) == {0, 1}
+    assert bounds.critical_positions(prompts) == {0: [1]}
+    found = bounds.should_not_bounds(records, prompts, ["a", "b"], critical_failed={2, 7})
+    assert (found["a"].failures, found["a"].n) == (2, 4)  # response 2 (critical) and 4 (should-not)
+    assert (found["b"].failures, found["b"].n) == (0, 1)  # 7 failed a critical point but has no score: not counted
+    assert found["a"].upper == pytest.approx(scipy_upper(2, 4))
+    # without the critical failures named, only the should-not one counts; critical prompts alone still guard
+    plain = bounds.should_not_bounds(records, prompts, ["a"])
+    assert (plain["a"].failures, plain["a"].n) == (1, 4)
+    assert bounds.should_not_bounds(records, prompts[:1], ["a"])["a"].n == 2

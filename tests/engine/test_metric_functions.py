@@ -28,6 +28,13 @@ METRICS = ResponseMetrics(latency_ms=850.0, cost_usd=0.004, input_tokens=300, ou
         ("cost_under", 1, ResponseMetrics(latency_ms=1.0), None, "cost of this response is unknown"),
         ("latency_under", 1000, ResponseMetrics(latency_ms=3.0, cached=True), None, "cache"),
         ("tokens_under", 10, ResponseMetrics(input_tokens=3), None, "not recorded"),
+        # AI Eval's efficiency: per budget 1 within it, else budget / used; the mean of the budgets given.
+        ("efficiency", {"max_steps": 5, "max_tokens": 1000}, METRICS, 1.0, None),
+        ("efficiency", {"max_steps": 1, "max_tokens": 1000}, METRICS, 0.75, None),  # (1/2 + 1) / 2
+        ("efficiency", {"max_steps": 1, "max_tokens": 210}, METRICS, 0.5, None),  # (1/2 + 210/420) / 2
+        ("efficiency", {"max_tokens": 105}, METRICS, 0.25, None),
+        ("efficiency", {"max_steps": 2}, METRICS, 1.0, None),  # at the budget
+        ("efficiency", {"max_steps": 5}, ResponseMetrics(input_tokens=3), None, "model calls of this response"),
     ],
 )
 def test_metric_checks(fn, args, metrics, score, error):
@@ -159,3 +166,23 @@ def test_tool_calls_match_only_required():
     expected = [{"name": "a", "required": True}, {"name": "b"}]
     assert evaluate_point("tool_calls_match", {"expected": expected, "only_required": True}, trace(("a", {}))).score == 1
     assert evaluate_point("tool_calls_match", {"expected": expected, "only_required": True}, trace(("b", {}))).score == 0
+
+
+@pytest.mark.parametrize("args", [{}, {"max_steps": 0}, {"max_tokens": -1}, {"max_steps": 5, "other": 1}, 5,
+                                  {"max_steps": True}])
+def test_efficiency_refuses_what_is_not_a_budget(args):
+    assert functions.check_args("efficiency", args) is not None
+    assert evaluate_point("efficiency", args, "any text", metrics=METRICS).score is None
+
+
+def test_ai_eval_mock_matching_takes_maps_as_subsets_and_never_as_patterns():
+    from runs.engine.tools import matches
+
+    arguments = {"city": "Paris", "units": {"temp": "c", "wind": "kmh"}, "days": [1, 2], "n": 3,
+                 "q": {"matches": "x"}}
+    assert matches({"units": {"temp": "c"}, "n": 3.0}, arguments, subset=True)
+    assert not matches({"units": {"temp": "c"}}, arguments)  # a blueprint's `when`: a mapping is compared whole
+    assert not matches({"days": [1]}, arguments, subset=True)  # lists exactly
+    assert matches({"q": {"matches": "x"}}, arguments, subset=True)  # AI Eval has no regex: a literal sub-map
+    assert not matches({"city": {"matches": "^P"}}, arguments, subset=True)
+    assert matches({"city": {"matches": "^P"}}, arguments)  # ours: a regex

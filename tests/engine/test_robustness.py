@@ -82,3 +82,64 @@ def test_a_cant_tell_line_says_what_would_decide_it():
     assert r.line == "can't tell x from y under 4 of 5 alternatives; it would be decided if without the tag 't' (better)"
     r = robustness.Robustness("x", "y", "better", 0, 0)
     assert "no alternative to try" in r.line
+
+
+def _pairs_judged(quality_a: float, quality_b: float, n: int = 400, gamma: float = 3.0, seed: int = 5):
+    """People's Pairs judgements of A against B: B writes longer answers, and the judges like length (``gamma``);
+    each judgement's outcome follows quality plus that taste (``ratings.Comparison`` with its style)."""
+    import numpy as np
+    from scipy.special import expit
+
+    from runs.engine.ratings import Comparison, style_difference, style_of
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        la, lb = int(300 * rng.lognormal(0, 0.5)), int(600 * rng.lognormal(0, 0.5))
+        s = style_difference(style_of("w" * la), style_of("w" * lb))
+        first, second, diff = (A, B, s) if i % 2 == 0 else (B, A, tuple(-x for x in s))
+        qa, qb = (quality_a, quality_b) if first == A else (quality_b, quality_a)
+        won = rng.random() < expit(qa - qb + gamma * diff[0])
+        out.append(Comparison(first, second, "a" if won else "b", diff))
+    return out
+
+
+def test_style_alternative_flips_when_people_prefer_b_beyond_style_and_not_when_style_alone_misleads():
+    """The robust fixture (A better on the scores under 9 of 9 alternatives) with Pairs judgements beside it.
+    Flipping: people prefer B's answers beyond their length (a planted quality gap), so the style-controlled
+    rating says A is worse: the one flip is "style". Not flipping: people pick B's longer answers though A is
+    better; the raw preference would say B, but controlled for style A is better, as the scores say."""
+    from runs.engine.ratings import ratings, style_verdicts
+
+    ps, data = prompts(N), answers(N, reverse=False, rude_b=0.3)
+    flipping = style_verdicts(_pairs_judged(0.0, 1.2), [(A, B)], bootstrap=200)
+    assert flipping == {(A, B): "worse"}
+    (found,) = robustness.pairs_within(data, ps, [(A, B, "better")], flipping)
+    assert [(f.kind, f.what, f.verdict) for f in found.flips] == [
+        ("style", "the Pairs rating controlled for style decides", "worse")]
+    assert (found.alternatives, found.same) == (10, 9)
+    assert found.to_dict()["flips"][0] == {"what": "the Pairs rating controlled for style decides", "kind": "style",
+                                           "verdict": "worse"}
+    assert "it flips if the Pairs rating controlled for style decides (worse)" in found.line
+
+    misleading = _pairs_judged(1.0, 0.0)
+    raw = {r.model: r.strength for r in ratings(misleading, bootstrap=0)}
+    assert raw[B] > raw[A]  # the length bias wins the raw rating
+    held = style_verdicts(misleading, [(A, B)], bootstrap=200)
+    assert held == {(A, B): "better"}
+    (found,) = robustness.pairs_within(data, ps, [(A, B, "better")], held)
+    assert found.flips == [] and (found.alternatives, found.same) == (10, 10)
+    assert found.line.endswith("under 10 of 10 alternatives; no single alternative flips it")
+
+
+def test_no_style_alternative_without_pairs_judgements_of_both_models():
+    from runs.engine.ratings import Comparison, style_verdicts
+
+    ps, data = prompts(N), answers(N, reverse=False, rude_b=0.3)
+    assert style_verdicts([], [(A, B)]) == {}
+    only_a = [Comparison(A, "other", "a", (0.1, 0.0, 0.0, 0.0))] * 5
+    assert style_verdicts(only_a, [(A, B)]) == {}  # B never judged: no say
+    no_style = [Comparison(A, B, "a")] * 5  # answers whose text is gone: no style, left out
+    assert style_verdicts(no_style, [(A, B)]) == {}
+    (found,) = robustness.pairs_within(data, ps, [(A, B, "better")], {})
+    assert found.alternatives == 9 and not any(f.kind == "style" for f in found.flips)

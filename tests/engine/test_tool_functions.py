@@ -120,3 +120,58 @@ def test_a_where_expression_that_runs_forever_is_stopped_and_recorded() -> None:
     result = evaluate_point("tool_args_match", {"name": "calculator", "where": "(() => { while (true) {} })()"}, TRACE)
     assert result.score is None and "time limit" in result.error
     assert evaluate_point("tool_called", "calculator", TRACE).score == 1.0
+
+
+# --- The text with its tool calls (AI Eval's contains, regex and llm_judge; docs/importing.md) ----------------------
+
+def test_the_rendering_puts_each_call_after_the_text_under_one_heading() -> None:
+    from runs.engine.points import text_with_tool_calls
+
+    calls = [{"name": "search", "arguments": {"query": "Oslo", "limit": 2}}, {"name": "report", "arguments": {}}]
+    assert text_with_tool_calls("Done.", calls) == (
+        'Done.\n\n## Tool calls\n\n### 1. `search`\n\n```json\n{"query": "Oslo", "limit": 2}\n```\n\n'
+        "### 2. `report`\n\n```json\n{}\n```")
+    assert text_with_tool_calls("", calls).startswith("## Tool calls\n\n### 1. `search`")  # no text: the calls alone
+    assert text_with_tool_calls("Done.", []) == "Done."  # no calls: the text as it is
+    assert text_with_tool_calls("Done.", ["not a call"]) == "Done."
+
+
+def test_the_rendering_keeps_its_markdown_whole_whatever_the_model_wrote() -> None:
+    from runs.engine.points import render_tool_calls
+
+    shown = render_tool_calls([{"name": "a`b\nc", "arguments": "{not json ``` here"},
+                               {"name": "x", "arguments": {"code": "````py"}}])
+    # A name with a backtick gets a longer code span (on one line); unreadable arguments stay the model's text in a
+    # `text` fence; a fence inside the arguments gets a longer one around it.
+    assert "### 1. ``a`b c``\n\n````text\n{not json ``` here\n````\n\n" in shown
+    assert '### 2. `x`\n\n`````json\n{"code": "````py"}\n`````' in shown
+
+
+def test_the_rendering_is_bounded() -> None:
+    from runs.engine.points import render_tool_calls
+    from runs.engine.points.tool_trace import MAX_RENDERED_ARGUMENT_CHARS, MAX_RENDERED_CHARS
+
+    big = render_tool_calls([{"name": "save", "arguments": {"text": "x" * (MAX_RENDERED_ARGUMENT_CHARS * 3)}}])
+    assert len(big) < MAX_RENDERED_ARGUMENT_CHARS + 200
+    assert f"… (cut: {MAX_RENDERED_ARGUMENT_CHARS * 3 + 12:,} characters, more than 20,000)" in big
+    many = render_tool_calls([{"name": "save", "arguments": {"text": "y" * 15_000}}] * 50)
+    assert len(many) <= MAX_RENDERED_CHARS + 200
+    assert many.count("### ") == 6 and many.endswith("… 44 more tool calls left out (the rendering stops at "
+                                                     "100,000 characters)")
+
+
+def test_a_point_sees_the_tool_calls_only_when_marked_and_trace_only_calls_count() -> None:
+    from blueprints.spec.schema import Point
+    from runs.engine.assess import point_subject
+    from runs.engine.types import GeneratedResponse
+
+    trace = 'Checking.\nTOOL_CALL {"name": "search", "arguments": {"q": "x"}}'
+    response = GeneratedResponse(prompt_id="p", model_variant_id="m", conversation=(), text=trace, final_text=trace)
+    marked = Point(fn="contains", fn_args="search", has_args=True, sees="text+tool_calls")
+    plain = Point(fn="contains", fn_args="search", has_args=True)
+    assert point_subject(plain, trace, response) == trace
+    assert point_subject(marked, trace, response) == trace + '\n\n## Tool calls\n\n### 1. `search`\n\n```json\n' \
+                                                             '{"q": "x"}\n```'
+    native = GeneratedResponse(prompt_id="p", model_variant_id="m", conversation=(), text="Hi", final_text="Hi",
+                               tool_mode="native")
+    assert point_subject(marked, "Hi", native) == "Hi"  # a native answer without calls: its text

@@ -87,7 +87,15 @@ keeps each tool result the client sent (``tool_results``).
 protocol, model, headers, body, status), ``POST /_control/reset`` (log,
 counters and rules), ``POST /_control/script``, ``POST /_control/config``
 (``{"latency_ms": n}``, ``{"rate_limits": [...]}``), ``GET /_control/stats``,
-``GET /_control/health``.
+``GET /_control/health``, ``GET /_control/tally``.
+
+**The tally** is kept even without a request log (``--no-log``): every chat or
+completion request is counted by its model and conversation (a digest of
+them), so a benchmark can tell that each call arrived exactly once.
+``server.tally()`` and ``GET /_control/tally`` give ``{"requests": all,
+"distinct": distinct conversations, "repeated": [{"model", "lastUser",
+"times"}]}``, the repeated ones (at most 1,000 listed) with their last user
+message.
 
 The server is asyncio streams with a minimal HTTP/1.1 parser and keep-alive,
 so its own overhead stays far below a real model's latency and a benchmark
@@ -98,6 +106,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import re
 import socket
@@ -202,6 +211,8 @@ class FakeLLMServer:
         self._rate_rules: list[tuple[re.Pattern, dict]] = []
         self._buckets: dict[tuple[str, str], _Bucket] = {}
         self._statuses: Counter = Counter()  # answers by status, kept even without a request log
+        self._tally: Counter = Counter()  # requests by a digest of their model and conversation (``tally``)
+        self._tally_seen: dict[bytes, tuple[str, str]] = {}  # the repeated ones' model and last user message
         if rate_limits:
             self.set_rate_limits(rate_limits)
         self._server: asyncio.base_events.Server | None = None
@@ -224,6 +235,7 @@ class FakeLLMServer:
         with self._lock:
             self._rules, self._log, self._counters = [], [], {}
             self._rate_rules, self._buckets, self._statuses = [], {}, Counter()
+            self._tally, self._tally_seen = Counter(), {}
 
     def set_rate_limits(self, rules: list[dict]) -> None:
         """``[{"model": regex, "rpm": n, "tpm": n, "window_s": s}]``; the first rule matching a model name wins."""
@@ -242,6 +254,15 @@ class FakeLLMServer:
     def rate_limit_stats(self) -> dict[int, int]:
         with self._lock:
             return dict(self._statuses)
+
+    def tally(self) -> dict:
+        """How many chat and completion requests arrived, how many distinct (model, conversation), and which
+        arrived more than once (model, last user message, times; at most 1,000 listed)."""
+        with self._lock:
+            repeated = [{"model": self._tally_seen[key][0], "lastUser": self._tally_seen[key][1], "times": times}
+                        for key, times in self._tally.items() if times > 1 and key in self._tally_seen]
+            return {"requests": sum(self._tally.values()), "distinct": len(self._tally),
+                    "repeated": repeated[:1000]}
 
     def requests(self, model: str | None = None) -> list[dict]:
         with self._lock:
@@ -383,8 +404,12 @@ class FakeLLMServer:
         model, messages = _read_request(protocol, path, data)
         last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"
                           and not m.get("tool_result")), "")
+        digest = hashlib.blake2b(json.dumps([model, messages], sort_keys=True).encode(), digest_size=16).digest()
         with self._lock:
             count = self._counters[model] = self._counters.get(model, 0) + 1
+            self._tally[digest] += 1
+            if self._tally[digest] == 2 and len(self._tally_seen) < 1000:
+                self._tally_seen[digest] = (model, last_user)
             rule = next((r for r in self._rules if r.matches(model, last_user)), None)
             if rule is not None and rule.times is not None:
                 rule.times -= 1
@@ -526,6 +551,8 @@ class FakeLLMServer:
             return 200, {}, _json({"ok": True})
         if path == "/_control/requests":
             return 200, {}, _json({"requests": self.requests()})
+        if path == "/_control/tally":
+            return 200, {}, _json(self.tally())
         if path == "/_control/reset" and method == "POST":
             self.reset()
             return 200, {}, _json({"ok": True})

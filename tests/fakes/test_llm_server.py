@@ -59,6 +59,21 @@ def test_the_request_log_and_reset_work_over_http(server):
     assert server.requests() == []
 
 
+def test_the_tally_counts_each_conversation_and_names_the_repeated_ones_without_a_request_log():
+    fake = FakeLLMServer(log_requests=False)
+    fake.start_in_thread()
+    try:
+        for model, text in [("a", "one"), ("a", "two"), ("b", "one"), ("a", "one"), ("a", "one")]:
+            assert chat(fake, model, text).status_code == 200
+        tally = httpx.get(fake.base_url + "/_control/tally").json()
+        assert fake.requests() == []
+        assert tally == {"requests": 5, "distinct": 3, "repeated": [{"model": "a", "lastUser": "one", "times": 3}]}
+        fake.reset()
+        assert fake.tally() == {"requests": 0, "distinct": 0, "repeated": []}
+    finally:
+        fake.stop_in_thread()
+
+
 def test_latency_can_be_set_per_server_and_per_model(server):
     httpx.post(server.base_url + "/_control/config", json={"latency_ms": 150})
     started = time.perf_counter()

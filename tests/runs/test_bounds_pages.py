@@ -69,3 +69,54 @@ def test_compare_json_has_the_bounds_held_to_scipy(run):
     assert (data[B]["failures"], data[B]["answers"]) == (2, 30)
     assert data[B]["upper"] == pytest.approx(upper(2, 30), rel=1e-9)
     assert data[A]["finding"].startswith("too few answers to say it is under 1%")
+
+
+def _critical_text() -> str:
+    body = "".join(f"- id: c{i:02d}\n  prompt: Critical question {i}?\n  should:\n    - $contains: GOOD\n"
+                   f"    - $not_contains: DOSE\n      critical: true\n" for i in range(20))
+    return "title: Critical\nmodels: [openai:cand-a, openai:cand-b]\n---\n" + body
+
+
+@pytest.fixture
+def critical_run(fake_provider):
+    blueprint = import_files([("critical.yml", _critical_text(), {})], via="test").items[0].blueprint
+    fake_provider.script([{"model": "cand-b", "match": r"Critical question (4|9|11)\b", "reply": "GOOD DOSE"},
+                          {"model": "cand-a", "match": ".", "reply": "GOOD answer"},
+                          {"model": "cand-b", "match": ".", "reply": "GOOD answer"}])
+    made = run_start.start_run(blueprint, fresh=True)
+    made.refresh_from_db()
+    assert made.status == "done"
+    return made
+
+
+def test_a_critical_point_is_a_deal_breaker_in_compare_json_the_pages_and_the_findings(critical_run, client):
+    """No should-not point anywhere: the bound is over the critical point alone (3 of cand-b's 20 answers failed it),
+    and a reviewer's override of a critical point's score counts as the bound's input (the final score)."""
+    from runs import insight
+    from runs.models import PointAssessment
+    from runs.overrides import apply_override
+
+    code, out, _ = compare(critical_run.pk, "--json")
+    assert code == 0
+    data = json.loads(out)["bounds"]
+    assert (data[A]["failures"], data[A]["answers"]) == (0, 20)
+    assert (data[B]["failures"], data[B]["answers"]) == (3, 20)
+    assert data[B]["upper"] == pytest.approx(upper(3, 20), rel=1e-9)
+    assert client.get(f"/api/runs/{critical_run.pk}/compare").json()["bounds"] == data
+    part = _text_of(client.get(f"/runs/{critical_run.pk}/compare?part=models", **htmx()).content.decode())
+    assert f"{B}: 3 failures in 20 answers: failure rate at most {100 * upper(3, 20):.0f}% at 95%" in part
+    assert "should-not and critical points" in part
+    found = [f for f in insight.insight_of(critical_run).findings if f.kind == "bound_too_wide"]
+    assert {f.models[0] for f in found} == {A, B}
+    assert any(f.text.startswith(f"{A}: 0 failures in 20 answers") and "too few answers to say it is under 1%"
+               in f.text for f in found)
+    model = _text_of(client.get("/runs/models/openai:cand-b/").content.decode())
+    assert "should-not and critical points, pooled over these runs" in model, model[model.find("Deal"):][:300]
+    assert f"3 failures in 20 answers: failure rate at most {100 * upper(3, 20):.0f}% at 95%" in model, model[model.find("Deal"):][:300]
+    # a reviewer passes one of cand-b's failed critical points: two failures are left
+    failed = PointAssessment.objects.filter(response__run=critical_run, response__variant_id=B, position=1,
+                                            score__lt=0.5).first()
+    apply_override(failed, 1.0, reason="the dose named is the safe one", who="rev")
+    critical_run.refresh_from_db()
+    code, out, _ = compare(critical_run.pk, "--json")
+    assert json.loads(out)["bounds"][B]["failures"] == 2

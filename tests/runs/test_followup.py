@@ -162,3 +162,20 @@ def test_the_suggestion_reads_the_pairs_figures_the_compare_page_shows_either_wa
     assert (ab.comparison.delta, ab.comparison.low, ab.comparison.verdict) == (pair.delta, pair.low, pair.verdict)
     assert (ba.comparison.delta, ba.comparison.low, ba.comparison.high) == (-pair.delta, -pair.high, -pair.low)
     assert ba.plan.prompts == ab.plan.prompts and ba.calls == ab.calls
+
+
+def test_the_history_links_a_follow_up_to_its_run(fake_provider, priced, client):
+    run = _original(fake_provider)
+    follow, _ = followup.start(run, A, B)
+    history = client.get(f"/runs/history/{run.blueprint.slug}").content.decode()
+    assert f'follow-up of <a href="#run-{run.pk}">run {run.pk}</a>' in history
+    assert f'follow-up: <a href="#run-{follow.pk}">run {follow.pk}</a>' in history
+    assert f'id="run-{run.pk}"' in history and f'id="run-{follow.pk}"' in history
+    assert followup.links(run.blueprint_id) == ({follow.pk: run.pk}, {run.pk: [follow.pk]})
+    # a follow-up's means are of a few prompts: the trend lines leave it out, the table keeps it
+    from runs.across import figures
+
+    history_figures = figures.history(run.blueprint)
+    assert [i.summary is not None for i in history_figures.runs if i.pk == follow.pk] == [True]  # it has means
+    on_trends = {p.run_id for points in history_figures.trends.values() for p in points}
+    assert run.pk in on_trends and follow.pk not in on_trends

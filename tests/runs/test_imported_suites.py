@@ -124,8 +124,9 @@ def test_an_external_jsonl_dataset_comes_along_and_runs(fake_provider):
 def test_ai_eval_suites_import_with_their_prompt_files_and_run(fake_provider):
     fake_provider.script([
         {"model": "cand", "match": "Say hello", "reply": "hello! Nice to meet you."},
+        # The prompt file's tools are offered natively (as AI Eval does); without tool_mocks the call is recorded.
         {"model": "cand", "match": "weather in San Francisco",
-         "reply": 'TOOL_CALL {"name": "get_weather", "arguments": {"location": "San Francisco"}}'},
+         "tool_calls": [{"name": "get_weather", "arguments": {"location": "San Francisco"}}], "reply": "Sunny."},
         {"model": "cand", "match": "wrap errors", "reply": "Use fmt.Errorf with %w."},
         *judge_rules(),
     ])

@@ -91,3 +91,40 @@ def test_a_robust_decision_says_no_single_alternative_flips_it_across_two_runs(f
     (pair,) = json.loads(out)["pairs"]
     assert pair["verdict"] == "better"
     assert pair["robustness"]["line"] == f"{A} better than {B} under 4 of 4 alternatives; no single alternative flips it"
+
+
+def test_people_preferring_b_on_the_pairs_page_add_a_style_flip_to_a_robust_decision(fake_provider, client):
+    """The robust run (cand-a better under 4 of 4) with people's Pairs judgements: every one prefers cand-b's
+    answer (answers of about the same length, no markdown), so the style-controlled rating says cand-a is worse and
+    the pair gains the "style" alternative, which flips it. Judgements added after a first look count (the kept
+    answer is keyed by them); an LLM judge's Pairs answers are not people's and add nothing."""
+    from runs.models import PairJudgement, PairJudging, Response
+
+    run = _run(fake_provider, reverse=False)
+    code, out, _ = compare(run.pk, "--json")
+    assert json.loads(out)["pairs"][0]["robustness"]["alternatives"] == 4
+    rows = {(r.prompt_id, r.variant_id): r for r in Response.objects.filter(run=run)}
+    job = PairJudging.objects.create(run=run, blueprint=run.blueprint, model_id="openai:judge-a",
+                                     pairs_requested=12)
+    for i in range(PROMPTS):  # an LLM judge preferring cand-a: not people's, not counted
+        PairJudgement.objects.create(left=rows[(f"q{i:02d}", A)], right=rows[(f"q{i:02d}", B)], winner="left",
+                                     who="judge:openai:judge-a", judging=job)
+    code, out, _ = compare(run.pk, "--json")
+    assert json.loads(out)["pairs"][0]["robustness"]["alternatives"] == 4
+    for i in range(PROMPTS):
+        a, b = rows[(f"q{i:02d}", A)], rows[(f"q{i:02d}", B)]
+        PairJudgement.objects.create(left=a, right=b, winner="right", who="ann")
+        PairJudgement.objects.create(left=b, right=a, winner="left", who="bob")
+    code, out, _ = compare(run.pk, "--json")
+    (pair,) = json.loads(out)["pairs"]
+    assert pair["verdict"] == "better"
+    robust = pair["robustness"]
+    assert (robust["alternatives"], robust["same"]) == (5, 4)
+    assert robust["flips"] == [{"what": "the Pairs rating controlled for style decides", "kind": "style",
+                                "verdict": "worse"}]
+    line = (f"{A} better than {B} under 4 of 5 alternatives; it flips if the Pairs rating controlled for style "
+            "decides (worse)")
+    assert robust["line"] == line
+    assert line in _text(client.get(f"/runs/{run.pk}/compare").content.decode())
+    api = client.get(f"/api/runs/{run.pk}/compare").json()
+    assert api["pairs"][0]["robustness"] == robust

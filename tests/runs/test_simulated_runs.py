@@ -151,11 +151,19 @@ def test_the_response_calls_show_the_simulated_user_apart(scripted, client):
     run_page = client.get(f"/runs/{run.pk}/").content.decode()
     assert "the simulated users' calls included: <code>openai:sim-user</code>, <code>openai:sim-user-empty</code>" \
         in run_page
+    # The run's bill gives the simulated users a line of their own: what their calls spent, summed from every
+    # response's call log (3 to sim-user, 1 to sim-user-empty), also part of the candidates' figures.
+    from runs.engine import calls as call_log
+    logs = [e for r in Response.objects.filter(run=run) for e in r.call_log() if e.get("purpose") == "user"]
+    spent = call_log.spent(logs)
+    assert spent["sent"] == 4 and spent["inputTokens"] > 0
+    line = run_page.split('class="bill-simulated-users">', 1)[1].split("</dd>", 1)[0]
+    assert line.startswith(f"4 calls sent · {spent['inputTokens']:,} tokens in, {spent['outputTokens']:,} out · ")
+    assert "part of the candidates' figures above" in line
     page = client.get(f"/runs/{run.pk}/responses/{row.pk}/calls").content.decode()
     assert 'calls-spent-candidate">Candidate: 3 calls' in page
     assert 'calls-spent-user">Simulated user: 2 calls' in page
     # The stored generation figures are the two parts together (the run's bill adds them up).
-    from runs.engine import calls as call_log
     log = row.call_log()
     assert row.input_tokens == sum(e.get("input_tokens") or 0 for e in log if e.get("purpose") in ("candidate", "user"))
     assert call_log.spent([e for e in log if e.get("purpose") == "user"])["calls"] == 2
@@ -167,3 +175,12 @@ def test_a_missing_key_for_the_user_model_is_said_before_the_run(scripted, tmp_p
     call_command("run_blueprint", str(path), "--dry-run")
     printed = capsys.readouterr()
     assert "no API key for anthropic" in printed.out + printed.err and "anthropic:sim-user" in printed.out + printed.err
+
+
+def test_a_run_without_simulated_users_has_no_such_line(scripted, client):
+    text = "title: plain\nmodels: [openai:cand]\n---\n- id: p\n  prompt: my order broke\n  should: [$contains: Echo]\n"
+    made = client.post("/api/runs", json.dumps({"blueprint": text, "models": ["openai:cand"]}),
+                       content_type="application/json")
+    assert made.status_code in (200, 201, 202), made.content
+    run_page = client.get(f"/runs/{Run.objects.get().pk}/").content.decode()
+    assert "bill-simulated-users" not in run_page and "Simulated users</dt>" not in run_page

@@ -292,3 +292,65 @@ def test_a_cancel_ends_calls_waiting_on_a_rate_limited_model_in_seconds(site, fa
     assert took < 15, took
     statuses = site.statuses(run_id)
     assert statuses["pending"] > 0 and statuses["done"] >= 3 and statuses["running"] == 0
+
+
+@pytest.mark.services
+def test_a_killed_workers_items_are_taken_over_by_a_worker_still_running(tmp_path, fake_llm, database_url, redis_url):
+    """Two workers share a run on PostgreSQL and Redis; one is killed (SIGKILL to its whole qcluster) and never
+    comes back. Its items finish on the other worker as it runs out of pending items (``work.claim_next``),
+    not at the minute's recovery nor on a worker's restart: both are out of play here (the recovery's schedule
+    is removed, and the queued tasks are purged after the kill, so no task names the killed worker's items).
+    Each item is stored once; only the killed worker's items were claimed twice, and only their calls (those in
+    flight at the kill) reached the model twice."""
+    site = Site(tmp_path, fake_llm, database_url, redis_url)
+    site.env.update(EVALSITE_CHUNK_SIZE="4", EVALSITE_CONCURRENCY_OPENAI="1")
+    site.manage("migrate", "--noinput")
+    site.query("DELETE FROM django_q_schedule RETURNING id")
+    items = 60  # one call at a time per worker, 0.3 s each: the survivor still has pending items after the kill
+    try:
+        doomed, survivor = site.start_worker(), site.start_worker()
+        time.sleep(4)  # both running (their start-up recovery is behind them) before the run's tasks arrive
+        run_id = site.start_run(blueprint_text(["openai:slow-latency-300ms"], prompts=items))
+
+        def holders():
+            claims = site.query("SELECT claimed_by FROM runs_response WHERE run_id = ? AND status = 'running'", run_id)
+            return {_group_of(int(by.split(":")[1])) for (by,) in claims}
+
+        site.wait_for("both workers to hold items", lambda: {doomed.pid, survivor.pid} <= holders(), timeout=60)
+        doomed_pids = [str(pid) for pid in _group(doomed.pid)]
+        site.kill(doomed)
+        held = [(pk, prompt) for pk, prompt, by in site.query(
+            "SELECT id, prompt_id, claimed_by FROM runs_response WHERE run_id = ? AND status = 'running'", run_id)
+            if by.split(":")[1] in doomed_pids]
+        site.manage("shell", "--no-imports", "-c",
+                    f"from runs.work import purge_queued_tasks; purge_queued_tasks({run_id})")
+        pending = site.statuses(run_id)["pending"]
+        assert held and pending, (held, site.statuses(run_id))  # the survivor still had pending items to take
+        killed_at = time.monotonic()
+
+        site.wait_for("the run to finish", lambda: site.run_status(run_id) == "done", timeout=90)
+        print(f"{len(held)} items held by the killed worker, {pending} pending; the run finished "
+              f"{time.monotonic() - killed_at:.1f} s after the kill")
+        assert site.statuses(run_id) == Counter({"done": items})
+        assert site.query("SELECT items_done, items_failed FROM runs_run WHERE id = ?", run_id)[0] == (items, 0)
+        claims = dict(site.query("SELECT id, attempts FROM runs_response WHERE run_id = ?", run_id))
+        assert {pk for pk, n in claims.items() if n == 2} == {pk for pk, _ in held}
+        assert set(claims.values()) == {1, 2}
+        asked = Counter(asked_items(fake_llm, "slow"))
+        assert set(asked) == {f"item-{i}" for i in range(items)}
+        assert {item for item, n in asked.items() if n > 1} <= {prompt for _, prompt in held}
+        assert max(asked.values()) <= 2
+    finally:
+        site.stop_all()
+
+
+def _group_of(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
+
+
+def _group(group: int) -> list[int]:
+    """The processes of a process group (a qcluster started in its own session: its sentinel and workers)."""
+    return [int(name) for name in os.listdir("/proc") if name.isdigit() and _group_of(int(name)) == group]

@@ -24,7 +24,7 @@ def test_names_are_the_upstream_registry_plus_the_three_tool_policy_functions() 
     # Deviation 9 adds required_tools, prohibited_tools and max_calls; the extension functions that
     # other suite formats need (docs/points.md) are listed apart, and none of them is an upstream name.
     extensions = {"equals", "json_matches_schema", "field_accuracy", "tool_trajectory", "tool_calls_match", "latency_under",
-                  "cost_under", "tokens_under", "llm_calls_under", "code_judge"}
+                  "cost_under", "tokens_under", "llm_calls_under", "efficiency", "code_judge"}
     assert functions.EXTENSION_FUNCTIONS == extensions
     assert functions.NAMES == UPSTREAM_CANONICAL | {"required_tools", "prohibited_tools", "max_calls"} | extensions
 

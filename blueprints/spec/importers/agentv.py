@@ -50,6 +50,7 @@ SUITE_KEYS = frozenset({
     "name", "description", "version", "author", "license", "tags", "requires", "input", "input_messages", "tests",
     "eval_cases", "evalcases", "target", "execution", "assert", "assertions", "evaluators", "workspace", "dataset",
     "eval_set", "metadata", "threshold", "$schema",
+    "tools", "toolUse",  # evalsite's: the tools a native loop offers, with their mocks (docs/importing.md)
 })
 TEST_KEYS = frozenset({
     "id", "criteria", "expected_outcome", "outcome", "input", "input_messages", "expected_output",
@@ -78,6 +79,7 @@ def _content_blocks(value: Any) -> bool:
 
 class _AgentV(ImportReader):
     dialect = "agentv"
+    native_tools = False  # the suite declares tools for a native loop (evalsite's `tools` and `toolUse`)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -99,6 +101,7 @@ class _AgentV(ImportReader):
         self.suite_report = report.suite
         self.read_metadata(suite, bp, report.suite)
         self.unknown_suite_keys(suite)
+        self.read_tools(suite, bp, report.suite)
         self.legacy = any(k in suite for k in ("evalcases", "eval_cases"))
         defaults = self.read_execution(suite, bp, report.suite)
         default_asserts = self.suite_asserts(suite)
@@ -178,6 +181,24 @@ class _AgentV(ImportReader):
             if key in suite:
                 self.extras[key] = suite[key]
                 rep.map(f"{key} (kept aside)")
+
+    def read_tools(self, suite, bp: Blueprint, rep: TestReport):
+        """evalsite's `tools` and `toolUse` on a suite, as a blueprint's header has them (each tool's JSON Schema,
+        `mocks` and `default`): AgentV's agents call their own tools, so a suite that is to be run on a model
+        declares them here, and `tool_trajectory` and `execution_metrics` then score the native loop's calls."""
+        if "tools" not in suite and "toolUse" not in suite:
+            return
+        from ..header_reader import HeaderReader
+
+        header = HeaderReader(self.notes, None, None, derived_id=None, collections=None, limits=self.limits)
+        header.read_tools(suite, bp)
+        header.check_tool_mocks(bp, suite)
+        self.native_tools = bool(bp.tools) and isinstance(bp.tool_use, dict) and \
+            bp.tool_use.get("mode") in ("native", "auto") and bp.tool_use.get("enabled") is not False
+        if self.native_tools:
+            rep.map(f"tools -> native tool definitions with mocks (toolUse.mode {bp.tool_use['mode']})")
+        elif bp.tools:
+            rep.map("tools (trace-only: the model writes TOOL_CALL lines)")
 
     def unknown_suite_keys(self, suite):
         for key in suite:

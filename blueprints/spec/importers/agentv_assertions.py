@@ -557,7 +557,7 @@ def tool_trajectory(b: AssertionBuilder, a: Assertion) -> list[Point]:
                           (*path, "minimums"), code="trajectory")
             return []
         args["minimums"] = minimums
-    if item.get("args_match") in ARGS_MATCH_MODES:
+    if item.get("args_match") in ARGS_MATCH_MODES or field_list(item.get("args_match")):
         args["args_match"] = item["args_match"]
     if mode != "any_order" and not args.get("expected"):
         b.notes.error(f"mode `{mode}` needs `expected:` (the calls, in order)", item, None, path, code="trajectory")
@@ -566,9 +566,17 @@ def tool_trajectory(b: AssertionBuilder, a: Assertion) -> list[Point]:
         b.notes.error("mode `any_order` needs `minimums:` or `expected:`", item, None, path, code="trajectory")
         return []
     rep.map(f"tool_trajectory ({mode}) -> $tool_trajectory")
-    rep.approx("tool calls", "read from the TOOL_CALL lines the model writes (trace-only), not native tool "
-                             "calling")
+    tool_calls_read(b, rep)
     return b.fn_points(a, "tool_trajectory", args)
+
+
+def tool_calls_read(b: AssertionBuilder, rep) -> None:
+    """Where the tool calls come from: the native loop over the suite's `tools` and mocks, else TOOL_CALL lines."""
+    if getattr(b.reader, "native_tools", False):
+        rep.map("tool calls -> the native tool loop's trajectory (the suite's tools and mocks)")
+    else:
+        rep.approx("tool calls", "read from the TOOL_CALL lines the model writes (trace-only): declare the suite's "
+                                 "`tools` with `mocks` and `toolUse: {mode: native}` to run a native tool loop")
 
 
 def trajectory_calls(b: AssertionBuilder, a: Assertion) -> list[dict] | None:
@@ -593,15 +601,21 @@ def trajectory_calls(b: AssertionBuilder, a: Assertion) -> list[dict] | None:
                 return None
             one["args"] = entry["args"]
         if entry.get("args_match") is not None:
-            if entry["args_match"] not in ARGS_MATCH_MODES:
-                rep.approx("args_match with a list of fields", "compared as `exact`")
-            else:
+            if entry["args_match"] in ARGS_MATCH_MODES or field_list(entry["args_match"]):
                 one["args_match"] = entry["args_match"]
+            else:
+                rep.approx("args_match", f"{short(entry['args_match'])} is no mode nor list of fields: compared as "
+                                         "`exact`")
         if "max_duration_ms" in entry:
             rep.unsupported_("tool_trajectory max_duration_ms", "tool calls carry no timing in evalsite "
                                                                 "(they are read from the response)")
         clean.append(one)
     return clean
+
+
+def field_list(value: Any) -> bool:
+    """AgentV's `args_match` as a list of dot-paths (only those fields are compared)."""
+    return isinstance(value, list) and bool(value) and all(isinstance(p, str) and p for p in value)
 
 
 def field_accuracy(b: AssertionBuilder, a: Assertion) -> list[Point]:
@@ -710,6 +724,11 @@ def execution_metrics(b: AssertionBuilder, a: Assertion) -> list[Point]:
                           "max_cost_usd, max_duration_ms)", item, None, path, code="metric")
         return []
     rep.map("execution_metrics -> metric checks (" + ", ".join(k for *_, k in checks) + ")")
+    if "max_tool_calls" in item:
+        tool_calls_read(b, rep)
+    if "max_llm_calls" in item:
+        rep.map("execution_metrics max_llm_calls -> model calls, each step of a tool loop counted (AgentV counts "
+                "assistant messages)")
     share = weight / len(checks)
     return [function_point(fn, value, weight=share, origin=origin, check_id=check_id, inverted=negate,
                            label=f"{label}: {key}") for fn, value, key in checks]

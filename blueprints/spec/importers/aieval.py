@@ -19,9 +19,9 @@ from ..jsregex import RegexError, compile_js
 from ..limits import DEFAULT_LIMITS, Limits
 from ..notes import choice_hint
 from ..parse import ParseResult
-from ..schema import Blueprint, Message, Point, Prompt, Verdicts
+from ..schema import TEXT_AND_TOOL_CALLS, Blueprint, Message, Point, Prompt, Verdicts
 from ..source import Loaded
-from .aieval_evaluators import EVALUATORS, SIMPLE_TYPES, Evaluator
+from .aieval_evaluators import EVALUATORS, SEES_TOOL_CALLS, SIMPLE_TYPES, Evaluator
 from .common import ImportReader, ImportReport, TestReport, function_point, is_number, new_check, short
 
 SUITE_KEYS = frozenset({"suite", "prompt", "description", "is_system_prompt", "cases"})
@@ -65,8 +65,14 @@ def go_regex_to_js(pattern: str) -> str:
     return pattern.replace("(?P<", "(?<").replace("\\A", "^").replace("\\z", "$")
 
 
+AIEVAL_DEFAULT_STEPS = 5  # a case's `max_steps` of 0 or none (reference 3.3)
+MAX_LOOP_STEPS = 50  # runs/engine/tools.MAX_STEPS (blueprints/spec may not import runs)
+
+
 class _AiEval(ImportReader):
     dialect = "aieval"
+    prompt_tools: list[dict] = []  # the prompt file's tools, as blueprint tools
+    case_max_steps = 0  # the case being read: its `max_steps` (0: none), efficiency's default step budget
 
     def read_suite(self) -> tuple[Blueprint, ImportReport]:
         report = ImportReport("aieval", "AI Eval suite")
@@ -171,9 +177,13 @@ class _AiEval(ImportReader):
                 tools.append(entry)
         if tools:
             bp.tools = tools
-            bp.tool_use = {"enabled": True, "mode": "trace-only"}
-            rep.approx("prompt tools", "listed as the blueprint's tools; models are not offered native tools, and "
-                                       "tool calls are read from the TOOL_CALL lines they write")
+            # As AI Eval: the tools are offered natively; a case without `tool_mocks` is one completion whose calls
+            # are recorded, never answered (a case with mocks gets its own loop, case_tools). `auto`: a model
+            # without native tools (a custom endpoint) writes TOOL_CALL lines instead, and the response says so.
+            bp.tool_use = {"enabled": True, "mode": "auto", "recordOnly": True, "maxSteps": 1}
+            self.prompt_tools = tools
+            rep.map("prompt tools -> native tool definitions (a case without tool_mocks: one completion, its calls "
+                    "recorded, not answered)")
 
     def render(self, template: str, variables: dict, case, path) -> str | None:
         text = template
@@ -232,8 +242,10 @@ class _AiEval(ImportReader):
             checks=[], trials=None, trial_aggregation="pass_at_k", trial_threshold=DEFAULT_CASE_THRESHOLD,
         )
         self.case_trials(case, path, prompt, rep)
+        steps = case.get("max_steps")
+        self.case_max_steps = steps if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0 else 0
         self.check_case_limits(case, path)
-        self.case_extras(case, case_id, rep)
+        self.case_tools(case, path, prompt, rep)
         prompt.points = self.case_points(case, path, prompt, rep, errors_before)
         if self.notes.error_count() > errors_before:
             return None
@@ -288,13 +300,61 @@ class _AiEval(ImportReader):
             self.error("`trials` must be a whole number from 0 to 100", case, "trials", (*path, "trials"),
                        code="trials")
 
-    def case_extras(self, case, case_id: str, rep: TestReport) -> None:
-        if case.get("tool_mocks"):
-            rep.unsupported_("tool_mocks", "needs a native tool-calling loop with mocked tool results; the model "
-                                           "answers in one turn")
-            self.extras.setdefault("cases", {}).setdefault(case_id, {})["tool_mocks"] = case["tool_mocks"]
-        if "max_steps" in case:
-            self.extras.setdefault("cases", {}).setdefault(case_id, {})["max_steps"] = case["max_steps"]
+    def case_tools(self, case, path, prompt: Prompt, rep: TestReport) -> None:
+        """A case's `tool_mocks` and `max_steps` -> the prompt's own tools and native loop (AI Eval, reference 3.4):
+        each call is answered by the first mock of that name whose `match` is a subset of the arguments (a
+        `response`, or an `error` the model sees as a tool error); a call no mock answers fails the loop, recorded
+        with its reason; `max_steps` (0 or absent: 5) bounds the model calls."""
+        mocks = case.get("tool_mocks")
+        if not mocks or not isinstance(mocks, list):
+            if "max_steps" in case and case.get("max_steps"):
+                rep.approx("max_steps", "without tool_mocks AI Eval makes one completion, so it bounds nothing")
+            return
+        steps = case.get("max_steps") or AIEVAL_DEFAULT_STEPS
+        if not isinstance(steps, int) or isinstance(steps, bool):
+            return  # refused by check_case_limits
+        if not self.prompt_tools:
+            rep.approx("tool_mocks", "the prompt file declares no `tools`, so the model is offered none and the "
+                                     "mocks answer nothing")
+            return
+        declared = {t["name"] for t in self.prompt_tools}
+        rules: dict[str, list[dict]] = {}
+        for index, mock in enumerate(mocks):
+            if not isinstance(mock, dict) or not isinstance(mock.get("name"), str):
+                continue  # refused by check_case_limits
+            mpath = (*path, "tool_mocks", index)
+            unknown = [k for k in mock if k not in ("name", "response", "error", "match")]
+            for key in unknown:
+                self.warn(f"unknown key `{key}` in a tool mock; AI Eval ignores it, and so does evalsite", mock, key,
+                          (*mpath, key), code="unknown-key", at_key=True)
+            if mock["name"] not in declared:
+                self.warn(f"tool mock `{mock['name']}` answers a tool the prompt file does not declare, so the model "
+                          "is never offered it", mock, "name", (*mpath, "name"),
+                          "declare the tool under the prompt file's `tools:`", "tool-call")
+                continue
+            match = mock.get("match")
+            if match is not None and not isinstance(match, dict):
+                self.error("a tool mock's `match` must map argument names to values", mock, "match",
+                           (*mpath, "match"), "e.g. `match: {city: Paris}`", "tool-call")
+                continue
+            rule: dict = {"when": match or {}, "subset": True}
+            if mock.get("error") not in (None, ""):
+                rule["error"] = go_value(mock["error"])
+            else:
+                rule["result"] = mock.get("response")
+            rules.setdefault(mock["name"], []).append(rule)
+        prompt.tools = [dict(tool, mocks=rules.get(tool["name"], [])) for tool in self.prompt_tools]
+        prompt.tool_use = {"enabled": True, "mode": "auto", "maxSteps": min(steps, MAX_LOOP_STEPS)}
+        rep.map("tool_mocks -> this case's tools with mocks, answered in a native tool loop")
+        rep.map(f"max_steps -> toolUse.maxSteps {min(steps, MAX_LOOP_STEPS)}")
+        if steps > MAX_LOOP_STEPS:
+            self.warn(f"`max_steps: {steps}` is more than the {MAX_LOOP_STEPS} model calls evalsite's tool loop "
+                      f"allows; it runs at most {MAX_LOOP_STEPS}", case, "max_steps", (*path, "max_steps"),
+                      code="tool-call")
+        unmocked = [t["name"] for t in self.prompt_tools if t["name"] not in rules]
+        if unmocked:
+            rep.approx("tools without a mock", f"{', '.join(unmocked)}: a call to one fails the case's loop, recorded "
+                                               "with its reason (AI Eval fails the trial)")
 
     def case_points(self, case, path, prompt: Prompt, rep: TestReport, errors_before: int) -> list[Point]:
         """Evaluators first, then the expected block (with its tool calls): AI Eval's order. A case with neither
@@ -365,9 +425,10 @@ class _AiEval(ImportReader):
                 kind, fn, args, label = found
                 check_id = new_check(prompt.checks, label=label, kind=kind, min_score=thresholds.get(kind, 1.0),
                                      preferred_id=kind)
+                sees = TEXT_AND_TOOL_CALLS if kind in SEES_TOOL_CALLS else "text"
                 points.append(function_point(fn, args, weight=1.0, origin=self.origin(expected, key, (*path, key)),
-                                             check_id=check_id, label=label))
-                rep.map(f"expected.{key} -> ${fn}")
+                                             check_id=check_id, label=label, sees=sees))
+                rep.map(f"expected.{key} -> ${fn}" + (" (on the text and the tool calls)" if sees != "text" else ""))
         if "tool_calls" in expected:
             points.extend(self.tool_calls(expected, (*path, "tool_calls"), prompt, rep, thresholds.get("tool_call")))
         return points

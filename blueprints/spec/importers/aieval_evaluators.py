@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..schema import Origin, Point, Prompt
+from ..schema import TEXT_AND_TOOL_CALLS, Origin, Point, Prompt
 from .common import TestReport, function_point, is_number, judged_point, new_check
 
 # The pass rule of each judged evaluator (reference 3.5): its default minimum score.
@@ -18,6 +18,9 @@ JUDGED_DEFAULTS = {"llm_judge": 0.6, "similarity": 0.6, "factuality": 0.8, "fait
                    "task_completion": 0.6, "hallucination": 0.9}
 # Types whose `score_threshold` only sets the pass rule of the matching `expected` check: no points of their own.
 SIMPLE_TYPES = ("exact", "contains", "regex", "json_schema", "tool_call")
+# The checks that see the response text followed by a Markdown rendering of its tool calls (reference 3.5); every
+# other check sees the text alone.
+SEES_TOOL_CALLS = frozenset({"llm_judge", "regex", "contains"})
 
 
 @dataclass
@@ -48,10 +51,12 @@ def minimum_or(ev: Evaluator, default: float) -> float:
 
 
 def judged(ev: Evaluator, texts: list[str], default_min: float) -> list[Point]:
-    """Judged points sharing one check whose minimum is the threshold (else the type's default)."""
+    """Judged points sharing one check whose minimum is the threshold (else the type's default); an `llm_judge`'s
+    judges see the tool calls too."""
     check_id = new_check(ev.prompt.checks, label=ev.kind, kind=ev.kind, min_score=minimum_or(ev, default_min),
                          preferred_id=ev.kind)
-    return [judged_point(t, weight=1.0 / len(texts), origin=ev.origin, check_id=check_id, label=ev.kind)
+    sees = TEXT_AND_TOOL_CALLS if ev.kind in SEES_TOOL_CALLS else "text"
+    return [judged_point(t, weight=1.0 / len(texts), origin=ev.origin, check_id=check_id, label=ev.kind, sees=sees)
             for t in texts]
 
 
@@ -73,7 +78,8 @@ def llm_judge(reader, ev: Evaluator) -> list[Point]:
     if ev.item.get("score_scale") not in (None, 5):
         ev.rep.approx("llm_judge score_scale", "judged on evalsite's 5-level scale instead of 1 to "
                                                f"{ev.item.get('score_scale')}")
-    ev.rep.approx("llm_judge", "one judged point holds the criteria (and the rubric dimensions); pass at "
+    ev.rep.approx("llm_judge", "one judged point holds the criteria (and the rubric dimensions), judged on the "
+                               "text and the tool calls; pass at "
                                f"{ev.threshold or JUDGED_DEFAULTS['llm_judge']}")
     return judged(ev, [text], JUDGED_DEFAULTS["llm_judge"])
 
@@ -160,20 +166,20 @@ def tool_selection(reader, ev: Evaluator) -> list[Point]:
 
 
 def efficiency(reader, ev: Evaluator) -> list[Point]:
-    steps = ev.item.get("max_steps") or 5
+    """AI Eval's efficiency (reference 3.5): the mean of a step score and a token score, each 1 within its budget
+    else budget / used; the budgets default to the case's `max_steps` (else 5) and 1000 tokens."""
+    case_steps = reader.case_max_steps if isinstance(getattr(reader, "case_max_steps", None), int) else 0
+    steps = ev.item.get("max_steps") or case_steps or 5
     tokens = ev.item.get("max_tokens") or 1000
-    if not (is_number(steps) and 0 <= steps < 10**9 and is_number(tokens) and 0 < tokens < 10**12):
+    if not (is_number(steps) and 0 < steps < 10**9 and is_number(tokens) and 0 < tokens < 10**12):
         reader.error("`max_steps` and `max_tokens` must be numbers above 0 (and below a billion)", ev.item, None,
                      ev.path, code="evaluator")
         return []
     check_id = new_check(ev.prompt.checks, label="efficiency", kind=ev.kind, min_score=minimum_or(ev, 1.0),
                          preferred_id=ev.kind)
-    ev.rep.approx("efficiency", "within budget or not, per budget (AI Eval gives partial credit budget/actual); "
-                                "steps are model calls")
-    return [function_point("llm_calls_under", int(steps), weight=0.5, origin=ev.origin, check_id=check_id,
-                           label="efficiency: steps"),
-            function_point("tokens_under", tokens, weight=0.5, origin=ev.origin, check_id=check_id,
-                           label="efficiency: tokens")]
+    ev.rep.map("efficiency -> $efficiency (steps are model calls, each step of a tool loop; tokens input + output)")
+    return [function_point("efficiency", {"max_steps": steps, "max_tokens": tokens}, weight=1.0, origin=ev.origin,
+                           check_id=check_id, label="efficiency")]
 
 
 def sets_the_pass_rule(reader, ev: Evaluator) -> list[Point]:

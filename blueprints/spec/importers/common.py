@@ -23,7 +23,7 @@ from ..header_reader import check_collections
 from ..notes import External, Notes
 from ..parse import ParseResult
 from ..limits import DEFAULT_LIMITS, Limits
-from ..schema import Blueprint, Check, Origin, Point
+from ..schema import Blueprint, Check, Origin, Point, PointSees
 from ..source import Loaded, Locator, SourceError, load
 
 
@@ -282,20 +282,22 @@ def new_check(checks: list[Check], *, label: str, kind: str, gate: float | None 
 
 
 def function_point(fn: str, args: Any, *, weight: float, origin: Origin, check_id: str | None = None,
-                   inverted: bool = False, label: str | None = None, min_score: float | None = None) -> Point:
+                   inverted: bool = False, label: str | None = None, min_score: float | None = None,
+                   sees: PointSees = "text") -> Point:
     from .. import functions
 
     problem = functions.check_args(fn, args)
     if problem:  # the importers build these arguments; a bad shape here is a bug
         raise ValueError(f"importer built a bad `${fn}` point: {problem}")
     return Point(fn=fn, fn_args=args, has_args=True, multiplier=weight, origin=origin, check_id=check_id,
-                 inverted=inverted, label=label, min_score=min_score)
+                 inverted=inverted, label=label, min_score=min_score, sees=sees)
 
 
 def judged_point(text: str, *, weight: float, origin: Origin, check_id: str | None = None, inverted: bool = False,
-                 label: str | None = None, min_score: float | None = None, score_ranges=None) -> Point:
+                 label: str | None = None, min_score: float | None = None, score_ranges=None,
+                 sees: PointSees = "text") -> Point:
     return Point(text=text, multiplier=weight, origin=origin, check_id=check_id, inverted=inverted, label=label,
-                 min_score=min_score, score_ranges=score_ranges)
+                 min_score=min_score, score_ranges=score_ranges, sees=sees)
 
 
 def short(value: Any, limit: int = 60) -> str:

@@ -10,7 +10,7 @@ from .evaluate import evaluate_point
 from .js_sandbox import JsSandbox, shared_sandbox
 from .metrics import ResponseMetrics
 from .result import InvalidPoint, PointResult, display_text
-from .tool_trace import ToolTrace, parse_tool_calls, parse_tool_trace
+from .tool_trace import ToolTrace, parse_tool_calls, parse_tool_trace, render_tool_calls, text_with_tool_calls
 
 __all__ = [
     "CallTransport",
@@ -24,5 +24,7 @@ __all__ = [
     "evaluate_point",
     "parse_tool_calls",
     "parse_tool_trace",
+    "render_tool_calls",
     "shared_sandbox",
+    "text_with_tool_calls",
 ]

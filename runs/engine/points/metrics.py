@@ -1,4 +1,4 @@
-"""Metric checks: `$latency_under`, `$cost_under`, `$tokens_under`, `$llm_calls_under`.
+"""Metric checks: `$latency_under`, `$cost_under`, `$tokens_under`, `$llm_calls_under`, `$efficiency`.
 
 They read what generation recorded for the response (``ResponseMetrics``), not its
 text. What was not recorded (an unknown price, a cache hit's latency) is never a
@@ -86,9 +86,32 @@ def llm_calls_under(metrics: ResponseMetrics | None, args: object) -> PointResul
     return scored(metrics.llm_calls <= args, f"{metrics.llm_calls} model call(s) (limit {args:g}).")
 
 
+def efficiency(metrics: ResponseMetrics | None, args: object) -> PointResult:
+    """AI Eval's `efficiency` (reference 3.5): per budget, 1 within it, else budget / used; the score is the mean.
+    Steps are the response's model calls (each step of a tool loop), tokens its input + output."""
+    if not isinstance(args, dict) or not args or set(args) - {"max_steps", "max_tokens"} or not all(
+            is_number(v) and v > 0 for v in args.values()):
+        return not_evaluated("Invalid arguments for 'efficiency'. Expected {max_steps?, max_tokens?}.")
+    if metrics is None:
+        return not_evaluated(_NO_METRICS)
+    used = {"max_steps": metrics.llm_calls, "max_tokens": metrics.total_tokens}
+    words = {"max_steps": "model calls", "max_tokens": "tokens"}
+    parts, scores = [], []
+    for key in ("max_steps", "max_tokens"):
+        if key not in args:
+            continue
+        if used[key] is None:
+            return not_evaluated(f"the {words[key]} of this response were not recorded")
+        budget, actual = args[key], used[key]
+        scores.append(1.0 if actual <= budget else budget / actual)
+        parts.append(f"{actual:,} {words[key]} of {budget:,g}")
+    return scored(sum(scores) / len(scores), "Efficiency: " + ", ".join(parts) + ".")
+
+
 METRIC_IMPLEMENTATIONS = {
     "latency_under": latency_under,
     "cost_under": cost_under,
     "tokens_under": tokens_under,
     "llm_calls_under": llm_calls_under,
+    "efficiency": efficiency,
 }

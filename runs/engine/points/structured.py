@@ -248,9 +248,11 @@ def field_accuracy(response: str, args: object) -> PointResult:
 # --- $tool_trajectory -------------------------------------------------------------------------
 
 
-def _args_match(actual: object, expected: object, mode: str) -> bool:
+def _args_match(actual: object, expected: object, mode: str | list) -> bool:
     if expected is None or expected == "any" or mode == "ignore":
         return True
+    if isinstance(mode, list):  # AgentV's list of dot-paths: only those fields are compared
+        return all(deep_equal(lookup_path(actual, path), lookup_path(expected, path)) for path in mode)
     if not isinstance(actual, dict):
         actual = {} if actual is None else actual
     if not isinstance(expected, dict) or not isinstance(actual, dict):

@@ -131,13 +131,17 @@ def _trie_pattern(words: Iterable[str]) -> str:
 class Redactor:
     """Replaces every appearance of the secrets (see the module's account) with ``[redacted]``."""
 
-    __slots__ = ("secrets", "active", "needles", "_pattern", "_windows", "_shortest")
+    __slots__ = ("secrets", "active", "needles", "_pattern", "_windows", "_shortest", "_clean", "_clean_chars")
 
     def __init__(self, secrets: Iterable[str]) -> None:
         kept = sorted({s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_CHARS}, key=len,
                       reverse=True)
         self.secrets: tuple[str, ...] = tuple(kept)
         self.active = bool(kept)
+        # Texts read already and found to hold nothing: an answer is read when it arrives and again when its
+        # item's result is scrubbed (``Redactor.text``). Bounded; emptied when full.
+        self._clean: dict[str, None] = {}
+        self._clean_chars = 0
         # The values as they appear in JSON bytes (as is, or escaped): a quick first look at a request body.
         self.needles: tuple[bytes, ...] = tuple(
             {form.encode("utf-8") for s in kept for form in (s, json.dumps(s, ensure_ascii=False)[1:-1])})
@@ -187,13 +191,20 @@ class Redactor:
 
     def text(self, text: str | None) -> str | None:
         """``text`` with every secret, and each of its encodings, replaced."""
-        if self._pattern is None or not text or len(text) < self._shortest:
+        if self._pattern is None or not text or len(text) < self._shortest or text in self._clean:
             return text
+        read = text
         text = self._pattern.sub(REDACTED, text)
         # A secret spelled so that a page turns it back (entities, \\u escapes): the text decoded, redacted.
         decoded = page_decoded(text)
         if decoded is not text and self._pattern.search(decoded):
             return self._pattern.sub(REDACTED, decoded)
+        if text == read and len(read) <= CLEAN_KEPT_CHARS // 64:
+            if len(self._clean) >= CLEAN_KEPT or self._clean_chars >= CLEAN_KEPT_CHARS:
+                self._clean.clear()
+                self._clean_chars = 0
+            self._clean[read] = None
+            self._clean_chars += len(read)
         return text
 
     def message(self, text: str | None) -> str | None:
@@ -241,6 +252,11 @@ class Redactor:
                     changes[name] = after
             return dataclasses.replace(value, **changes) if changes else value
         return value
+
+
+# What a redactor remembers as clean (``Redactor.text``): at most this many texts, of this many characters in all.
+CLEAN_KEPT = 2048
+CLEAN_KEPT_CHARS = 4_000_000
 
 
 @lru_cache(maxsize=None)

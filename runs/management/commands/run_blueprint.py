@@ -14,7 +14,6 @@ from blueprints import importing
 from blueprints.spec.collections import lookup_for_file
 from blueprints.spec.files import read_text
 from blueprints.spec.ids import blueprint_id_for_file
-from runs.exports import run_to_json
 from runs.spec import RunRefused
 from runs.request import RunRequest, RunRequestError
 from runs.start import prepare, start_prepared
@@ -76,7 +75,8 @@ class Command(BaseCommand):
             return self._dry_run(options, request)
         blueprint, collections = self._blueprint(options["target"])
         try:
-            prepared = prepare(blueprint, request, collections=collections, door="cli")
+            # No estimate: this door shows none and asks no confirmation (``--dry-run`` shows it).
+            prepared = prepare(blueprint, request, collections=collections, door="cli", estimated=False)
             run = start_prepared(blueprint, prepared, source="cli", enqueue=options["enqueue"])
         except RunRefused as refused:
             self._refused(refused)
@@ -87,7 +87,8 @@ class Command(BaseCommand):
             return
         self.stderr.write(f"run {run.pk}: {run.items_total} items ({blueprint.slug})")
         bar = _Bar(run.items_total, self.stderr)
-        _import_in_background("runs.summaries", "scipy.special")  # what finishing needs, while the calls wait
+        # What finishing (and --json's export) needs, imported while the calls wait instead of before the first.
+        _import_in_background("runs.summaries", "scipy.special", *(("runs.exports",) if options["json"] else ()))
         run = run_inline(run, progress=Progress(on_item=bar.step, on_wait=bar.wait))
         bar.close()
         self._table(run)
@@ -95,6 +96,8 @@ class Command(BaseCommand):
             self.stderr.write(f"{run.stopped_detail} (spent ${run.spent_usd:.4f}); resume it with a higher cap: "
                               f"POST /api/runs/{run.pk}/resume {{\"budgetUsd\": N}}")
         if options["json"]:
+            from runs.exports import run_to_json  # imported on the calls' thread meanwhile (above)
+
             Path(options["json"]).write_text(json.dumps(run_to_json(run), ensure_ascii=False, indent=2),
                                              encoding="utf-8")
             self.stderr.write(f"wrote {options['json']}")
