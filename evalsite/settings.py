@@ -149,6 +149,9 @@ EVALSITE_EMBEDDINGS_MODEL = env_str("EVALSITE_EMBEDDINGS_MODEL")
 # Threads per web process of `make run` that run views (evalsite/serving.py); a request takes one only once it
 # has arrived whole, so slow clients hold none.
 EVALSITE_WEB_THREADS = env_int("EVALSITE_WEB_THREADS", 8, minimum=1)
+# Results matrices each web process keeps (runs/records.py, least recently used out), by their estimated size in
+# MB: a run of 100,000 responses is about 40 MB in 20,000 cells (5 trials), 95 MB in 100,000; one of 10,000, 10 MB.
+EVALSITE_MATRIX_CACHE_MB = env_float("EVALSITE_MATRIX_CACHE_MB", 100.0, minimum=0)
 # The writer of a run's executive summary (provider:model); unset: no summary. Its claims are checked before
 # anyone sees them (docs/results.md "The summary").
 EVALSITE_SUMMARY_MODEL = env_str("EVALSITE_SUMMARY_MODEL")

@@ -466,10 +466,10 @@ def _summarise(run_id: int, matrix: Matrix) -> None:
         log.exception("run %s: its summary for the pages across runs was not stored", run_id)
 
 
-def forget_matrix(run_id: int) -> None:
-    """Drop what this process keeps of a run's matrix."""
+def forget_matrix(run_id: int | None = None) -> None:
+    """Drop what this process keeps of a run's matrix (None: of every run)."""
     with _MATRICES_LOCK:
-        for key in [k for k in _MATRICES if k[0] == run_id]:
+        for key in [k for k in _MATRICES if run_id is None or k[0] == run_id]:
             del _MATRICES[key]
 
 
@@ -604,22 +604,73 @@ def response_records(run_id: int, *, indices=None, usage: bool = False, reviews:
         thumbs = {pk: value or 0 for pk, value in notes.values_list("response_id", "thumbs")}
     columns = _RECORD_COLUMNS + (("judge_usage",) if usage else ())
     out = []
+    # The same few strings (variant ids, statuses, verdicts, reasons) come back from the database once per row: one
+    # copy of each, and one empty usage (never written to), keep a big run's kept matrix compact.
+    shared: dict[str, str] = {}
+    one = shared.setdefault
+    no_usage: dict = {}
     for row in rows.order_by("prompt_index", "variant_id", "trial").values_list(*columns):
         (pk, index, variant_id, trial, status, score, latency, tokens_in, tokens_out, cost, violated, disagreement,
          verdict, error, reason) = row[:15]
         out.append(ResponseRecord(
-            prompt_index=index, variant_id=variant_id, trial=trial, score=score, status=status,
-            failed=status == ResponseStatus.FAILED, response_id=pk, latency_ms=latency, input_tokens=tokens_in,
-            output_tokens=tokens_out, cost_usd=cost, judge_usage=(row[15] or {}) if usage else {},
-            violated_should_not=violated, disagreement=disagreement, verdict=verdict or None,
-            overridden=pk in overridden, thumbs=thumbs.get(pk), reason=error or reason or ""))
+            prompt_index=index, variant_id=one(variant_id, variant_id), trial=trial, score=score,
+            status=one(status, status), failed=status == ResponseStatus.FAILED, response_id=pk, latency_ms=latency,
+            input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=cost,
+            judge_usage=(row[15] or no_usage) if usage else no_usage,
+            violated_should_not=violated, disagreement=disagreement, verdict=one(verdict, verdict) if verdict else None,
+            overridden=pk in overridden, thumbs=thumbs.get(pk), reason=one(text := error or reason or "", text)))
     return out
 
 
-_MATRICES: OrderedDict[tuple, tuple[float, Matrix]] = OrderedDict()
-_MATRICES_KEPT = 4  # a 10,000-cell matrix is a few MB
+_MATRICES: OrderedDict[tuple, tuple[float, Matrix, int]] = OrderedDict()  # key -> (built at, matrix, bytes)
 _MATRICES_LOCK = threading.Lock()
 _BUILDING: dict[int, threading.Lock] = {}  # one lock per run whose matrix is being built
+
+# What one kept matrix holds, in bytes (CPython 3.11, 64-bit), measured with tracemalloc by
+# tests/runs/test_matrix_cache.py, which fails when the estimate strays: a response's record (a slotted
+# ResponseRecord with its floats and ints; its variant id, status and reason strings are shared, see
+# response_records), a cell (the Cell, its CellOutcome and trial outcomes, its key, its list of trials), and
+# what the pages later keep with a cell (its heatmap HTML, its place in the row lists).
+RECORD_BYTES = 250
+CELL_BYTES = 560
+CELL_PAGE_BYTES = 150
+
+
+def matrix_size(matrix: Matrix) -> int:
+    """An honest estimate of the memory a kept matrix takes, in bytes: by its records and cells (what pages
+    keep with it later, its cells' heatmap HTML, counted in)."""
+    records = sum(len(cell.trials) for cell in matrix.cells.values())
+    return records * RECORD_BYTES + len(matrix.cells) * (CELL_BYTES + CELL_PAGE_BYTES)
+
+
+def _matrix_budget() -> int:
+    return int(settings.EVALSITE_MATRIX_CACHE_MB * 2**20)
+
+
+def kept_matrices() -> tuple[int, int]:
+    """How many matrices this process keeps, and their estimated bytes (``matrix_size``)."""
+    with _MATRICES_LOCK:
+        return len(_MATRICES), sum(size for _, _, size in _MATRICES.values())
+
+
+def _keep(key: tuple, now: float, matrix: Matrix) -> None:
+    """Keep ``matrix`` (and no other of its run), then drop the least recently used until the kept ones fit in
+    ``EVALSITE_MATRIX_CACHE_MB``. A matrix larger than the whole budget is not kept: its pages build it again."""
+    size = matrix_size(matrix)
+    with _MATRICES_LOCK:
+        for old in [k for k in _MATRICES if k[0] == key[0]]:
+            del _MATRICES[old]
+        budget = _matrix_budget()
+        if size > budget:
+            return
+        _MATRICES[key] = (now, matrix, size)
+        total = sum(kept for _, _, kept in _MATRICES.values())
+        while total > budget:
+            _, (_, _, dropped) = _MATRICES.popitem(last=False)
+            total -= dropped
+        if len(_BUILDING) > 64:  # locks of runs no longer kept
+            for pk in [pk for pk in _BUILDING if pk != key[0] and not any(k[0] == pk for k in _MATRICES)]:
+                _BUILDING.pop(pk, None)
 
 
 LIVE_MATRIX_S = 1.0  # a working run's matrix serves the requests of this long (its viewers poll every 2 s)
@@ -634,6 +685,7 @@ def run_matrix(run: Run, prompts, *, indices=None) -> Matrix:
     the same transaction. A finished run's kept matrix is therefore never out of date. A working run's also
     changes as workers claim items (pending -> running, which moves no version), so it is kept for at most
     ``LIVE_MATRIX_S``: the several viewers of one run share it, and the poll's 5 s overlap picks up the rest.
+    What is kept is bounded by its estimated size (``EVALSITE_MATRIX_CACHE_MB``), least recently used first out.
     """
     from evalsite.deadline import check as page_time_left
 
@@ -654,15 +706,7 @@ def run_matrix(run: Run, prompts, *, indices=None) -> Matrix:
                 return kept[1]
         page_time_left("building this run's results")  # a page that waited its time out for the build stops
         matrix = build_matrix(response_records(run.pk), prompts, stopped=_stopped(run))
-        with _MATRICES_LOCK:
-            for old in [k for k in _MATRICES if k[0] == run.pk]:
-                del _MATRICES[old]
-            _MATRICES[key] = (now, matrix)
-            while len(_MATRICES) > _MATRICES_KEPT:
-                _MATRICES.popitem(last=False)
-            if len(_BUILDING) > 4 * _MATRICES_KEPT:  # locks of runs no longer kept
-                for pk in [pk for pk in _BUILDING if pk != run.pk and not any(k[0] == pk for k in _MATRICES)]:
-                    _BUILDING.pop(pk, None)
+        _keep(key, now, matrix)
     return matrix
 
 

@@ -43,14 +43,18 @@ def response_verdict_context(run: Run, response: Response, assessments: list[Poi
     }
 
 
-def run_verdict_rows(matrix: Matrix | None) -> list[dict]:
+def run_verdict_rows(matrix: Matrix | None, indices=None) -> list[dict]:
     """One row per prompt with trials or a pass mark, a cell per variant (the matrix's columns): its score, rule,
-    whether it passed and, with trials, how many of them passed."""
+    whether it passed and, with trials, how many of them passed. ``indices``: only those prompts, in that order
+    (the run page shows the prompts of its heatmap's page: a page of a big run stays a page)."""
     if matrix is None:
         return []
     rows = []
-    for index, prompt in enumerate(matrix.prompts):
+    for index in (range(len(matrix.prompts)) if indices is None else indices):
+        if not 0 <= index < len(matrix.prompts):
+            continue
         cells = matrix.row(index)
         if any(c is not None and (c.k > 1 or c.pass_mark) for c in cells):
-            rows.append({"prompt_id": prompt.id, "index": index, "cells": [cell_view(c) for c in cells]})
+            rows.append({"prompt_id": matrix.prompts[index].id, "index": index,
+                         "cells": [cell_view(c) for c in cells]})
     return [{"variants": list(matrix.variants), "rows": rows}] if rows else []

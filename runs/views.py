@@ -59,8 +59,16 @@ def _fragment(request, template, name):
     return f"{template}#{name}" if request.htmx else template
 
 
-def _run_or_404(run_id):
-    return get_object_or_404(Run.objects.select_related("blueprint", "revision"), pk=run_id)
+# What a page of a run does not read from the row unless it asks (a deferred field loads on first use): the
+# revision's text and files (the parse is kept per process), and on pages that show no stored figures, the run's
+# aggregates (per cell: megabytes of JSON on a run of 100,000 responses).
+_REVISION_TEXTS = ("revision__text", "revision__files", "revision__import_report", "revision__extras")
+
+
+def _run_or_404(run_id, *, aggregates: bool = True):
+    rows = Run.objects.select_related("blueprint", "revision").defer(
+        *_REVISION_TEXTS, *(() if aggregates else ("aggregates",)))
+    return get_object_or_404(rows, pk=run_id)
 
 
 # --- starting and controlling ----------------------------------------------------------------
@@ -258,7 +266,11 @@ def _run_context(request, run: Run) -> dict:
     context["followups"] = list(followup.followups_of(run)[:20])
     if run.is_finished:
         context.update(_heatmap_context(request, run, spec))
-        context["verdict_tables"] = verdicts.run_verdict_rows(matrix)
+        shown = context["heatmap"]  # the verdicts of the heatmap page's prompts: a page of a big run stays a page
+        context["verdict_tables"] = verdicts.run_verdict_rows(
+            matrix, [row.index for row in shown["rows"]] if shown is not None else None)
+        if shown is not None and shown["page"].paginator.num_pages > 1:
+            context["verdicts_paged"] = shown["page"]
         context["trust"] = trust.judge_trust(Response.objects.filter(run=run))
         context["tolerance"] = trust.TOLERANCE
         context["flips"] = repeats.run_flips(run)
@@ -311,7 +323,7 @@ def results(request, run_id):
     While the run works, the page polls ``?since=<ms>``: only the cells that changed since then come back
     (out of band), with the run's progress and wait reasons.
     """
-    run = _run_or_404(run_id)
+    run = _run_or_404(run_id, aggregates=False)
     spec = blueprint_of(run)
     if spec is None:
         raise Http404("this run's blueprint revision can no longer be read")
@@ -319,7 +331,7 @@ def results(request, run_id):
     since = request.GET.get("since")
     if request.htmx and since is not None:
         return _grid_changes(request, run, spec, query, since)
-    context = {"run": run, "query": query, "grid": grid.build_grid(run, spec, query, problems),
+    context = {"run": run, "query": query, "grid": grid.build_grid(run, spec, query, problems, page_only=True),
                "filters": grid.FILTERS.items(), "sorts": grid.SORTS.items(), "now_ms": _now_ms() - POLL_OVERLAP_MS,
                **_live_context(run)}
     return render(request, _fragment(request, "runs/results.html", "grid"), context)
@@ -653,8 +665,9 @@ def compare(request, run_id):
     """``?with=<run>``: per model variant, this run against that one (the paired difference, its interval and
     verdict), the cells whose change stands out under the FDR rule, and every cell's change, worst first.
     Without it: this run's model variants against each other, and each one's mean with its interval.
-    ``?part=models`` (htmx, from the run page): the run page's per-model table with each mean's interval."""
-    run = _run_or_404(run_id)
+    ``?part=models`` (htmx, from the run page): the run page's per-model table with each mean's interval.
+    ``?with=<run>&part=robustness`` (htmx, from the page): what would flip each verdict against that run."""
+    run = _run_or_404(run_id, aggregates=False)
     if request.GET.get("part") == "models":
         return _models_part(request, run)
     others = (Run.objects.filter(blueprint_id=run.blueprint_id).exclude(pk=run.pk).select_related("revision")
@@ -673,7 +686,9 @@ def compare(request, run_id):
             base = None
     if base is not None:
         result = run_compare.compare_with_base(run, base)
-        run_compare.with_robustness(run, result.pairs, base, result.changed_prompts)
+        if request.GET.get("part") == "robustness":  # loaded in place by the page: seconds on a big run
+            run_compare.with_robustness(run, result.pairs, base, result.changed_prompts)
+            return render(request, "runs/_robustness.html", {"robust_pairs": result.pairs})
         context["followup_suggestions"] = _across_suggestions(run, base, result) \
             if run.is_finished and base.is_finished else []
         changes = result.changes

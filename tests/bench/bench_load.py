@@ -45,6 +45,9 @@ REPO = bench_results.REPO
 DATA_DIR = Path(os.environ["EVALSITE_DATA_DIR"])
 TARGET_MEDIAN_S = 0.5
 TARGET_P95_S = 2.0
+TARGET_PEAK_MB = 300  # the largest web server process (issue 37: kept matrices bounded, EVALSITE_MATRIX_CACHE_MB)
+# The last figures measured (ae42ffb, 20 clients for 60 s on a 2-core machine), printed beside today's.
+PREVIOUS = {"p95": 1.60, "median": None, "peak_mb": 471, "pages_per_s": 20.9}
 BENCH_TOKEN = "bench-token-" + "0" * 20
 AUTH = {"Authorization": f"Bearer {BENCH_TOKEN}"}
 
@@ -277,16 +280,27 @@ def main() -> None:
             for error in sorted(set(errors[name]))[:3]:
                 print(f"    {error}")
         verdict = lambda ok: "OK" if ok else "MISSED"  # noqa: E731
-        print(f"\ntargets: errors {worst['errors']} (0: {verdict(worst['errors'] == 0)}), "
-              f"worst median {worst['median']:.2f} s (< {TARGET_MEDIAN_S} s: "
-              f"{verdict(worst['median'] < TARGET_MEDIAN_S)}), "
-              f"worst p95 {worst['p95']:.2f} s (< {TARGET_P95_S} s: {verdict(worst['p95'] < TARGET_P95_S)})")
+        before = lambda name, unit: "-" if PREVIOUS.get(name) is None else f"{PREVIOUS[name]:g}{unit}"  # noqa: E731
+        peak_mb = web_peak / 2**20
+        print(f"\n{'figure':36s} {'now':>9s} {'target':>9s} {'previous':>9s}")
+        for name, now, target, ok, previous in (
+                ("errors", f"{worst['errors']}", "0", worst["errors"] == 0, "-"),
+                ("worst median", f"{worst['median']:.2f}s", f"< {TARGET_MEDIAN_S:g}s",
+                 worst["median"] < TARGET_MEDIAN_S, before("median", "s")),
+                ("worst p95", f"{worst['p95']:.2f}s", f"< {TARGET_P95_S:g}s", worst["p95"] < TARGET_P95_S,
+                 before("p95", "s")),
+                ("largest web process, peak", f"{peak_mb:.0f}MB", f"< {TARGET_PEAK_MB}MB", peak_mb < TARGET_PEAK_MB,
+                 before("peak_mb", "MB")),
+                ("pages a second", f"{total / elapsed:.1f}", "-", True, before("pages_per_s", ""))):
+            print(f"{name:36s} {now:>9s} {target:>9s} {previous:>9s}  {verdict(ok) if target != '-' else ''}")
+        print(f"(EVALSITE_MATRIX_CACHE_MB = {os.environ.get('EVALSITE_MATRIX_CACHE_MB', 'default')}; this machine "
+              f"may be shared with other work: figures are noisy)")
         web_cpu, worker_cpu, client_cpu, busy = (after - before for after, before in zip(cpu_after, cpu_before))
         cores = len(os.sched_getaffinity(0))
         print(f"CPU during the load: web server {web_cpu:.0f} s, task worker {worker_cpu:.0f} s, this client "
               f"{client_cpu:.0f} s, other processes {max(0.0, busy - web_cpu - worker_cpu - client_cpu):.0f} s, "
               f"of {cores * elapsed:.0f} s on {cores} cores; the largest web server process peaked at "
-              f"{web_peak / 2**20:.0f} MB")
+              f"{peak_mb:.0f} MB")
         mean_alone = statistics.mean(alone.values())
         print(f"capacity bound: {cores} cores / {mean_alone:.2f} s mean page time alone = "
               f"{cores / mean_alone:.1f} pages/s; {args.clients} clients back to back then wait about "

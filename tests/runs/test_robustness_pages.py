@@ -82,8 +82,11 @@ def test_a_robust_decision_says_no_single_alternative_flips_it_across_two_runs(f
     # judge-a alone sees no change in cand-a (1.0 both times): can't tell; judge-b alone sees 0.25 -> 0.75
     assert pairs[A]["robustness"]["flips"] == [
         {"what": "judge judge-a alone decides", "kind": "judge", "verdict": "cant_tell"}]
-    page = _text(client.get(f"/runs/{run.pk}/compare?with={base.pk}").content.decode())
-    assert pairs[A]["robustness"]["line"] in page
+    # The compare page loads it in place (?part=robustness: seconds on a run of 100,000 responses).
+    page = client.get(f"/runs/{run.pk}/compare?with={base.pk}").content.decode()
+    assert f"/runs/{run.pk}/compare?with={base.pk}&amp;part=robustness" in page
+    part = _text(client.get(f"/runs/{run.pk}/compare?with={base.pk}&part=robustness", **htmx()).content.decode())
+    assert pairs[A]["robustness"]["line"] in part
     code, out, _ = compare(run.pk, "--json")
     (pair,) = json.loads(out)["pairs"]
     assert pair["verdict"] == "better"
