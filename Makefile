@@ -1,6 +1,9 @@
 PYTHON ?= python3
 PORT ?= 8000
 PYTEST_ARGS ?=
+# make test spreads the suite over this many processes (pytest-xdist): many tests wait on real workers, servers
+# and a browser, so one more than a 2-core machine's cores keeps both busy. TEST_PROCESSES=0 runs it in one.
+TEST_PROCESSES ?= 3
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -30,7 +33,7 @@ test: venv
 	@scripts/ensure-chromium.sh
 	@scripts/ensure-services.sh
 	@data=$$(mktemp -d) && trap 'rm -rf "$$data"' EXIT && \
-	EVALSITE_TASKS_SYNC=1 EVALSITE_DATA_DIR="$$data" $(PY) -m pytest $(PYTEST_ARGS)
+	EVALSITE_TASKS_SYNC=1 EVALSITE_DATA_DIR="$$data" $(PY) -m pytest -n $(TEST_PROCESSES) --dist load $(PYTEST_ARGS)
 
 # The pure tests (the format, the engine, the upstream's conformance records, the import contracts): no
 # database, browser or services; under a minute, over every core.
