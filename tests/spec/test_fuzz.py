@@ -11,6 +11,7 @@ repeatable; tests/bench/bench_fuzz.py runs 10,000 inputs.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import random
@@ -58,13 +59,20 @@ def _documents(folder: Path, patterns=("*.yml", "*.yaml", "*.json")) -> list[tup
             if "models" in path.parts:
                 continue
             try:
-                out.append((path.suffix, list(yaml.safe_load_all(path.read_text(encoding="utf-8")))))
+                out.append((path.suffix, list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_LOADER))))
             except (yaml.YAMLError, UnicodeDecodeError):
                 continue
     return out
 
 
-DOCUMENTS = _documents(CORPUS) + _documents(SEEDS)
+# libyaml's loader where PyYAML has it (the seeds load in 1 s instead of 12); read when a test first draws one,
+# not when the module is collected (every test process collected it).
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@functools.cache
+def documents() -> list[tuple[str, list]]:
+    return _documents(CORPUS) + _documents(SEEDS)
 
 
 class _Dumper(yaml.SafeDumper):
@@ -100,7 +108,7 @@ def text_mutations(text: str, rng: random.Random, count: int) -> str:
 
 @st.composite
 def mutated_corpus_file(draw) -> str:
-    suffix, docs = draw(st.sampled_from(DOCUMENTS))
+    suffix, docs = draw(st.sampled_from(documents()))
     rng = random.Random(draw(st.integers(0, 2**32)))
     mutated = [mutate(d, rng) for d in docs]
     if suffix == ".json" and len(mutated) == 1 and draw(st.booleans()):
