@@ -423,9 +423,13 @@ def _pairs_judged(run: Run) -> tuple:
     added or gone (with its answer) changes the style alternative, so it is part of the kept answer's key."""
     from django.db.models import Count, Max
 
-    found = PairJudgement.objects.filter(left__run_id=run.pk, judging__isnull=True).aggregate(n=Count("id"),
-                                                                                             last=Max("id"))
+    found = _people_judgements(run).aggregate(n=Count("id"), last=Max("id"))
     return (found["n"], found["last"])
+
+
+def _people_judgements(run: Run):
+    """People's Pairs judgements of ``run``'s answers (an LLM judge's, which have ``judging``, left out)."""
+    return PairJudgement.objects.filter(left__run_id=run.pk, judging__isnull=True)
 
 
 def style_verdicts(run: Run, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
@@ -434,7 +438,7 @@ def style_verdicts(run: Run, pairs: list[tuple[str, str]]) -> dict[tuple[str, st
     from runs.engine.ratings import style_verdicts as verdicts_of
     from runs.pairs.scope import comparisons_of
 
-    judgements = PairJudgement.objects.filter(left__run_id=run.pk, judging__isnull=True)
+    judgements = _people_judgements(run)
     if not judgements.exists():
         return {}
     return verdicts_of(comparisons_of(judgements), pairs)

@@ -269,29 +269,20 @@ def suggest_across(run: Run, base: Run, variant: str, *, result=None) -> Suggest
 
 def _price_sides(found: Suggestion, sides) -> None:
     """``_price`` for a variant across runs: each side's estimate (its revision, its judges), expected cost and
-    pace, added up."""
-    calls, most, expected, seconds = 0, 0.0, 0.0, 0.0
-    most_known = expected_known = seconds_known = True
+    pace, added up (a figure unknown on either side is unknown)."""
+    parts = []
     for run, bp, indices in sides:
         part = Suggestion(run, found.a, found.b, found.comparison, found.plan, list(indices))
         _price(part, bp, None, variants_wanted=[found.a], cells_per_prompt=1)
-        calls += part.calls
-        if part.cost_most is None:
-            most_known = False
-        else:
-            most += part.cost_most
-        if part.cost_expected is None:
-            expected_known = False
-        else:
-            expected += part.cost_expected
-        if part.seconds is None:
-            seconds_known = False
-        else:
-            seconds += part.seconds
-    found.calls = calls
-    found.cost_most = most if most_known else None
-    found.cost_expected = expected if expected_known else None
-    found.seconds = seconds if seconds_known else None
+        parts.append(part)
+    found.calls = sum(part.calls for part in parts)
+    found.cost_most = _total([part.cost_most for part in parts])
+    found.cost_expected = _total([part.cost_expected for part in parts])
+    found.seconds = _total([part.seconds for part in parts])
+
+
+def _total(values: list[float | None]) -> float | None:
+    return None if any(v is None for v in values) else sum(values)
 
 
 def start_across(run: Run, base: Run, variant: str, *, budget_usd: float | None = None, source: str = "cli",

@@ -773,9 +773,8 @@ def critical_failed(run: Run, prompts) -> set[int]:
         where |= Q(response__prompt_index=index, position__in=found)
     rows = (PointAssessment.objects.filter(where, response__run_id=run.pk)
             .values_list("response_id", "score", "override__score"))
-    return {pk for pk, score, override in rows
-            if (override if override is not None else score) is not None
-            and (override if override is not None else score) < 0.5}
+    final = ((pk, override if override is not None else score) for pk, score, override in rows)
+    return {pk for pk, score in final if score is not None and score < 0.5}
 
 
 # --- what would flip a decision (runs/engine/robustness.py) ----------------------------------------------------------

@@ -676,9 +676,10 @@ def compare(request, run_id):
     context = {"run": run, "others": others, "base": None, "level": run_compare.stats.FDR_LEVEL,
                "method": run_compare.stats.METHOD}
     if request.GET.get("with"):
-        try:
-            base = Run.objects.select_related("blueprint", "revision").get(pk=int(request.GET["with"]))
-        except (ValueError, Run.DoesNotExist):
+        base_id = _run_id(request.GET["with"])
+        base = Run.objects.select_related("blueprint", "revision").filter(pk=base_id).first() \
+            if base_id is not None else None
+        if base is None:
             raise Http404("no such run")
         if base.blueprint_id != run.blueprint_id:
             context["problem"] = (f"Run {base.pk} is of another blueprint ({base.blueprint.slug}); "
@@ -743,9 +744,10 @@ def start_followup(request, run_id):
         base = None
         raw_base = request.POST.get("base", "").strip()[:MAX_RUN_ID_DIGITS + 1]
         if raw_base:
-            if not raw_base.isdigit() or len(raw_base) > MAX_RUN_ID_DIGITS:
+            base_id = _run_id(raw_base)
+            if base_id is None:
                 raise ValueError(f"`base` must be a run id, not {raw_base!r}")
-            base = Run.objects.select_related("blueprint", "revision").filter(pk=int(raw_base)).first()
+            base = Run.objects.select_related("blueprint", "revision").filter(pk=base_id).first()
             if base is None:
                 raise ValueError(f"no run {raw_base}")
             found = followup.suggest_across(run, base, request.POST.get("a", "")[:500])
@@ -774,10 +776,17 @@ def start_followup(request, run_id):
 MAX_RUN_ID_DIGITS = 12
 
 
+def _run_id(raw: str) -> int | None:
+    """A run id as a person or a form wrote it (digits, at most ``MAX_RUN_ID_DIGITS``), or None: a longer number
+    would overflow the database's integer before it could be looked up."""
+    raw = raw.strip()
+    return int(raw) if raw.isdigit() and len(raw) <= MAX_RUN_ID_DIGITS else None
+
+
 def _back_to_compare(run: Run, request):
-    raw = request.POST.get("base", "").strip()
-    if raw.isdigit() and len(raw) <= MAX_RUN_ID_DIGITS:
-        return redirect(f"{reverse('runs:compare', args=(run.pk,))}?with={raw}")
+    base = _run_id(request.POST.get("base", ""))
+    if base is not None:
+        return redirect(f"{reverse('runs:compare', args=(run.pk,))}?with={base}")
     return redirect("runs:compare", run.pk)
 
 

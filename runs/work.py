@@ -210,6 +210,12 @@ def _held_by_gone(running) -> Q:
     return Q(status=ResponseStatus.RUNNING, claimed_at__lt=timezone.now() - claim_lease()) | _held_by_dead(running)
 
 
+def _stale(running) -> Q:
+    """The rows among ``running`` to hand back: never stamped, or held by a worker that is gone (resume and the
+    minute's recovery; a condition, not a list of rows read before, so a row taken over meanwhile stays taken)."""
+    return Q(claimed_at__isnull=True) | _held_by_gone(running)
+
+
 def _abandoned(run_id: int, count: int) -> list[int]:
     """Up to ``count`` of the run's items held by a worker that is gone, in the run's order."""
     running = Response.objects.filter(run_id=run_id, status=ResponseStatus.RUNNING)
@@ -774,9 +780,7 @@ def resume_run(run: Run, budget_usd: float | None = None) -> int:
         # A cancelled run re-running a response: everything unfinished runs now, and it ends as any run.
         Run.objects.filter(pk=run.pk).update(cancel_requested=False, options=_options_without_stretch(run.pk))
     running = Response.objects.filter(run=run, status=ResponseStatus.RUNNING)
-    # the condition names what makes a claim stale (not a list of rows read before): a row a worker has taken
-    # over meanwhile stays that worker's
-    running.filter(Q(claimed_at__isnull=True) | _held_by_gone(running)).update(
+    running.filter(_stale(running)).update(
         status=ResponseStatus.PENDING, claimed_by="", claimed_at=None)
     if not Response.objects.filter(run=run, status=ResponseStatus.PENDING).exists():
         settle(run.pk)
@@ -903,12 +907,10 @@ def recover_stale_items() -> int:
     """Give back items held by dead workers and hand them out again (worker start, and every minute)."""
     runs = 0
     # Items of a cancelled run whose worker stopped answering go back to pending: they did not run.
-    # Each UPDATE's condition names what makes a row stale (not a list of rows read before), so a row a worker
-    # took over meanwhile (``claim_next``) stays that worker's.
     for run_id in Run.objects.filter(status=RunStatus.CANCELLED, responses__status=ResponseStatus.RUNNING) \
             .values_list("pk", flat=True).distinct():
         running = Response.objects.filter(run_id=run_id, status=ResponseStatus.RUNNING)
-        running.filter(Q(claimed_at__isnull=True) | _held_by_gone(running)).update(
+        running.filter(_stale(running)).update(
             status=ResponseStatus.PENDING, claimed_by="", claimed_at=None)
     for run in Run.objects.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING]):
         if (run.options or {}).get("makingItems"):  # its items are still being made (runs.start.make_items)
@@ -920,7 +922,7 @@ def recover_stale_items() -> int:
         if rerun_stretch(run) is not None:  # only its re-runs are to run
             open_rows = open_rows.filter(fresh_requested=True)
         running = open_rows.filter(status=ResponseStatus.RUNNING)
-        stale = running.filter(Q(claimed_at__isnull=True) | _held_by_gone(running)).update(
+        stale = running.filter(_stale(running)).update(
             status=ResponseStatus.PENDING, claimed_by="", claimed_at=None)
         if stale or (open_rows.exists() and not open_rows.filter(status=ResponseStatus.RUNNING).exists()
                      and not _has_queued_tasks(run.pk)):
