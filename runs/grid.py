@@ -1,3 +1,4 @@
+# Over 500 lines: the grid's query, filters, search, sort and rows belong to one URL-driven view of the matrix.
 """The results grid: prompts x models with the start of each response, filters, search and sort.
 
 Everything the grid shows is decided by a ``GridQuery`` read from the URL (so a view can be

@@ -1,3 +1,4 @@
+# Over 500 lines: every point function's name, aliases and argument shape in one table, so the format has one registry.
 """The registry of point functions: names, aliases, argument shapes, one-line help.
 
 This is the format's side of point functions (what a blueprint may write);

@@ -1,3 +1,4 @@
+# Over 500 lines: one response's whole assessment (points, judges, gates, trials' subject) in one place, so every door scores alike.
 """Assessing one response: every point scored (by its function or by the judges), then the response's score.
 
 ``assess_response`` is the one entry point, for a task and for a test alike:
