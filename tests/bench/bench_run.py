@@ -71,18 +71,19 @@ def tree(root_pid: int) -> list[int]:
     return out
 
 
-def cpu_and_peak(pids: list[int]) -> tuple[float, int, dict[int, float]]:
+def cpu_and_peak(pids: list[int]) -> tuple[float, int, dict[int, tuple[float, float]]]:
+    """Summed CPU seconds, the largest peak RSS in bytes, and each process's (user, system) seconds."""
     cpu, peak, per = 0.0, 0, {}
     for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            seconds = (int(fields[11]) + int(fields[12])) / CLOCK
+            user, system = int(fields[11]) / CLOCK, int(fields[12]) / CLOCK
             status = Path(f"/proc/{pid}/status").read_text()
         except OSError:
             continue
         hwm = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")), 0)
-        per[pid] = seconds
-        cpu += seconds
+        per[pid] = (user, system)
+        cpu += user + system
         peak = max(peak, hwm)
     return cpu, peak * 1024, per
 
@@ -125,8 +126,9 @@ def one_run(args, env: dict, tmp: Path, attempt: int) -> dict:
         if args.py_spy:
             os.killpg(worker.pid, signal.SIGINT)  # py-spy writes its file when the sampled processes end
             worker.wait(timeout=60)
-        return {"wall": finished - (started or finished), "cpu": sum(seen.values()), "peak": peak, "status": status,
-                "failed": failed}
+        return {"wall": finished - (started or finished), "cpu": sum(u + s for u, s in seen.values()),
+                "system": sum(s for _, s in seen.values()), "busiest": max(u + s for u, s in seen.values()),
+                "peak": peak, "status": status, "failed": failed}
     finally:
         if worker.poll() is None:
             os.killpg(worker.pid, signal.SIGTERM)
@@ -179,7 +181,9 @@ def main() -> None:
               f"failed judge calls {last['failed'][1]}")
         print(f"worker CPU per call, call logs kept: {spread([r['cpu'] / calls * 1000 for r in runs])} ms "
               f"(target <= {TARGET_CPU_MS:.1f} ms; previous {PREVIOUS['cpu']}); in all "
-              f"{spread([r['cpu'] for r in runs], '{:.1f}')} s")
+              f"{spread([r['cpu'] for r in runs], '{:.1f}')} s, of which the kernel's (system time) "
+              f"{spread([r['system'] for r in runs], '{:.1f}')} s; the busiest process "
+              f"{spread([r['busiest'] for r in runs], '{:.1f}')} s")
         print(f"worker peak memory (largest peak RSS in the cluster): "
               f"{spread([r['peak'] / 2**20 for r in runs], '{:.0f}')} MB (target < {TARGET_PEAK_MB} MB)")
         if args.py_spy:

@@ -224,7 +224,7 @@ def one_run(site: Deployment, workers_count: int, tag: str, *, kill_at: float | 
             time.sleep(0.25)
         began, ended = site.query("SELECT started_at, finished_at FROM runs_run WHERE id = %s", run_id)[0]
         outcome.wall = (ended - began).total_seconds()
-        outcome.cpu = {"workers": sum(seen.values()), "fake server": cpu_and_peak([server.pid])[0],
+        outcome.cpu = {"workers": sum(u + s for u, s in seen.values()), "fake server": cpu_and_peak([server.pid])[0],
                        "PostgreSQL and Redis": services_cpu(site) - services_before}
         if killed is not None:
             if taken_over_at is not None:
