@@ -45,9 +45,9 @@ INSTALLED_APPS = [
     "django_htmx",
     "django_ace",  # ships the Ace editor's static files (the blueprint editor)
     "template_partials",
-    "django_q",
     "blueprints",
-    "runs",
+    "runs",  # before django_q: its qcluster command (runs/management/commands/qcluster.py) is the one found
+    "django_q",
 ]
 
 MIDDLEWARE = [

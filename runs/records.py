@@ -38,7 +38,7 @@ from runs.engine.pipeline import ItemResult
 from runs.engine.scanners import Answer as ScanAnswer
 from runs.engine.scoring import CheckResult, JudgeAgreement, Rating, calculate
 
-from .bulk import insert, update_each
+from .bulk import add_to, insert, update_each
 from .models import FINISHED, Annotation, EarlierAttempt, PointAssessment, PointConfirmation, PointOverride, Response, \
     ResponseStatus, Run, RunStatus
 from .spec import parsed_blueprint
@@ -367,8 +367,7 @@ def save_results(run_id: int, token: str, results: list[ItemResult]) -> list[Sto
         if earlier:
             EarlierAttempt.objects.bulk_create(earlier)
         if totals or saved:
-            Run.objects.filter(pk=run_id).update(results_version=F("results_version") + 1,
-                                                 **{k: F(k) + v for k, v in totals.items() if v})
+            add_to(Run, run_id, {"results_version": 1, **{k: v for k, v in totals.items() if v}})
     return saved
 
 

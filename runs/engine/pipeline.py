@@ -269,7 +269,7 @@ async def run_items(
             # Text that came from outside the router (a `$call` service's answer, an error's words)
             # may echo a secret: nothing leaves the pipeline unscrubbed. The call log is added after:
             # the router redacts each call as it records it (walking it again cost ~4 ms an item).
-            result = redactor.scrub(result)
+            result = _scrubbed(result, redactor)
             if made:  # the calls made so far are kept, an item stopped by its budget included
                 result = replace(result, calls=tuple(made))
             if NOT_STARTED_CANCELLED in (result.response.error or ""):
@@ -290,6 +290,19 @@ async def run_items(
     finally:
         lane.close()
     return finished, skipped
+
+
+def _scrubbed(result: ItemResult, redactor) -> ItemResult:
+    """``result`` with every text of its response, assessment and error redacted. Its ``item`` is the run's own
+    input (the blueprint's prompt, a kept generation scrubbed when it was stored), stored from elsewhere: not walked
+    (half the nodes of a result)."""
+    changes = {}
+    for name in ("response", "assessment", "internal_error"):
+        before = getattr(result, name)
+        after = redactor.scrub(before)
+        if after is not before:
+            changes[name] = after
+    return replace(result, **changes) if changes else result
 
 
 async def _topped_up(items: list[WorkItem], one: Callable[[WorkItem], Awaitable[None]],

@@ -232,6 +232,8 @@ class Redactor:
 
     def _walk(self, value: Any) -> Any:
         """The same object when nothing inside it changed (so walking a clean result allocates nothing)."""
+        if type(value) in _ATOMS:  # most of a result's leaves: answered without the checks below
+            return value
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
@@ -253,6 +255,9 @@ class Redactor:
             return dataclasses.replace(value, **changes) if changes else value
         return value
 
+
+# Leaves that hold no text: a walk returns them as they are.
+_ATOMS = frozenset({int, float, bool, type(None)})
 
 # What a redactor remembers as clean (``Redactor.text``): at most this many texts, of this many characters in all.
 CLEAN_KEPT = 2048

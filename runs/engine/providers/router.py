@@ -138,6 +138,20 @@ class _Breaker:
         return self.opened
 
 
+class _Interrupt:
+    """Ends one call's wait (``Router._wait_or_stop``): the first end to ring cancels the waiting task, once."""
+
+    __slots__ = ("task", "rang")
+
+    def __init__(self, task: asyncio.Task) -> None:
+        self.task, self.rang = task, False
+
+    def __call__(self) -> None:
+        if not self.rang:
+            self.rang = True
+            self.task.cancel()
+
+
 def _cacheable(request: ChatRequest, text: str | None) -> bool:
     """An answer the cache may keep or give back: never an empty one, and only what the caller can use."""
     if not isinstance(text, str) or not text.strip():
@@ -539,7 +553,7 @@ class Router:
                     return opened()
             if not semaphore.locked():
                 await semaphore.acquire()  # a free slot is taken at once
-            elif await self._wait_or_stop(semaphore.acquire(), undo=semaphore.release, breaker=breaker):
+            elif await self._wait_or_stop(semaphore.acquire(), breaker=breaker):
                 return opened() if breaker.open_reason else cancelled()
             try:
                 # The breaker may have opened while this call waited for a slot.
@@ -672,15 +686,16 @@ class Router:
             self._stopped, self._stopped_loop, self._watcher = asyncio.Event(), loop, None
         return self._stopped
 
-    async def _wait_or_stop(self, awaitable: Awaitable[Any], *, undo: Callable[[], Any] | None = None,
-                            breaker: _Breaker | None = None) -> bool:
+    async def _wait_or_stop(self, awaitable: Awaitable[Any], *, breaker: _Breaker | None = None) -> bool:
         """Await ``awaitable`` unless the run is cancelled, or ``breaker`` opens, first: True when one of them
-        came first (``awaitable`` is then cancelled, and ``undo`` called if it finished anyway, as a slot
-        acquired just as the cancel came).
+        came first (``awaitable`` is then cancelled where it waits: a semaphore's ``acquire`` gives back a slot
+        it was handed just then, a sleep ends).
 
         Every wait of a call goes through here: its pace, a provider slot, a retry's back-off. While any call
         waits, one watcher reads ``should_stop`` every ``STOP_POLL_S``, so a cancel ends them all within that,
-        however long they were told to wait; a model's breaker opening ends its calls' waits at once."""
+        however long they were told to wait; a model's breaker opening ends its calls' waits at once. The wait
+        runs in the call's own task: an end cancels that task (and takes the cancel back), where a task of its
+        own per wait, and a future to wake on, were a tenth of a judged run's worker CPU."""
         ends: list[asyncio.Event] = []
         if self.should_stop is not None:
             ends.append(self._stop_event())
@@ -689,43 +704,36 @@ class Router:
         if not ends:
             await awaitable
             return False
-        task = asyncio.ensure_future(awaitable)
         if any(end.is_set() for end in ends):
-            return await self._abandon(task, undo)
+            if inspect.iscoroutine(awaitable):
+                awaitable.close()  # never started: nothing to undo
+            return True
         watching = self.should_stop is not None
         if watching:
             self._waiting += 1
             if self._watcher is None or self._watcher.done():
                 self._watcher = asyncio.ensure_future(self._watch(ends[0]))
-        # Woken by whichever comes first: the awaitable, or an end (its one ringer wakes every call waiting on it).
-        woken = asyncio.get_running_loop().create_future()
-
-        def wake(_=None) -> None:
-            if not woken.done():
-                woken.set_result(None)
-
-        task.add_done_callback(wake)
+        stop = _Interrupt(asyncio.current_task())
         groups = [self._end_group(end) for end in ends]
         for group in groups:
-            group.add(wake)
+            group.add(stop)
         try:
-            await woken
-        except BaseException:  # the item itself was stopped (its budget): nothing it waited for is kept
-            await self._abandon(task, undo)
-            raise
+            await awaitable
+        except asyncio.CancelledError:
+            # Ours (an end rang) unless the task was also cancelled from elsewhere (its item's budget, a shutdown):
+            # then the cancel goes on up.
+            if not stop.rang or stop.task.uncancel() > 0:
+                raise
+            return True
         finally:
             if watching:
                 self._waiting -= 1
             for group in groups:
-                group.discard(wake)
-            task.remove_done_callback(wake)
-        if task.done():
-            task.result()  # a failure while waiting is a bug: raised, never a silent "go"
-            return False
-        return await self._abandon(task, undo)
+                group.discard(stop)
+        return False
 
     def _end_group(self, end: asyncio.Event) -> set:
-        """The calls waiting on ``end`` (their wake-ups), rung by one task per end and loop when it is set: a task
+        """The calls waiting on ``end`` (their interrupts), rung by one task per end and loop when it is set: a task
         per waiting call and end, and ``asyncio.wait`` over them, were 5-10% of a judged run's worker CPU."""
         loop = asyncio.get_running_loop()
         held = self._end_waits.get(end)
@@ -737,19 +745,11 @@ class Router:
 
             async def ring() -> None:
                 await end.wait()
-                for wake in list(group):
-                    wake()
+                for stop in list(group):
+                    stop()
 
             held = self._end_waits[end] = (group, loop.create_task(ring()))
         return held[0]
-
-    @staticmethod
-    async def _abandon(task: asyncio.Future, undo: Callable[[], Any] | None) -> bool:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        if undo is not None and not task.cancelled() and task.exception() is None:
-            undo()
-        return True
 
     async def _watch(self, stopped: asyncio.Event) -> None:
         """Read the cancel flag while calls wait; set ``stopped`` when the run was cancelled."""
