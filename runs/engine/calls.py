@@ -20,13 +20,13 @@ a replay serves back call for call (:func:`take_recorded`,
 
 from __future__ import annotations
 
-import json
 import zlib
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Iterator
 from urllib.parse import urlsplit, urlunsplit
 
+from . import jsonfast
 from .types import ChatRequest, ChatResult, Usage
 
 MAX_CALLS = 200  # per item; more are counted, not kept
@@ -34,7 +34,6 @@ MAX_BODY_CHARS = 64_000  # per request or answer body
 MAX_ANSWER_CHARS = 1_000_000  # an answer's text kept for a replay; a longer one is counted, not kept
 FORMAT = 1  # the version of the packed layout
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
 _current: ContextVar[list | None] = ContextVar("evalsite_calls", default=None)
 
 
@@ -91,9 +90,9 @@ REQUEST_JSON = "_requestJson"
 def _encoded(entry: dict) -> str:
     raw = entry.get(REQUEST_JSON)
     if not isinstance(raw, str):
-        return _ENCODER.encode({k: v for k, v in entry.items() if k != REQUEST_JSON} if REQUEST_JSON in entry
-                               else entry)
-    head = _ENCODER.encode({k: v for k, v in entry.items() if k not in ("request", REQUEST_JSON)})
+        return jsonfast.dumps_text({k: v for k, v in entry.items() if k != REQUEST_JSON} if REQUEST_JSON in entry
+                                   else entry)
+    head = jsonfast.dumps_text({k: v for k, v in entry.items() if k not in ("request", REQUEST_JSON)})
     return f'{head[:-1]}{"," if len(head) > 2 else ""}"request":{raw}}}'
 
 
@@ -115,7 +114,7 @@ def unpack(blob: bytes | memoryview | None) -> list[dict]:
     if not blob:
         return []
     try:
-        data = json.loads(zlib.decompress(bytes(blob)).decode("utf-8"))
+        data = jsonfast.loads(zlib.decompress(bytes(blob)))
         calls = data.get("calls") if isinstance(data, dict) else None
         if not isinstance(calls, list):
             raise ValueError("no calls list")

@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any, Awaitable, Protocol
 
+from runs.engine import jsonfast
+
 KEY_VERSION = 1
 
 
@@ -53,7 +55,8 @@ def key_head(messages, *, max_tokens: int | None):
     hashes them once here and copies the result; :func:`cache_key` is these two steps."""
     head = hashlib.sha256()
     head.update(('{"max_tokens":' + _dumps(max_tokens) + ',"messages":').encode("utf-8"))
-    head.update(_dumps([{"role": m["role"], "content": m.get("content")} for m in messages]).encode("utf-8"))
+    plain = [{"role": m["role"], "content": m.get("content")} for m in messages]
+    head.update(jsonfast.sorted_messages(plain) or _dumps(plain).encode("utf-8"))
     return head
 
 
@@ -138,13 +141,13 @@ class SqliteCache:
     def get(self, key: str) -> dict | None:
         pending = self._pending.get(key)
         if pending is not None:
-            return json.loads(pending[0])
+            return jsonfast.loads(pending[0])
         row = self._connection().execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
-        return None if row is None else json.loads(row[0])
+        return None if row is None else jsonfast.loads(row[0])
 
     def set(self, key: str, value: dict) -> None:
         with self._pending_lock:
-            self._pending[key] = (json.dumps(value, ensure_ascii=False), time.time())
+            self._pending[key] = (jsonfast.dumps_text(value), time.time())
             full = len(self._pending) >= self.WRITE_BATCH
         if full:
             self.flush()

@@ -54,6 +54,7 @@ import httpx
 from blueprints.spec.model_ids import parse_for_api_call, provider_of
 from blueprints.spec.schema import CustomModel
 from runs.engine import calls as call_log
+from runs.engine import jsonfast
 from runs.engine.types import NOT_SENT_CANCELLED, NOT_STARTED_CANCELLED, ChatRequest, ChatResult, Usage
 
 from .cache import ResponseCache, cache_key
@@ -788,7 +789,7 @@ class Router:
         url, headers, body = build_request(endpoint, request.messages, temperature=request.temperature,
                                            max_tokens=request.max_tokens, quirks=quirks, tools=request.tools)
         headers["content-type"] = "application/json"
-        content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        content = jsonfast.dumps(body)
         timeout = self.settings.timeout_s
         started = time.perf_counter()
         self.calls_sent += 1
@@ -827,7 +828,7 @@ class Router:
         label = endpoint.label
         status = response.status_code
         try:
-            data = json.loads(response.content) if response.content else None
+            data = jsonfast.loads(response.content) if response.content else None
             json_ok = True
         except ValueError:
             data, json_ok = None, False
