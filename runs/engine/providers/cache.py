@@ -43,8 +43,10 @@ class ResponseCache(Protocol):
     def set(self, key: str, value: dict) -> None | Awaitable[None]: ...
 
 
-def _dumps(value) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+# Made once: ``json.dumps`` with options builds an encoder per call, which cost more than the encoding of a key's
+# small parts.
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+_dumps = _ENCODER.encode
 
 
 def key_head(messages, *, max_tokens: int | None):
@@ -54,7 +56,8 @@ def key_head(messages, *, max_tokens: int | None):
     caller keying many requests with the same messages (the estimate: every variant and trial of a prompt)
     hashes them once here and copies the result; :func:`cache_key` is these two steps."""
     head = hashlib.sha256()
-    head.update(('{"max_tokens":' + _dumps(max_tokens) + ',"messages":').encode("utf-8"))
+    limit = str(max_tokens) if type(max_tokens) is int else _dumps(max_tokens)  # an int is its digits
+    head.update(('{"max_tokens":' + limit + ',"messages":').encode("utf-8"))
     plain = [{"role": m["role"], "content": m.get("content")} for m in messages]
     head.update(jsonfast.sorted_messages(plain) or _dumps(plain).encode("utf-8"))
     return head

@@ -226,6 +226,7 @@ class Router:
         self._secrets = settings.secrets()
         # Every text that leaves the router (answers, errors, wait reasons, the call log) goes through it.
         self._redactor = redactor_for(self._secrets)
+        self._endpoint_redactors: dict[int, tuple[Endpoint, Redactor]] = {}  # by the endpoint's identity
         self._endpoints: dict[str, Endpoint | Problem] = {}
         self._limits: dict[str, asyncio.Semaphore] = {}
         # Rate limits are per key and per model: one pacer each (pacing.py). Off: sends as fast as the limits allow.
@@ -302,9 +303,15 @@ class Router:
         """The redactor for the settings' secrets (and an endpoint's own, which are among them when it was
         resolved from these settings)."""
         extra = endpoint.secrets if endpoint is not None else ()
-        if not extra or all(s in self._redactor.secrets or len(s) < 4 for s in extra):
+        if not extra:
             return self._redactor
-        return redactor_for((*self._secrets, *extra))
+        held = self._endpoint_redactors.get(id(endpoint))
+        if held is not None and held[0] is endpoint:  # asked several times a call: worked out once per endpoint
+            return held[1]
+        redactor = self._redactor if all(s in self._redactor.secrets or len(s) < 4 for s in extra) \
+            else redactor_for((*self._secrets, *extra))
+        self._endpoint_redactors[id(endpoint)] = (endpoint, redactor)
+        return redactor
 
     async def _own_refusal(self, url: str, what: str) -> str | None:
         """Why a request to ``url`` may not leave (it would reach evalsite itself: own.py), or None."""
@@ -796,8 +803,9 @@ class Router:
         try:
             async with asyncio.timeout(timeout):
                 if self._direct is not None:
+                    # The timeout around this bounds the reading (a second timer per call would only repeat it).
                     response = await self._direct.post(
-                        url, headers, content, timeout_s=timeout,
+                        url, headers, content, timeout_s=None,
                         connect_timeout_s=min(self.settings.connect_timeout_s, timeout))
                 else:
                     response = await self._client.post(url, content=content, headers=headers)

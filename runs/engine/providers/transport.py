@@ -85,10 +85,11 @@ class PooledTransport(httpx.AsyncBaseTransport):
         return httpx.Response(status, headers=headers, content=content, request=request,
                               extensions={"http_version": b"HTTP/1.1", "reason_phrase": reason})
 
-    async def post(self, url: str, headers: Mapping[str, str], body: bytes, *, timeout_s: float,
+    async def post(self, url: str, headers: Mapping[str, str], body: bytes, *, timeout_s: float | None,
                    connect_timeout_s: float) -> Answer:
         """POST ``body`` to ``url``, straight to the connection: no client machinery (cookies, auth
-        hooks, redirects, URL merging), which cost more CPU per call than the exchange itself."""
+        hooks, redirects, URL merging), which cost more CPU per call than the exchange itself. ``timeout_s``
+        bounds reading the answer; None: the caller bounds the whole call itself (the router does)."""
         target = self._targets.get(url)
         if target is None:
             target = self._targets[url] = _Target.of(url)
