@@ -278,7 +278,9 @@ class Router:
         flush = getattr(self.cache, "flush", None)
         if flush is not None:  # a cache that keeps writes together stores the last of them now
             try:
-                flush()
+                stored = flush()
+                if inspect.isawaitable(stored):
+                    await stored
             except Exception:
                 logger.warning("response cache flush failed; those answers will be asked for again", exc_info=True)
 
