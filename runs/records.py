@@ -27,9 +27,9 @@ from blueprints.spec.schema import Blueprint as SpecBlueprint
 from blueprints.spec.schema import Point, Prompt
 from runs.engine import calls
 from runs.engine.bounds import critical_positions
-from runs.engine.aggregates import Spend, aggregates_of, spend_of, stored_totals
+from runs.engine.aggregates import Spend, aggregates_of, spend_of, stored_totals, summaries_of
 from runs.engine.findings import JudgeSaid, PointRecord as FindingPoint
-from runs.engine.matrix import Matrix, ResponseRecord, build_matrix
+from runs.engine.matrix import Matrix, ResponseRecord, build_matrix, page_matrix as build_page_matrix
 from runs.engine.trust import ReviewedPoint
 from runs.engine.assess import JudgeUsage, Override, PointAssessment as EnginePoint, ResponseAssessment, \
     apply_overrides, key_point_text, unknown_cost_calls
@@ -708,6 +708,27 @@ def run_matrix(run: Run, prompts, *, indices=None) -> Matrix:
         matrix = build_matrix(response_records(run.pk), prompts, stopped=_stopped(run))
         _keep(key, now, matrix)
     return matrix
+
+
+def page_matrix(run: Run, prompts, indices, stored_variants: dict | None) -> Matrix:
+    """The cells of the prompts at ``indices`` with the whole run's columns, means and pass counts: what a page
+    of a finished run's cells shows. The whole matrix when this process keeps it; else, when the run's stored
+    aggregates (``stored_variants``: their ``variants``) carry its summaries, only those prompts' rows are read
+    (``engine.matrix.page_matrix``: a page of a run of 100,000 responses reads 5,000 rows, not all); else the
+    whole matrix (``run_matrix``). A run not finished has no stored figures to go by."""
+    if not run.is_finished or _rerunning(run):
+        return run_matrix(run, prompts)
+    with _MATRICES_LOCK:
+        kept = _MATRICES.get((run.pk, run.results_version, run.status))
+    if kept is not None:
+        return kept[1]
+    stored = summaries_of(stored_variants)
+    if stored is None:
+        return run_matrix(run, prompts)
+    from evalsite.deadline import check as page_time_left
+
+    page_time_left("reading this page of the run's results")
+    return build_page_matrix(response_records(run.pk, indices=indices), prompts, *stored, stopped=_stopped(run))
 
 
 def bump_results(run_id: int) -> None:

@@ -13,7 +13,7 @@ from typing import Iterable, Sequence
 
 from blueprints.spec.schema import Prompt
 
-from .matrix import Matrix, ResponseRecord, build_matrix
+from .matrix import STATES, Matrix, PassCount, ResponseRecord, VariantSummary, build_matrix
 from .scoring import VERDICTS, Rating, run_stats, textbook_alpha
 from .assess import unknown_cost_calls
 
@@ -113,6 +113,9 @@ def aggregates_of(matrix: Matrix, records: Sequence[ResponseRecord], *, agreemen
             "latencyMs": sum(latencies) / len(latencies) if latencies else None,
             "violatedShouldNot": sum(1 for r in mine if r.violated_should_not),
             "disagreements": sum(1 for r in mine if r.disagreement),
+            # Its cells by whether they passed (the matrix's one rule): with ``states`` and the mean, what a page
+            # of the run's cells needs of the whole run (``summaries_of``) without building every cell again.
+            "passes": matrix.passes(variant_id).to_dict(),
         }
         if details:
             counts = {name: 0 for name in VERDICTS}
@@ -157,3 +160,23 @@ def stored_totals(records: Sequence[ResponseRecord], judge_calls: dict[str, int]
         "judge_cost_usd": usage["judgeCostUsd"],
         "judge_cost_unknown": usage["judgeCostUnknown"],
     }
+
+
+def summaries_of(stored_variants: dict | None) -> tuple[dict[str, VariantSummary], dict[str, PassCount]] | None:
+    """The matrix's per-variant summaries and pass counts as ``aggregates_of`` stored them (its ``variants``),
+    equal to those of the matrix they were read off; None when they are not all there (a run finished before
+    ``passes`` was stored, an imported one): the caller builds the matrix."""
+    if not stored_variants:
+        return None
+    summaries, passes = {}, {}
+    for variant_id, figures in stored_variants.items():
+        counts, passed = figures.get("states"), figures.get("passes")
+        if not isinstance(counts, dict) or not isinstance(passed, dict) or set(counts) != set(STATES):
+            return None
+        waiting = counts["pending"] + counts["running"]
+        summaries[variant_id] = VariantSummary(
+            variant_id, figures["mean"], figures["std"], figures["n"],
+            figures["notEvaluated"] + figures["notRun"] + waiting, dict(counts), sum(counts.values()))
+        passes[variant_id] = PassCount(passed["passed"], passed["didNotPass"], passed["undecided"],
+                                       passed["noThreshold"])
+    return summaries, passes
