@@ -21,6 +21,7 @@ from typing import Iterator, NamedTuple
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
+from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
 from blueprints.spec.schema import Blueprint as SpecBlueprint
@@ -710,25 +711,37 @@ def run_matrix(run: Run, prompts, *, indices=None) -> Matrix:
     return matrix
 
 
-def page_matrix(run: Run, prompts, indices, stored_variants: dict | None) -> Matrix:
-    """The cells of the prompts at ``indices`` with the whole run's columns, means and pass counts: what a page
-    of a finished run's cells shows. The whole matrix when this process keeps it; else, when the run's stored
-    aggregates (``stored_variants``: their ``variants``) carry its summaries, only those prompts' rows are read
-    (``engine.matrix.page_matrix``: a page of a run of 100,000 responses reads 5,000 rows, not all); else the
-    whole matrix (``run_matrix``). A run not finished has no stored figures to go by."""
+#: The keys of the stored aggregates a page matrix reads (``engine.aggregates.summaries_of``).
+WHOLE_FIGURES = ("variants", "promptsWithCells", "cellsOfPrompts")
+
+
+def stored_figures(run_id: int, keys=WHOLE_FIGURES) -> dict:
+    """Those keys of a run's stored aggregates, picked out by the database (never the per-cell figures beside
+    them: megabytes of JSON on a run of 100,000 responses)."""
+    row = Run.objects.filter(pk=run_id).values(**{f"figure_{k}": KeyTransform(k, "aggregates") for k in keys}).first()
+    return {k: (row or {}).get(f"figure_{k}") for k in keys}
+
+
+def page_matrix(run: Run, prompts, indices, stored: dict | None = None, *, every: bool = False) -> Matrix:
+    """The cells of the prompts at ``indices`` with the whole run's columns, means, pass counts and intervals: what
+    a page of a finished run's cells shows. The whole matrix when this process keeps it; else, when the run's
+    stored aggregates (``stored``: their ``WHOLE_FIGURES``, read here when not given) carry them, only those
+    prompts' rows are read (``engine.matrix.page_matrix``: a page of a run of 100,000 responses reads 5,000 rows,
+    not all); else the whole matrix (``run_matrix``). ``every``: the page also needs to know which prompts have a
+    cell (``Matrix.prompts_with_cells``). A run not finished has no stored figures to go by."""
     if not run.is_finished or _rerunning(run):
         return run_matrix(run, prompts)
     with _MATRICES_LOCK:
         kept = _MATRICES.get((run.pk, run.results_version, run.status))
     if kept is not None:
         return kept[1]
-    stored = summaries_of(stored_variants)
-    if stored is None:
+    whole = summaries_of(stored if stored is not None else stored_figures(run.pk), len(prompts))
+    if whole is None or (every and whole.cells_of_prompts is None):
         return run_matrix(run, prompts)
     from evalsite.deadline import check as page_time_left
 
     page_time_left("reading this page of the run's results")
-    return build_page_matrix(response_records(run.pk, indices=indices), prompts, *stored, stopped=_stopped(run))
+    return build_page_matrix(response_records(run.pk, indices=indices), prompts, whole, stopped=_stopped(run))
 
 
 def bump_results(run_id: int) -> None:

@@ -42,7 +42,7 @@ from .exports import grid_to_csv, run_to_csv, run_to_json
 from .pages import blueprint_of, with_csp
 from .spec import RunRefused
 from .models import Annotation, PointAssessment, Response, Run, RunStatus
-from .records import page_matrix, reviewed_blueprints, run_matrix
+from .records import WHOLE_FIGURES, page_matrix, reviewed_blueprints, run_matrix
 from .run_form import form_state as run_form_state, known_models
 from .rendering import RENDER_MODES, render as render_text
 from .report import report_chunks
@@ -73,7 +73,7 @@ def _run_or_404(run_id, *, aggregates: bool = True):
 
 # The keys of the stored aggregates the run page shows: read alone (the database picks them out), never the
 # per-cell figures beside them (``cells``, ``cellDetails``: megabytes of JSON on a run of 100,000 responses).
-_PAGE_FIGURES = ("variants", "overall", "agreement")
+_PAGE_FIGURES = ("overall", "agreement", *WHOLE_FIGURES)
 
 
 def _run_with_figures_or_404(run_id):
@@ -242,7 +242,7 @@ def _heatmap_matrix(request, run: Run, spec):
         sort = "order"
     if sort == "order":
         page = Paginator(range(len(spec.prompts)), heat_map.HEATMAP_PAGE_SIZE).get_page(request.GET.get("page"))
-        matrix = page_matrix(run, spec.prompts, list(page.object_list), run.figures["variants"])
+        matrix = page_matrix(run, spec.prompts, list(page.object_list), run.figures)
     else:
         matrix = _matrix(run, spec)
         page = Paginator(matrix.prompt_order(sort), heat_map.HEATMAP_PAGE_SIZE).get_page(request.GET.get("page"))

@@ -332,6 +332,16 @@ class Matrix:
                 v: PassCount(t["pass"], t["fail"], t["undecided"], t["no-threshold"]) for v, t in tally.items()}
         return kept.get(variant_id) or PassCount()
 
+    def prompts_with_cells(self) -> tuple[list[int], int]:
+        """The positions of the prompts with a cell, in order, and how many cells they have (worked out once)."""
+        kept = self.__dict__.get("_with_cells")
+        if kept is None:
+            if not self.whole:
+                raise ValueError("a page matrix has some prompts' cells only: which prompts have one is not known")
+            inside = [index for index, _ in self.cells if 0 <= index < len(self.prompts)]
+            kept = self.__dict__["_with_cells"] = (sorted(set(inside)), len(inside))
+        return kept
+
     def prompt_order(self, sort: str) -> list[int]:
         """Prompt positions in blueprint order, lowest row mean first (``lowest``/``score``) or widest
         spread first (``spread``); prompts with no score last."""
@@ -388,14 +398,16 @@ def build_matrix(records: Iterable[ResponseRecord], prompts: Sequence, *, stoppe
                   stopped=stopped)
 
 
-def page_matrix(records: Iterable[ResponseRecord], prompts: Sequence, summaries: dict[str, VariantSummary],
-                passes: dict[str, PassCount], *, stopped: bool = False) -> Matrix:
+def page_matrix(records: Iterable[ResponseRecord], prompts: Sequence, whole, *, stopped: bool = False) -> Matrix:
     """A matrix of the cells of some prompts (``records``: every response of those prompts) with the whole run's
-    ``summaries`` and ``passes`` (as ``aggregates.summaries_of`` reads them back from the stored aggregates): the
-    cells, columns, means and pass counts a page of a big run shows, without building its every cell."""
-    matrix = Matrix(prompts=prompts, cells=_cells(records, prompts, stopped), variants=column_order(summaries),
-                    summaries=summaries, stopped=stopped, whole=False)
-    matrix.__dict__["_passes"] = dict(passes)
+    summaries, pass counts and intervals (``whole``: ``aggregates.StoredWhole``, read back from the stored
+    aggregates): the cells, columns, means and pass counts a page of a big run shows, without its every cell."""
+    matrix = Matrix(prompts=prompts, cells=_cells(records, prompts, stopped), variants=column_order(whole.summaries),
+                    summaries=whole.summaries, stopped=stopped, whole=False)
+    matrix.__dict__["_passes"] = dict(whole.passes)
+    matrix.__dict__["_intervals"] = dict(whole.intervals)
+    if whole.cells_of_prompts is not None:  # every prompt has a cell
+        matrix.__dict__["_with_cells"] = (list(range(len(prompts))), whole.cells_of_prompts)
     return matrix
 
 

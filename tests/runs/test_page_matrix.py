@@ -12,7 +12,8 @@ import re
 import pytest
 
 from runs import actions
-from runs.engine.aggregates import summaries_of
+from runs.engine.aggregates import summaries_of, variant_intervals
+from runs.grid import PAGE_SIZE as GRID_PAGE_SIZE
 from runs.heatmap import HEATMAP_PAGE_SIZE
 from runs.models import Annotation, PointAssessment, Response, Run
 from runs.records import forget_matrix, kept_matrices, page_matrix, run_matrix
@@ -64,10 +65,11 @@ def assert_page_matrix_is_the_whole_ones(run: Run) -> None:
     run = Run.objects.get(pk=run.pk)
     prompts = parsed_blueprint(run.revision).prompts
     forget_matrix()
-    assert summaries_of(stored_variants(run)) is not None  # the fast path is the one taken
+    stored = summaries_of(Run.objects.get(pk=run.pk).aggregates, len(prompts))
+    assert stored is not None and stored.cells_of_prompts is not None  # the fast path is the one taken
     pages = [list(range(start, min(start + HEATMAP_PAGE_SIZE, len(prompts))))
              for start in range(0, len(prompts), HEATMAP_PAGE_SIZE)]
-    fast = [page_matrix(run, prompts, indices, stored_variants(run)) for indices in pages]
+    fast = [page_matrix(run, prompts, indices) for indices in pages]
     assert kept_matrices()[0] == 0 and not any(m.whole for m in fast)  # nothing built whole, nothing kept
     whole = run_matrix(run, prompts)
     assert whole.whole
@@ -75,27 +77,34 @@ def assert_page_matrix_is_the_whole_ones(run: Run) -> None:
         assert matrix.variants == whole.variants
         assert matrix.summaries == whole.summaries
         assert [matrix.passes(v) for v in whole.variants] == [whole.passes(v) for v in whole.variants]
+        assert variant_intervals(matrix) == variant_intervals(whole)
         assert {k[0] for k in matrix.cells} == set(indices)
         for index in indices:
             assert [cell_figures(c) for c in matrix.row(index)] == [cell_figures(c) for c in whole.row(index)]
             assert matrix.row_mean(index) == whole.row_mean(index)
     # Kept now: the next page is the whole matrix's, the very object.
-    assert page_matrix(run, prompts, pages[0], stored_variants(run)) is whole
+    assert page_matrix(run, prompts, pages[0]) is whole
+    for matrix in fast:
+        assert matrix.prompts_with_cells() == whole.prompts_with_cells()
 
 
-def run_page(client, run: Run, query: str = "") -> str:
-    html = client.get(f"/runs/{run.pk}/{query}").content.decode()
+def page_html(client, url: str) -> str:
+    html = client.get(url).content.decode()
     return re.sub(r'csrfmiddlewaretoken" value="[^"]+"|"X-CSRFToken": "[^"]+"', "", html)
 
 
 def assert_run_page_is_the_whole_ones(client, run: Run) -> None:
-    pages = -(-len(parsed_blueprint(run.revision).prompts) // HEATMAP_PAGE_SIZE)
-    for query in ("", *(f"?page={n}" for n in range(2, pages + 1))):
-        forget_matrix()
-        first = run_page(client, run, query)
-        assert kept_matrices()[0] == 0  # served from the page's rows alone
-        run_matrix(Run.objects.get(pk=run.pk), parsed_blueprint(run.revision).prompts)
-        assert run_page(client, run, query) == first
+    """The run page and the grid's plain view, served by a process that keeps nothing of the run (a page matrix)
+    and by one that keeps its whole matrix, on every page: the same HTML."""
+    prompts = len(parsed_blueprint(run.revision).prompts)
+    views = [(f"/runs/{run.pk}/", HEATMAP_PAGE_SIZE), (f"/runs/{run.pk}/results", GRID_PAGE_SIZE)]
+    for url, size in views:
+        for page in range(1, -(-prompts // size) + 1):
+            forget_matrix()
+            first = page_html(client, f"{url}?page={page}")
+            assert kept_matrices()[0] == 0  # served from the page's rows alone
+            run_matrix(Run.objects.get(pk=run.pk), parsed_blueprint(run.revision).prompts)
+            assert page_html(client, f"{url}?page={page}") == first
 
 
 def test_a_finished_runs_page_matrix_is_its_whole_matrixs(client, run):
@@ -164,11 +173,12 @@ def test_a_run_at_work_or_stored_without_the_summaries_builds_the_whole_matrix(r
     prompts = parsed_blueprint(run.revision).prompts
     forget_matrix()
     # Stored before the pass counts were (or by an import): the page builds the whole matrix.
-    old = {v: {k: x for k, x in figures.items() if k != "passes"} for v, figures in stored_variants(run).items()}
-    assert summaries_of(old) is None
+    old = {"variants": {v: {k: x for k, x in figures.items() if k not in ("passes", "interval")}
+                        for v, figures in stored_variants(run).items()}}
+    assert summaries_of(old, len(prompts)) is None
     assert page_matrix(run, prompts, [0, 1], old).whole
     # At work again (a retry, a resume): its stored figures are last time's; the page builds the whole matrix.
     forget_matrix()
     Run.objects.filter(pk=run.pk).update(status="running")
     working = Run.objects.get(pk=run.pk)
-    assert page_matrix(working, prompts, [0, 1], stored_variants(run)).whole
+    assert page_matrix(working, prompts, [0, 1]).whole
