@@ -659,7 +659,8 @@ def _keep(key: tuple, now: float, matrix: Matrix) -> None:
     ``EVALSITE_MATRIX_CACHE_MB``. A matrix larger than the whole budget is not kept: its pages build it again."""
     size = matrix_size(matrix)
     with _MATRICES_LOCK:
-        for old in [k for k in _MATRICES if k[0] == key[0]]:
+        # What the run's rows were before (another version or status), and its pages once its whole matrix is here.
+        for old in [k for k in _MATRICES if k[0] == key[0] and (k[1:3] != key[1:3] or len(key) == 3)]:
             del _MATRICES[old]
         budget = _matrix_budget()
         if size > budget:
@@ -731,17 +732,22 @@ def page_matrix(run: Run, prompts, indices, stored: dict | None = None, *, every
     cell (``Matrix.prompts_with_cells``). A run not finished has no stored figures to go by."""
     if not run.is_finished or _rerunning(run):
         return run_matrix(run, prompts)
+    key = (run.pk, run.results_version, run.status)
+    page_key = (*key, ("page", every, tuple(indices)))
     with _MATRICES_LOCK:
-        kept = _MATRICES.get((run.pk, run.results_version, run.status))
-    if kept is not None:
-        return kept[1]
+        kept = _MATRICES.get(key) or _MATRICES.get(page_key)
+        if kept is not None:
+            _MATRICES.move_to_end(key if key in _MATRICES else page_key)
+            return kept[1]
     whole = summaries_of(stored if stored is not None else stored_figures(run.pk), len(prompts))
     if whole is None or (every and whole.cells_of_prompts is None):
         return run_matrix(run, prompts)
     from evalsite.deadline import check as page_time_left
 
     page_time_left("reading this page of the run's results")
-    return build_page_matrix(response_records(run.pk, indices=indices), prompts, whole, stopped=_stopped(run))
+    matrix = build_page_matrix(response_records(run.pk, indices=indices), prompts, whole, stopped=_stopped(run))
+    _keep(page_key, time.monotonic(), matrix)  # kept as the whole ones are, until the run's rows change
+    return matrix
 
 
 def bump_results(run_id: int) -> None:

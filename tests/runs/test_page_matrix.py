@@ -16,7 +16,7 @@ from runs.engine.aggregates import summaries_of, variant_intervals
 from runs.grid import PAGE_SIZE as GRID_PAGE_SIZE
 from runs.heatmap import HEATMAP_PAGE_SIZE
 from runs.models import Annotation, PointAssessment, Response, Run
-from runs.records import forget_matrix, kept_matrices, page_matrix, run_matrix
+from runs.records import forget_matrix, kept_matrices, matrix_size, page_matrix, run_matrix
 from runs.spec import parsed_blueprint
 from tests.web.run_support import make_blueprint
 
@@ -70,8 +70,10 @@ def assert_page_matrix_is_the_whole_ones(run: Run) -> None:
     pages = [list(range(start, min(start + HEATMAP_PAGE_SIZE, len(prompts))))
              for start in range(0, len(prompts), HEATMAP_PAGE_SIZE)]
     fast = [page_matrix(run, prompts, indices) for indices in pages]
-    assert kept_matrices()[0] == 0 and not any(m.whole for m in fast)  # nothing built whole, nothing kept
+    assert not any(m.whole for m in fast) and kept_matrices()[0] == len(pages)  # nothing built whole; pages kept
+    assert page_matrix(run, prompts, pages[0]) is fast[0]
     whole = run_matrix(run, prompts)
+    assert kept_matrices()[0] == 1  # the whole matrix, in place of its pages
     assert whole.whole
     for matrix, indices in zip(fast, pages):
         assert matrix.variants == whole.variants
@@ -102,8 +104,13 @@ def assert_run_page_is_the_whole_ones(client, run: Run) -> None:
         for page in range(1, -(-prompts // size) + 1):
             forget_matrix()
             first = page_html(client, f"{url}?page={page}")
-            assert kept_matrices()[0] == 0  # served from the page's rows alone
-            run_matrix(Run.objects.get(pk=run.pk), parsed_blueprint(run.revision).prompts)
+            whole = run_matrix(Run.objects.get(pk=run.pk), parsed_blueprint(run.revision).prompts)
+            assert kept_matrices() == (1, matrix_size(whole))
+            if prompts > size:  # served from the page's rows alone: what it kept is smaller than the whole matrix
+                forget_matrix()
+                page_html(client, f"{url}?page={page}")
+                assert kept_matrices()[1] < matrix_size(whole)
+                run_matrix(Run.objects.get(pk=run.pk), parsed_blueprint(run.revision).prompts)
             assert page_html(client, f"{url}?page={page}") == first
 
 
