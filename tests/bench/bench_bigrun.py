@@ -253,7 +253,8 @@ def main() -> None:
             before_first, before_kept = PREVIOUS_MS.get(name, (None, None))
             shown = lambda ms: "-" if ms is None else f"{ms:7.0f}ms"  # noqa: E731
             print(f"{name:34s} {first:7.0f}ms {TARGET_MS:5d}ms {shown(before_first):>9s}   {kept:7.0f}ms "
-                  f"{TARGET_MS:5d}ms {shown(before_kept):>9s}  {len(captured):4d}     {first_cpu:7.0f}ms {kept_cpu:7.0f}ms")
+                  f"{TARGET_MS:5d}ms {shown(before_kept):>9s}  {len(captured):4d}     {first_cpu:7.0f}ms "
+                  f"{kept_cpu:7.0f}ms")
         print(f"\nworst page: {worst:.0f} ms, target {TARGET_MS} ms: {'OK' if worst < TARGET_MS else 'OVER'}")
         count, size = held if "held" in locals() else records.kept_matrices()
         print(f"kept matrices after compare: {count}, {size / 2**20:.0f} MB estimated (records.matrix_size), bound "

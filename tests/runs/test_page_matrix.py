@@ -30,7 +30,8 @@ def blueprint_text(prompts: int = PROMPTS) -> str:
     every other prompt (some cells pass, some do not, some have no mark), the last prompt not evaluated."""
     lines = ["title: Pages", "models: [fixtures:a, fixtures:b]", "fixtures:", "  strategy: first", "  responses:"]
     for i in range(prompts):
-        lines.append(f"    p{i:03d}: {{default: 'yes {i}', byModel: {{'fixtures:b': '{'yes' if i % 3 else 'no'} {i}'}}}}")
+        b = "yes" if i % 3 else "no"
+        lines.append(f"    p{i:03d}: {{default: 'yes {i}', byModel: {{'fixtures:b': '{b} {i}'}}}}")
     lines.append("---")
     for i in range(prompts - 1):
         lines += [f"- id: p{i:03d}", f"  prompt: Question number {i}?", "  trials: 2",
