@@ -34,11 +34,12 @@ from django.utils.text import Truncator
 
 from blueprints.spec.jsregex import RegexError, compile_js
 from runs.engine.matrix import STATE_LABELS, Cell, Matrix, PassCount, VariantSummary, prompt_summary
-from runs.engine.stats import MeanInterval, mean_intervals
+from runs.engine.aggregates import variant_intervals
+from runs.engine.stats import MeanInterval
 
 from .heatmap import CELL_TEXT
 from .models import PointAssessment, Response, Run
-from .records import run_matrix
+from .records import page_matrix, run_matrix
 
 FILTERS = {
     "all": "Every response",
@@ -300,33 +301,14 @@ def grid_rows(matrix: Matrix, indices=None) -> dict[int, GridRow]:
 
 
 def model_intervals(matrix: Matrix) -> dict[str, MeanInterval]:
-    """Each model's prompt-weighted mean over its cell scores, with its 95% bootstrap interval; every model's
-    drawn from the same resamples of the run's prompts (so a page of ten models costs one matrix product).
-    Worked out once per matrix (a kept matrix serves many requests: the grid, its poll, the run page)."""
-    kept = matrix.__dict__.get("_intervals")
-    if kept is not None:
-        return kept
-    columns: dict[str, dict[int, float | None]] = {v: {} for v in matrix.variants}
-    for (index, variant_id), cell in matrix.cells.items():
-        columns.setdefault(variant_id, {})[index] = cell.score
-    weights = {i: p.weight for i, p in enumerate(matrix.prompts)}
-    kept = matrix.__dict__["_intervals"] = mean_intervals(columns, weights, items=range(len(matrix.prompts)))
-    return kept
+    """Each model's prompt-weighted mean over its cell scores, with its 95% bootstrap interval (the engine's
+    ``aggregates.variant_intervals``: worked out once per matrix, stored with a finished run's aggregates)."""
+    return variant_intervals(matrix)
 
 
 def model_stats(matrix: Matrix) -> list[ModelStats]:
     intervals = model_intervals(matrix)
     return [ModelStats(v, matrix.summaries.get(v), matrix.passes(v), intervals.get(v)) for v in matrix.variants]
-
-
-def _every_prompt(matrix: Matrix) -> tuple[list[int], int]:
-    """The prompts with a cell, in order, and their cells: what the grid's plain view (every cell, in order, no
-    search) matches. Worked out once per matrix (a kept matrix serves many views)."""
-    kept = matrix.__dict__.get("_grid_every")
-    if kept is None:
-        inside = [index for index, _ in matrix.cells if 0 <= index < len(matrix.prompts)]
-        kept = matrix.__dict__["_grid_every"] = (sorted(set(inside)), len(inside))
-    return kept
 
 
 def build_grid(run: Run, bp, query: GridQuery, problems: list[str] | None = None, *, matrix: Matrix | None = None,
@@ -335,11 +317,18 @@ def build_grid(run: Run, bp, query: GridQuery, problems: list[str] | None = None
     needs; the CSV download wants every matching row): the plain view of a big run then makes only its page's
     rows instead of one for every prompt (a run of 2,000 prompts x 10 models: 20,000 cells a view)."""
     problems = list(problems or [])
+    plain = page_only and query.filter == "all" and not query.q and query.sort == "order"
+    if matrix is None and plain:
+        # Every prompt in order: the page's prompts' cells with the whole run's model lines (records.page_matrix;
+        # the whole matrix when that cannot be: a run at work, figures not stored, a prompt with no cell).
+        pages = max(1, math.ceil(len(bp.prompts) / PAGE_SIZE))
+        start = (min(query.page, pages) - 1) * PAGE_SIZE
+        matrix = page_matrix(run, bp.prompts, range(start, start + PAGE_SIZE), every=True)
     matrix = matrix if matrix is not None else run_matrix(run, bp.prompts)
     models = model_stats(matrix)
     keep = _filter(query)
-    if page_only and query.filter == "all" and not query.q and query.sort == "order":
-        indices, cells_matching = _every_prompt(matrix)
+    if plain:
+        indices, cells_matching = matrix.prompts_with_cells()
         pages = max(1, math.ceil(len(indices) / PAGE_SIZE))
         page = min(query.page, pages)
         shown = list(grid_rows(matrix, indices[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]).values())

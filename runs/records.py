@@ -21,15 +21,16 @@ from typing import Iterator, NamedTuple
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
+from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
 from blueprints.spec.schema import Blueprint as SpecBlueprint
 from blueprints.spec.schema import Point, Prompt
 from runs.engine import calls
 from runs.engine.bounds import critical_positions
-from runs.engine.aggregates import Spend, aggregates_of, spend_of, stored_totals
+from runs.engine.aggregates import Spend, aggregates_of, spend_of, stored_totals, summaries_of
 from runs.engine.findings import JudgeSaid, PointRecord as FindingPoint
-from runs.engine.matrix import Matrix, ResponseRecord, build_matrix
+from runs.engine.matrix import Matrix, ResponseRecord, build_matrix, page_matrix as build_page_matrix
 from runs.engine.trust import ReviewedPoint
 from runs.engine.assess import JudgeUsage, Override, PointAssessment as EnginePoint, ResponseAssessment, \
     apply_overrides, key_point_text, unknown_cost_calls
@@ -657,7 +658,8 @@ def _keep(key: tuple, now: float, matrix: Matrix) -> None:
     ``EVALSITE_MATRIX_CACHE_MB``. A matrix larger than the whole budget is not kept: its pages build it again."""
     size = matrix_size(matrix)
     with _MATRICES_LOCK:
-        for old in [k for k in _MATRICES if k[0] == key[0]]:
+        # What the run's rows were before (another version or status), and its pages once its whole matrix is here.
+        for old in [k for k in _MATRICES if k[0] == key[0] and (k[1:3] != key[1:3] or len(key) == 3)]:
             del _MATRICES[old]
         budget = _matrix_budget()
         if size > budget:
@@ -706,6 +708,44 @@ def run_matrix(run: Run, prompts, *, indices=None) -> Matrix:
         page_time_left("building this run's results")  # a page that waited its time out for the build stops
         matrix = build_matrix(response_records(run.pk), prompts, stopped=_stopped(run))
         _keep(key, now, matrix)
+    return matrix
+
+
+#: The keys of the stored aggregates a page matrix reads (``engine.aggregates.summaries_of``).
+WHOLE_FIGURES = ("variants", "promptsWithCells", "cellsOfPrompts")
+
+
+def stored_figures(run_id: int, keys=WHOLE_FIGURES) -> dict:
+    """Those keys of a run's stored aggregates, picked out by the database (never the per-cell figures beside
+    them: megabytes of JSON on a run of 100,000 responses)."""
+    row = Run.objects.filter(pk=run_id).values(**{f"figure_{k}": KeyTransform(k, "aggregates") for k in keys}).first()
+    return {k: (row or {}).get(f"figure_{k}") for k in keys}
+
+
+def page_matrix(run: Run, prompts, indices, stored: dict | None = None, *, every: bool = False) -> Matrix:
+    """The cells of the prompts at ``indices`` with the whole run's columns, means, pass counts and intervals: what
+    a page of a finished run's cells shows. The whole matrix when this process keeps it; else, when the run's
+    stored aggregates (``stored``: their ``WHOLE_FIGURES``, read here when not given) carry them, only those
+    prompts' rows are read (``engine.matrix.page_matrix``: a page of a run of 100,000 responses reads 5,000 rows,
+    not all); else the whole matrix (``run_matrix``). ``every``: the page also needs to know which prompts have a
+    cell (``Matrix.prompts_with_cells``). A run not finished has no stored figures to go by."""
+    if not run.is_finished or _rerunning(run):
+        return run_matrix(run, prompts)
+    key = (run.pk, run.results_version, run.status)
+    page_key = (*key, ("page", every, tuple(indices)))
+    with _MATRICES_LOCK:
+        kept = _MATRICES.get(key) or _MATRICES.get(page_key)
+        if kept is not None:
+            _MATRICES.move_to_end(key if key in _MATRICES else page_key)
+            return kept[1]
+    whole = summaries_of(stored if stored is not None else stored_figures(run.pk), len(prompts))
+    if whole is None or (every and whole.cells_of_prompts is None):
+        return run_matrix(run, prompts)
+    from evalsite.deadline import check as page_time_left
+
+    page_time_left("reading this page of the run's results")
+    matrix = build_page_matrix(response_records(run.pk, indices=indices), prompts, whole, stopped=_stopped(run))
+    _keep(page_key, time.monotonic(), matrix)  # kept as the whole ones are, until the run's rows change
     return matrix
 
 

@@ -23,7 +23,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Q
-from django.db.models.fields.json import KT
+from django.db.models.fields.json import KT, KeyTransform
 from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -42,7 +42,7 @@ from .exports import grid_to_csv, run_to_csv, run_to_json
 from .pages import blueprint_of, with_csp
 from .spec import RunRefused
 from .models import Annotation, PointAssessment, Response, Run, RunStatus
-from .records import reviewed_blueprints, run_matrix
+from .records import WHOLE_FIGURES, page_matrix, reviewed_blueprints, run_matrix
 from .run_form import form_state as run_form_state, known_models
 from .rendering import RENDER_MODES, render as render_text
 from .report import report_chunks
@@ -69,6 +69,20 @@ def _run_or_404(run_id, *, aggregates: bool = True):
     rows = Run.objects.select_related("blueprint", "revision").defer(
         *_REVISION_TEXTS, *(() if aggregates else ("aggregates",)))
     return get_object_or_404(rows, pk=run_id)
+
+
+# The keys of the stored aggregates the run page shows: read alone (the database picks them out), never the
+# per-cell figures beside them (``cells``, ``cellDetails``: megabytes of JSON on a run of 100,000 responses).
+_PAGE_FIGURES = ("overall", "agreement", *WHOLE_FIGURES)
+
+
+def _run_with_figures_or_404(run_id):
+    """The run, its stored aggregates deferred, with ``run.figures``: the keys of them the run page shows."""
+    rows = (Run.objects.select_related("blueprint", "revision").defer(*_REVISION_TEXTS, "aggregates")
+            .annotate(**{f"figure_{key}": KeyTransform(key, "aggregates") for key in _PAGE_FIGURES}))
+    run = get_object_or_404(rows, pk=run_id)
+    run.figures = {key: getattr(run, f"figure_{key}") for key in _PAGE_FIGURES}
+    return run
 
 
 # --- starting and controlling ----------------------------------------------------------------
@@ -218,14 +232,26 @@ def _matrix(run: Run, spec):
     return cached
 
 
-def _heatmap_context(request, run: Run, spec) -> dict:
+def _heatmap_matrix(request, run: Run, spec):
+    """The matrix the run page and its heatmap read (``run.figures``: the stored aggregates' keys the run page
+    reads), and the heatmap's page of prompt positions. In the blueprint's order, the page's prompts' cells with
+    the whole run's columns (``records.page_matrix``: a first view of a big run reads a page of its rows, not
+    every one); in an order by score, the whole matrix."""
     sort = request.GET.get("sort", "order")
     if sort not in heat_map.HEATMAP_SORTS:
         sort = "order"
+    if sort == "order":
+        page = Paginator(range(len(spec.prompts)), heat_map.HEATMAP_PAGE_SIZE).get_page(request.GET.get("page"))
+        matrix = page_matrix(run, spec.prompts, list(page.object_list), run.figures)
+    else:
+        matrix = _matrix(run, spec)
+        page = Paginator(matrix.prompt_order(sort), heat_map.HEATMAP_PAGE_SIZE).get_page(request.GET.get("page"))
+    return matrix, page, sort
+
+
+def _heatmap_context(run: Run, spec, matrix, page, sort) -> dict:
     if spec is None:
         return {"heatmap": None}
-    matrix = _matrix(run, spec)
-    page = Paginator(matrix.prompt_order(sort), heat_map.HEATMAP_PAGE_SIZE).get_page(request.GET.get("page"))
     link = reverse("runs:response", args=[run.pk, 987654321])
     rows = heat_map.with_cells_html(heat_map.rows(matrix, list(page.object_list)),
                                     lambda pk: link.replace("987654321", str(pk)),
@@ -236,10 +262,11 @@ def _heatmap_context(request, run: Run, spec) -> dict:
 
 
 def _run_context(request, run: Run) -> dict:
-    aggregates = run.aggregates or {}
+    aggregates = run.figures
     stats = aggregates.get("variants") or {}
     spec = blueprint_of(run)
-    matrix = _matrix(run, spec) if run.is_finished else None
+    matrix, page, sort = _heatmap_matrix(request, run, spec) if run.is_finished and spec is not None \
+        else (None, None, None)
     columns = heat_map.columns(matrix) if matrix is not None and stats else []
     context = {
         "run": run,
@@ -265,7 +292,7 @@ def _run_context(request, run: Run) -> dict:
                                   "verdict": followup.verdict(run).to_dict()}
     context["followups"] = list(followup.followups_of(run)[:20])
     if run.is_finished:
-        context.update(_heatmap_context(request, run, spec))
+        context.update(_heatmap_context(run, spec, matrix, page, sort))
         shown = context["heatmap"]  # the verdicts of the heatmap page's prompts: a page of a big run stays a page
         context["verdict_tables"] = verdicts.run_verdict_rows(
             matrix, [row.index for row in shown["rows"]] if shown is not None else None)
@@ -283,7 +310,7 @@ def _run_context(request, run: Run) -> dict:
 @require_safe
 @with_csp
 def detail(request, run_id):
-    run = _run_or_404(run_id)
+    run = _run_with_figures_or_404(run_id)
     context = _run_context(request, run)
     if request.htmx and request.GET.get("poll"):
         response = render(request, "runs/run_detail.html#progress", context)
@@ -310,8 +337,10 @@ def judges(request):
 @with_csp
 def heatmap(request, run_id):
     """One page of the prompts x models heatmap (100 prompts a page)."""
-    run = _run_or_404(run_id)
-    context = {"run": run, **_heatmap_context(request, run, blueprint_of(run))}
+    run = _run_with_figures_or_404(run_id)
+    spec = blueprint_of(run)
+    context = {"run": run, **_heatmap_context(run, spec, *(_heatmap_matrix(request, run, spec) if spec is not None
+                                                              else (None, None, None)))}
     return render(request, _fragment(request, "runs/heatmap.html", "heatmap"), context)
 
 
@@ -667,9 +696,9 @@ def compare(request, run_id):
     Without it: this run's model variants against each other, and each one's mean with its interval.
     ``?part=models`` (htmx, from the run page): the run page's per-model table with each mean's interval.
     ``?with=<run>&part=robustness`` (htmx, from the page): what would flip each verdict against that run."""
-    run = _run_or_404(run_id, aggregates=False)
     if request.GET.get("part") == "models":
-        return _models_part(request, run)
+        return _models_part(request, _run_with_figures_or_404(run_id))
+    run = _run_or_404(run_id, aggregates=False)
     others = (Run.objects.filter(blueprint_id=run.blueprint_id).exclude(pk=run.pk).select_related("revision")
               .only("pk", "created_at", "status", "revision__number").order_by("-created_at", "-id")[:50])
     base = None
@@ -677,8 +706,8 @@ def compare(request, run_id):
                "method": run_compare.stats.METHOD}
     if request.GET.get("with"):
         base_id = _run_id(request.GET["with"])
-        base = Run.objects.select_related("blueprint", "revision").filter(pk=base_id).first() \
-            if base_id is not None else None
+        base = Run.objects.select_related("blueprint", "revision").defer(*_REVISION_TEXTS, "aggregates") \
+            .filter(pk=base_id).first() if base_id is not None else None
         if base is None:
             raise Http404("no such run")
         if base.blueprint_id != run.blueprint_id:
@@ -795,7 +824,7 @@ def _models_part(request, run: Run):
     spec = blueprint_of(run)
     if spec is None or not run.is_finished:
         raise Http404("no results to show")
-    stats = (run.aggregates or {}).get("variants") or {}
+    stats = run.figures["variants"] or {}
     matrix = _matrix(run, spec)
     intervals = grid.model_intervals(matrix)
     variants = [(c, stats[c.variant_id], intervals.get(c.variant_id)) for c in heat_map.columns(matrix)

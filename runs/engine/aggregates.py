@@ -13,7 +13,7 @@ from typing import Iterable, Sequence
 
 from blueprints.spec.schema import Prompt
 
-from .matrix import Matrix, ResponseRecord, build_matrix
+from .matrix import STATES, Matrix, PassCount, ResponseRecord, VariantSummary, build_matrix
 from .scoring import VERDICTS, Rating, run_stats, textbook_alpha
 from .assess import unknown_cost_calls
 
@@ -113,6 +113,9 @@ def aggregates_of(matrix: Matrix, records: Sequence[ResponseRecord], *, agreemen
             "latencyMs": sum(latencies) / len(latencies) if latencies else None,
             "violatedShouldNot": sum(1 for r in mine if r.violated_should_not),
             "disagreements": sum(1 for r in mine if r.disagreement),
+            # Its cells by whether they passed (the matrix's one rule): with ``states`` and the mean, what a page
+            # of the run's cells needs of the whole run (``summaries_of``) without building every cell again.
+            "passes": matrix.passes(variant_id).to_dict(),
         }
         if details:
             counts = {name: 0 for name in VERDICTS}
@@ -121,12 +124,18 @@ def aggregates_of(matrix: Matrix, records: Sequence[ResponseRecord], *, agreemen
                 if cell_verdict in counts:
                     counts[cell_verdict] += 1
             variants[variant_id]["verdicts"] = counts
+    for variant_id, interval in variant_intervals(matrix).items():
+        if variant_id in variants:  # the mean's 95% interval (the grid's and the run page's model lines)
+            variants[variant_id]["interval"] = interval.to_dict()
     overall = run_stats(v["mean"] for v in variants.values())
+    with_cells, in_prompts = matrix.prompts_with_cells()
     out = {
         "variants": variants,
         "cells": cells,
         "overall": {"mean": overall.mean, "std": overall.std, "n": overall.n},
         "agreement": agreement if agreement is not None else textbook_alpha(ratings).to_dict(),
+        # How many prompts have a cell, and their cells: a page of the grid's plain view reads these.
+        "promptsWithCells": len(with_cells), "cellsOfPrompts": in_prompts,
     }
     if details:  # trials and verdicts, per cell: only for blueprints that use them
         out["cellDetails"] = details
@@ -157,3 +166,59 @@ def stored_totals(records: Sequence[ResponseRecord], judge_calls: dict[str, int]
         "judge_cost_usd": usage["judgeCostUsd"],
         "judge_cost_unknown": usage["judgeCostUnknown"],
     }
+
+
+def variant_intervals(matrix: Matrix) -> dict:
+    """Each variant's prompt-weighted mean over its cell scores with its 95% bootstrap interval (``MeanInterval``),
+    every variant's drawn from the same resamples of the run's prompts. Worked out once per matrix (a kept matrix
+    serves many requests); a page matrix holds the stored ones (``summaries_of``)."""
+    kept = matrix.__dict__.get("_intervals")
+    if kept is not None:
+        return kept
+    from .stats import mean_intervals  # NumPy: for finished runs and their pages, not every process that imports this
+
+    columns: dict[str, dict[int, float | None]] = {v: {} for v in matrix.variants}
+    for (index, variant_id), cell in matrix.cells.items():
+        columns.setdefault(variant_id, {})[index] = cell.score
+    weights = {i: p.weight for i, p in enumerate(matrix.prompts)}
+    kept = matrix.__dict__["_intervals"] = mean_intervals(columns, weights, items=range(len(matrix.prompts)))
+    return kept
+
+
+@dataclass(frozen=True)
+class StoredWhole:
+    """What ``aggregates_of`` stored of the whole matrix that a page of its cells shows: per variant its summary,
+    pass counts and mean's interval, and (when every prompt has a cell) how many cells the prompts have."""
+
+    summaries: dict[str, VariantSummary]
+    passes: dict[str, PassCount]
+    intervals: dict
+    cells_of_prompts: int | None  # None: some prompt has no cell (or not stored)
+
+
+def summaries_of(stored: dict | None, prompts: int) -> StoredWhole | None:
+    """The whole matrix's per-variant summaries, pass counts and intervals as ``aggregates_of`` stored them
+    (``stored``: the stored aggregates, or those of their keys: ``variants``, ``promptsWithCells``,
+    ``cellsOfPrompts``), equal to those of the matrix they were read off; None when they are not all there (a run
+    finished before they were stored, an imported one): the caller builds the matrix. ``prompts``: how many the
+    run's blueprint has."""
+    from .stats import MeanInterval
+
+    stored_variants = (stored or {}).get("variants")
+    if not stored_variants:
+        return None
+    summaries, passes, intervals = {}, {}, {}
+    for variant_id, figures in stored_variants.items():
+        counts, passed, interval = figures.get("states"), figures.get("passes"), figures.get("interval")
+        if not isinstance(counts, dict) or not isinstance(passed, dict) or not isinstance(interval, dict) \
+                or set(counts) != set(STATES):
+            return None
+        waiting = counts["pending"] + counts["running"]
+        summaries[variant_id] = VariantSummary(
+            variant_id, figures["mean"], figures["std"], figures["n"],
+            figures["notEvaluated"] + figures["notRun"] + waiting, dict(counts), sum(counts.values()))
+        passes[variant_id] = PassCount(passed["passed"], passed["didNotPass"], passed["undecided"],
+                                       passed["noThreshold"])
+        intervals[variant_id] = MeanInterval(interval["mean"], interval["low"], interval["high"], interval["n"])
+    every = stored.get("promptsWithCells") == prompts and isinstance(stored.get("cellsOfPrompts"), int)
+    return StoredWhole(summaries, passes, intervals, stored["cellsOfPrompts"] if every else None)

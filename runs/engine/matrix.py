@@ -284,6 +284,9 @@ class Matrix:
     variants: list[str]
     summaries: dict[str, VariantSummary]
     stopped: bool = False
+    #: False: the cells of some prompts only (``page_matrix``); its summaries, columns and pass counts are still
+    #: the whole run's. Only a page that shows those prompts' cells takes one.
+    whole: bool = True
 
     def cell(self, prompt_index: int, variant_id: str) -> Cell | None:
         return self.cells.get((prompt_index, variant_id))
@@ -329,10 +332,22 @@ class Matrix:
                 v: PassCount(t["pass"], t["fail"], t["undecided"], t["no-threshold"]) for v, t in tally.items()}
         return kept.get(variant_id) or PassCount()
 
+    def prompts_with_cells(self) -> tuple[list[int], int]:
+        """The positions of the prompts with a cell, in order, and how many cells they have (worked out once)."""
+        kept = self.__dict__.get("_with_cells")
+        if kept is None:
+            if not self.whole:
+                raise ValueError("a page matrix has some prompts' cells only: which prompts have one is not known")
+            inside = [index for index, _ in self.cells if 0 <= index < len(self.prompts)]
+            kept = self.__dict__["_with_cells"] = (sorted(set(inside)), len(inside))
+        return kept
+
     def prompt_order(self, sort: str) -> list[int]:
         """Prompt positions in blueprint order, lowest row mean first (``lowest``/``score``) or widest
         spread first (``spread``); prompts with no score last."""
         indices = list(range(len(self.prompts)))
+        if sort in ("lowest", "score", "spread") and not self.whole:
+            raise ValueError("a page matrix has some prompts' cells only: sorting by score needs the whole matrix")
         if sort in ("lowest", "score"):
             def key(i):
                 mean = self.row_mean(i)
@@ -377,6 +392,26 @@ def column_order(summaries: dict[str, VariantSummary]) -> list[str]:
 
 def build_matrix(records: Iterable[ResponseRecord], prompts: Sequence, *, stopped: bool = False) -> Matrix:
     """The matrix of a run from its responses' records. ``stopped``: the run was cancelled (what waits is not run)."""
+    cells = _cells(records, prompts, stopped)
+    summaries = summarise(cells.values(), prompts)
+    return Matrix(prompts=prompts, cells=cells, variants=column_order(summaries), summaries=summaries,
+                  stopped=stopped)
+
+
+def page_matrix(records: Iterable[ResponseRecord], prompts: Sequence, whole, *, stopped: bool = False) -> Matrix:
+    """A matrix of the cells of some prompts (``records``: every response of those prompts) with the whole run's
+    summaries, pass counts and intervals (``whole``: ``aggregates.StoredWhole``, read back from the stored
+    aggregates): the cells, columns, means and pass counts a page of a big run shows, without its every cell."""
+    matrix = Matrix(prompts=prompts, cells=_cells(records, prompts, stopped), variants=column_order(whole.summaries),
+                    summaries=whole.summaries, stopped=stopped, whole=False)
+    matrix.__dict__["_passes"] = dict(whole.passes)
+    matrix.__dict__["_intervals"] = dict(whole.intervals)
+    if whole.cells_of_prompts is not None:  # every prompt has a cell
+        matrix.__dict__["_with_cells"] = (list(range(len(prompts))), whole.cells_of_prompts)
+    return matrix
+
+
+def _cells(records: Iterable[ResponseRecord], prompts: Sequence, stopped: bool) -> dict[tuple[int, str], Cell]:
     by_cell: dict[tuple[int, str], list[ResponseRecord]] = {}
     for r in records:
         by_cell.setdefault((r.prompt_index, r.variant_id), []).append(r)
@@ -395,9 +430,7 @@ def build_matrix(records: Iterable[ResponseRecord], prompts: Sequence, *, stoppe
         cells[(index, variant_id)] = Cell(index, prompt.id if prompt is not None else str(index), variant_id,
                                           trials, outcome, state, representative_trial(outcome),
                                           pass_mark=rule["use_verdicts"])
-    summaries = summarise(cells.values(), prompts)
-    return Matrix(prompts=prompts, cells=cells, variants=column_order(summaries), summaries=summaries,
-                  stopped=stopped)
+    return cells
 
 
 def summarise(cells: Iterable[Cell], prompts: Sequence) -> dict[str, VariantSummary]:
