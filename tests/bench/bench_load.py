@@ -2,15 +2,20 @@
 
     .venv/bin/python tests/bench/bench_load.py [--duration 60] [--clients 20] [--no-run]
                                                [--run-prompts 300] [--latency-ms 300] [--dev]
+                                               [--data-cache DIR]
 
 Builds the run of bench_results.py (1,000 prompts x 10 models, 100,000 point assessments) in a throwaway
 data directory, starts scripts/serve.py (gunicorn with one uvicorn process per core, and the task
-worker) on 127.0.0.1 with a free port, times each page alone, then starts a small run against the fake LLM
-server (tests/fakes/llm_server.py) so the worker is busy, as it is while someone watches a run, and lets
-`--clients` threads fetch the pages back to back (no pause between requests) for `--duration` seconds.
+worker) on 127.0.0.1 with a free port, warms every web process (each page from several connections at once),
+times each page alone, then starts a small run against the fake LLM server (tests/fakes/llm_server.py) so the
+worker is busy, as it is while someone watches a run, and lets `--clients` threads fetch the pages back to
+back (no pause between requests) for `--duration` seconds.
 Printed per page: requests, errors, median, p95 and max against the targets of issue 23: no errors,
-p95 under 2 s, median under 0.5 s; and where the CPU went (web server, task worker, this client).
-`--dev` serves with Django's development server instead (`make dev`), to compare.
+p95 under 2 s, median under 0.5 s; the largest web process's memory (after the warm-up, after each page
+alone, over the load, and its peak, against issue 37's 300 MB); each figure beside its target and the previous
+measurement; and where the CPU went (web server, task worker, this client).
+`--dev` serves with Django's development server instead (`make dev`), to compare. `--data-cache DIR` keeps
+the built database in DIR and reuses it next time (building it takes a minute or more).
 """
 
 from __future__ import annotations
@@ -46,8 +51,9 @@ DATA_DIR = Path(os.environ["EVALSITE_DATA_DIR"])
 TARGET_MEDIAN_S = 0.5
 TARGET_P95_S = 2.0
 TARGET_PEAK_MB = 300  # the largest web server process (issue 37: kept matrices bounded, EVALSITE_MATRIX_CACHE_MB)
-# The last figures measured (ae42ffb, 20 clients for 60 s on a 2-core machine), printed beside today's.
-PREVIOUS = {"p95": 1.60, "median": None, "peak_mb": 471, "pages_per_s": 20.9}
+# The last figures measured (1c89163, before one parse per revision at a time; 20 clients for 60 s on a 2-core
+# machine that other work shared: a third of its CPU went elsewhere), printed beside today's.
+PREVIOUS = {"p95": 2.96, "median": 1.42, "peak_mb": 418, "pages_per_s": 14.2}
 BENCH_TOKEN = "bench-token-" + "0" * 20
 AUTH = {"Authorization": f"Bearer {BENCH_TOKEN}"}
 
@@ -150,8 +156,11 @@ def load(base: str, pages, clients: int, duration_s: float, web_pids: list[int])
     for thread in threads:
         thread.join(duration_s + 90)
     if rss:  # whether the largest process grew at once (cold pages built at the same time) or kept growing
-        steps = [max(mb for at, mb in rss if start <= at < start + duration_s / 10) for start in
-                 [duration_s / 10 * k for k in range(10)] if any(start <= at < start + duration_s / 10 for at, _ in rss)]
+        tenths: dict[int, float] = {}
+        for at, mb in rss:
+            tenth = min(9, int(at * 10 / duration_s))
+            tenths[tenth] = max(tenths.get(tenth, 0.0), mb)
+        steps = [tenths[k] for k in sorted(tenths)]
         print("largest web process's RSS, the most in each tenth of the load: "
               + " ".join(f"{mb:.0f}" for mb in steps) + " MB")
     if slow:  # when the slowest requests began: a stall of the whole server shows as one cluster
