@@ -51,9 +51,10 @@ DATA_DIR = Path(os.environ["EVALSITE_DATA_DIR"])
 TARGET_MEDIAN_S = 0.5
 TARGET_P95_S = 2.0
 TARGET_PEAK_MB = 300  # the largest web server process (issue 37: kept matrices bounded, EVALSITE_MATRIX_CACHE_MB)
-# The last figures measured (1c89163, before one parse per revision at a time; 20 clients for 60 s on a 2-core
-# machine that other work shared: a third of its CPU went elsewhere), printed beside today's.
-PREVIOUS = {"p95": 2.96, "median": 1.42, "peak_mb": 418, "pages_per_s": 14.2}
+# The last figures measured (b52409b, one parse per revision at a time, 20 clients for 60 s on a 2-core machine that
+# other work shared: a fifth of its CPU went elsewhere), printed beside today's. Before it (1c89163, a third of the CPU
+# elsewhere): p95 2.96 s, worst median 1.42 s, peak 418 MB, 14.2 pages/s.
+PREVIOUS = {"p95": 1.42, "median": 0.75, "peak_mb": 238, "pages_per_s": 29.4}
 BENCH_TOKEN = "bench-token-" + "0" * 20
 AUTH = {"Authorization": f"Bearer {BENCH_TOKEN}"}
 
