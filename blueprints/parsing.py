@@ -1,5 +1,6 @@
 """One parse per text: the import, the new revision and the run's start read the same text, and a large
-blueprint costs most of a second to parse, so the result is kept (a few, per process) and reused.
+blueprint costs most of a second to parse, so the result is kept (a few, per process, bounded by their estimated
+size) and reused.
 
 A parse depends on the text, its companion files, the blueprint id, the limits and the answers the collection
 lookup gave; a kept result is reused only when every collection it asked about answers the same now. Parse
@@ -19,8 +20,27 @@ from blueprints.spec import ParseResult, parse_any
 from blueprints.spec.collections import collection_file_name
 
 _KEEP = 8
-_KEPT: OrderedDict[tuple, tuple[ParseResult, dict]] = OrderedDict()
+# What a kept parse holds, by its text: a 1,000-prompt revision of 785,000 characters (the run of
+# tests/bench/bench_results.py) keeps 21 MB (tracemalloc; tests/runs/test_parse_once.py holds the estimate to it).
+# The parses kept here and those runs/spec.py keeps for runs are each bounded by KEEP_PARSED_BYTES (they are mostly
+# the same objects); the most recently used is kept whatever its size.
+PARSE_BYTES_PER_CHAR = 30
+KEEP_PARSED_BYTES = 64 << 20  # about three such revisions
+
+
+def parse_bytes(text: str) -> int:
+    """The estimated memory a kept parse of ``text`` holds."""
+    return len(text) * PARSE_BYTES_PER_CHAR
+
+
+_KEPT: OrderedDict[tuple, tuple[ParseResult, dict, int]] = OrderedDict()  # key -> (result, asked, bytes)
 _LOCK = threading.Lock()
+
+
+def forget_parses() -> None:
+    """Drop every kept parse (tests, benchmarks)."""
+    with _LOCK:
+        _KEPT.clear()
 
 
 def _key(text: str, blueprint_id, files: dict, limits) -> tuple:
@@ -44,7 +64,7 @@ def parse_text(text: str, *, blueprint_id: str | None, collections, files: dict 
     with _LOCK:
         kept = _KEPT.get(key)
     if kept is not None:
-        result, asked = kept
+        result, asked, _ = kept
         if all(collections(name) == answer for name, answer in asked.items()):
             with _LOCK:
                 _KEPT.move_to_end(key, last=True) if key in _KEPT else None
@@ -58,8 +78,9 @@ def parse_text(text: str, *, blueprint_id: str | None, collections, files: dict 
 
     result = parse_any(text, blueprint_id=blueprint_id, collections=lookup, files=files, limits=limits)
     with _LOCK:
-        _KEPT[key] = (result, asked)
+        _KEPT[key] = (result, asked, parse_bytes(text))
         _KEPT.move_to_end(key)
-        while len(_KEPT) > _KEEP:
-            _KEPT.popitem(last=False)
+        total = sum(size for _, _, size in _KEPT.values())
+        while len(_KEPT) > 1 and (len(_KEPT) > _KEEP or total > KEEP_PARSED_BYTES):
+            total -= _KEPT.popitem(last=False)[1][2]
     return result

@@ -2,15 +2,20 @@
 
     .venv/bin/python tests/bench/bench_load.py [--duration 60] [--clients 20] [--no-run]
                                                [--run-prompts 300] [--latency-ms 300] [--dev]
+                                               [--data-cache DIR]
 
 Builds the run of bench_results.py (1,000 prompts x 10 models, 100,000 point assessments) in a throwaway
 data directory, starts scripts/serve.py (gunicorn with one uvicorn process per core, and the task
-worker) on 127.0.0.1 with a free port, times each page alone, then starts a small run against the fake LLM
-server (tests/fakes/llm_server.py) so the worker is busy, as it is while someone watches a run, and lets
-`--clients` threads fetch the pages back to back (no pause between requests) for `--duration` seconds.
+worker) on 127.0.0.1 with a free port, warms every web process (each page from several connections at once),
+times each page alone, then starts a small run against the fake LLM server (tests/fakes/llm_server.py) so the
+worker is busy, as it is while someone watches a run, and lets `--clients` threads fetch the pages back to
+back (no pause between requests) for `--duration` seconds.
 Printed per page: requests, errors, median, p95 and max against the targets of issue 23: no errors,
-p95 under 2 s, median under 0.5 s; and where the CPU went (web server, task worker, this client).
-`--dev` serves with Django's development server instead (`make dev`), to compare.
+p95 under 2 s, median under 0.5 s; the largest web process's memory (after the warm-up, after each page
+alone, over the load, and its peak, against issue 37's 300 MB); each figure beside its target and the previous
+measurement; and where the CPU went (web server, task worker, this client).
+`--dev` serves with Django's development server instead (`make dev`), to compare. `--data-cache DIR` keeps
+the built database in DIR and reuses it next time (building it takes a minute or more).
 """
 
 from __future__ import annotations
@@ -46,8 +51,10 @@ DATA_DIR = Path(os.environ["EVALSITE_DATA_DIR"])
 TARGET_MEDIAN_S = 0.5
 TARGET_P95_S = 2.0
 TARGET_PEAK_MB = 300  # the largest web server process (issue 37: kept matrices bounded, EVALSITE_MATRIX_CACHE_MB)
-# The last figures measured (ae42ffb, 20 clients for 60 s on a 2-core machine), printed beside today's.
-PREVIOUS = {"p95": 1.60, "median": None, "peak_mb": 471, "pages_per_s": 20.9}
+# The last figures measured (b52409b, one parse per revision at a time, 20 clients for 60 s on a 2-core machine that
+# other work shared: a fifth of its CPU went elsewhere), printed beside today's. Before it (1c89163, a third of the CPU
+# elsewhere): p95 2.96 s, worst median 1.42 s, peak 418 MB, 14.2 pages/s.
+PREVIOUS = {"p95": 1.42, "median": 0.75, "peak_mb": 238, "pages_per_s": 29.4}
 BENCH_TOKEN = "bench-token-" + "0" * 20
 AUTH = {"Authorization": f"Bearer {BENCH_TOKEN}"}
 
@@ -113,7 +120,7 @@ def fetch(client: httpx.Client, url: str) -> tuple[float, str | None]:
     return time.perf_counter() - started, error
 
 
-def load(base: str, pages, clients: int, duration_s: float):
+def load(base: str, pages, clients: int, duration_s: float, web_pids: list[int]):
     results: dict[str, list[float]] = {name: [] for name, _ in pages}
     errors: dict[str, list[str]] = {name: [] for name, _ in pages}
     lock = threading.Lock()
@@ -137,11 +144,26 @@ def load(base: str, pages, clients: int, duration_s: float):
                     if error:
                         errors[name].append(error)
 
+    rss: list[tuple[float, float]] = []  # (seconds into the load, the largest web process's RSS in MB)
+
+    def watch_memory():
+        while time.monotonic() < deadline:
+            rss.append((time.monotonic() - begun, largest_rss_mb(web_pids)))
+            time.sleep(0.5)
+
     threads = [threading.Thread(target=client_loop, args=(i,), daemon=True) for i in range(clients)]
-    for thread in threads:
+    for thread in [*threads, threading.Thread(target=watch_memory, daemon=True)]:
         thread.start()
     for thread in threads:
         thread.join(duration_s + 90)
+    if rss:  # whether the largest process grew at once (cold pages built at the same time) or kept growing
+        tenths: dict[int, float] = {}
+        for at, mb in rss:
+            tenth = min(9, int(at * 10 / duration_s))
+            tenths[tenth] = max(tenths.get(tenth, 0.0), mb)
+        steps = [tenths[k] for k in sorted(tenths)]
+        print("largest web process's RSS, the most in each tenth of the load: "
+              + " ".join(f"{mb:.0f}" for mb in steps) + " MB")
     if slow:  # when the slowest requests began: a stall of the whole server shows as one cluster
         first, last = min(s[0] for s in slow), max(s[0] + s[1] for s in slow)
         print(f"{len(slow)} requests took over 5 s, begun between {first:.1f} s and {max(s[0] for s in slow):.1f} s "
@@ -164,6 +186,19 @@ def group_cpu(pgid: int | None) -> tuple[float, int]:
     return cpu, peak
 
 
+def largest_rss_mb(pids: list[int]) -> float:
+    """The largest resident set among the processes now, in MB."""
+    largest = 0
+    for pid in pids:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        largest = max(largest, next((int(line.split()[1]) for line in status.splitlines()
+                                     if line.startswith("VmRSS:")), 0))
+    return largest / 1024
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--duration", type=float, default=60, help="seconds of load (default 60)")
@@ -173,22 +208,36 @@ def main() -> None:
                         help="prompts of the background run (x 2 models); 300 keep the worker busy about a minute")
     parser.add_argument("--latency-ms", type=float, default=300, help="the fake LLM server's latency")
     parser.add_argument("--dev", action="store_true", help="serve as `make dev` does (runserver), to compare")
+    parser.add_argument("--data-cache", type=Path, metavar="DIR",
+                        help="reuse the database built into DIR by an earlier run of this option (the run takes a "
+                             "minute or more to build), or build it and keep a copy there")
     args = parser.parse_args()
 
     from django.core.management import call_command
     from django.db import connections
 
-    from runs.models import Response
+    from runs.models import Response, Run
 
     tmp = Path(tempfile.mkdtemp(prefix="evalsite-load-"))
     served = fake = None
     try:
-        call_command("migrate", verbosity=0, interactive=False)
+        cached = args.data_cache / "db.sqlite3" if args.data_cache else None
         started = time.perf_counter()
-        run, _ = bench_results.build()
+        if cached is not None and cached.exists():
+            shutil.copyfile(cached, DATA_DIR / "db.sqlite3")  # before Django opens its connection
+            call_command("migrate", verbosity=0, interactive=False)
+            run = Run.objects.order_by("pk").first()
+            how = f"copied from {cached}"
+        else:
+            call_command("migrate", verbosity=0, interactive=False)
+            run, _ = bench_results.build()
+            how = f"built in {time.perf_counter() - started:.0f} s"
         response_ids = list(Response.objects.filter(run=run).values_list("pk", flat=True))
-        print(f"built a run of {len(response_ids):,} responses in {time.perf_counter() - started:.0f} s")
+        print(f"a run of {len(response_ids):,} responses, {how}")
         connections.close_all()
+        if cached is not None and not cached.exists():
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(DATA_DIR / "db.sqlite3", cached)
 
         rules = tmp / "rules.json"
         rules.write_text(json.dumps([
@@ -235,11 +284,29 @@ def main() -> None:
         # Starting a run through the API needs the token, even on loopback (README, "Security").
         with httpx.Client(base_url=base, timeout=60, headers=AUTH) as client:
             started = time.perf_counter()
-            for _ in range(max(processes, 1) * 2):  # each process parses the 1,000-prompt revision once
-                fetch(client, pages[0][1](rng))
-            print(f"warm-up (every process parses the revision once): {time.perf_counter() - started:.1f} s")
+            # Each process parses the 1,000-prompt revision once and builds the run's matrix: requests on a
+            # connection of their own each, at the same time, so that every process gets some (one connection
+            # kept alive would take them all to one process, and the others would meet the load cold).
+            def warm_up(seed: int):
+                with httpx.Client(base_url=base, timeout=60, headers=AUTH) as own:
+                    for _, make in pages:
+                        fetch(own, make(random.Random(seed)))
+
+            warm = [threading.Thread(target=warm_up, args=(i,)) for i in range(max(processes, 1) * 3)]
+            for thread in warm:
+                thread.start()
+            for thread in warm:
+                thread.join()
+            print(f"warm-up (every page {len(warm)} times at once): {time.perf_counter() - started:.1f} s")
+            web_pids = [p for p in tree(web_pid) if p != web_pid] or [web_pid]
+            print("web processes after the warm-up: "
+                  + ", ".join(f"{largest_rss_mb([pid]):.0f}" for pid in web_pids) + " MB")
+            rss_alone = {}
             for name, make in pages:
                 alone[name] = statistics.median(fetch(client, make(rng))[0] for _ in range(5))
+                rss_alone[name] = largest_rss_mb(web_pids)
+            print("largest web process after each page alone (5 requests, one at a time): " + ", ".join(
+                f"{name} {mb:.0f} MB" for name, mb in rss_alone.items()))
 
             working = None
             if not args.no_run:
@@ -258,7 +325,7 @@ def main() -> None:
         cpu_before = (group_cpu(web_group)[0], group_cpu(worker_group)[0], time.process_time(), machine_busy())
         print(f"{args.clients} clients, back to back, for {args.duration:.0f} s ...", flush=True)
         started = time.perf_counter()
-        results, errors = load(base, pages, args.clients, args.duration)
+        results, errors = load(base, pages, args.clients, args.duration, web_pids)
         elapsed = time.perf_counter() - started
         (web_cpu_after, web_peak), worker_cpu_after = group_cpu(web_group), group_cpu(worker_group)[0]
         cpu_after = (web_cpu_after, worker_cpu_after, time.process_time(), machine_busy())
