@@ -126,3 +126,36 @@ def test_a_cancel_ends_a_pacing_hold_and_a_wait_for_a_slot(fake_llm):
     assert held.error.startswith("429 from openai") and took < 2.0, (held.error, took)
     assert paced.error == NOT_STARTED_CANCELLED and queued.error == NOT_STARTED_CANCELLED
     assert [r["messages"][-1]["content"] for r in fake_llm.requests()] == ["first", "hang"]
+
+
+def test_an_items_own_timeout_while_it_waits_for_a_slot_is_not_taken_for_a_cancel(fake_llm):
+    """A wait that a cancel can end is ended by cancelling the waiting task (``Router._wait_or_stop``); a timeout of
+    the item's own (its budget) cancels the same task, and must stay a timeout: never read as the run's cancel,
+    never swallowed. The slot it waited for is not lost: the next call gets it."""
+    settings = settings_from_env({"OPENAI_BASE_URL": fake_llm.base_url + "/v1", "OPENAI_API_KEY": "sk-x",
+                                  "EVALSITE_CONCURRENCY": "1"}, timeout_s=30, max_attempts=1)
+
+    async def never():
+        return False
+
+    def ask(model, text):
+        return ChatRequest(model_id=model, messages=({"role": "user", "content": text},))
+
+    async def main():
+        async with Router(settings, should_stop=never) as router:
+            busy = asyncio.ensure_future(router.complete(ask("openai:t3-slow-latency-600ms", "busy")))
+            await asyncio.sleep(0.1)  # it has the only slot
+            timed_out = False
+            try:
+                async with asyncio.timeout(0.2):
+                    await router.complete(ask("openai:t3-fine", "waits"))
+            except TimeoutError:
+                timed_out = True
+            first = await busy
+            after = await router.complete(ask("openai:t3-fine", "after"))
+            return timed_out, first, after
+
+    timed_out, first, after = asyncio.run(main())
+    assert timed_out
+    assert first.ok and after.ok and after.text.startswith("Echo:")
+    assert [r["messages"][-1]["content"] for r in fake_llm.requests()] == ["busy", "after"]
