@@ -9,10 +9,11 @@ transaction; ``runs/records.py`` and ``runs/start.py`` are their callers.
 
 from __future__ import annotations
 
-import json
 from typing import Callable, Iterable, Sequence
 
 from django.db import connection, models
+
+from runs.engine import jsonfast
 from django.db.backends.base.operations import BaseDatabaseOperations
 
 # Field types whose Python value the database drivers (sqlite3, psycopg) take as it is.
@@ -28,14 +29,31 @@ def _converter(field: models.Field) -> Callable | None:
         return None
     if isinstance(field, models.JSONField) and field.encoder is None \
             and type(connection.ops).adapt_json_value is BaseDatabaseOperations.adapt_json_value:
-        # What the ORM's JSONField stores there (SQLite: ``json.dumps`` of the value), without its layers of
-        # calls per value (a finished item has ten JSON columns, a judged point one).
-        return json.dumps
+        # What the ORM's JSONField stores there (SQLite: the value's JSON text), without its layers of calls per
+        # value (a finished item has ten JSON columns, a judged point one); written compactly by orjson, the
+        # standard library where orjson refuses a value (one JSON cannot hold still raises TypeError).
+        return _json_text
     return lambda value: field.get_db_prep_save(value, connection)
+
+
+def _json_text(value) -> str:
+    return jsonfast.dumps(value).decode("utf-8")
 
 
 class _Columns:
     """The columns of one batch shape: their quoted names and how each value is converted."""
+
+    _made: dict[tuple, "_Columns"] = {}
+
+    @classmethod
+    def of(cls, model: type[models.Model], names: Sequence[str]) -> "_Columns":
+        """The columns of this shape, worked out once per process and database (a batch of 25 items had made them
+        again for every batch)."""
+        key = (connection.alias, connection.vendor, model, tuple(names))
+        made = cls._made.get(key)
+        if made is None:
+            made = cls._made[key] = cls(model, names)
+        return made
 
     def __init__(self, model: type[models.Model], names: Sequence[str]):
         opts = model._meta
@@ -63,7 +81,7 @@ def insert(model: type[models.Model], rows: Iterable[dict], *, batch_size: int =
     """
     fields = _concrete(model)
     defaults = {f.attname: f.get_default() for f in fields}
-    columns = _Columns(model, [f.name for f in fields])
+    columns = _Columns.of(model, [f.name for f in fields])
     table = connection.ops.quote_name(model._meta.db_table)
     sql = f"INSERT INTO {table} ({', '.join(columns.quoted)}) VALUES ({', '.join(['%s'] * len(fields))})"
     count = 0
@@ -100,7 +118,7 @@ def update_each(model: type[models.Model], changes: Sequence[tuple[int, dict]], 
     """
     table = connection.ops.quote_name(model._meta.db_table)
     pk = connection.ops.quote_name(model._meta.pk.column)
-    condition = _Columns(model, list(where))
+    condition = _Columns.of(model, list(where))
     condition_values = condition.values({f.attname: where[name] for f, name in zip(condition.fields, where)})
     shapes: dict[tuple, tuple[str, _Columns]] = {}
     updated = []
@@ -108,7 +126,7 @@ def update_each(model: type[models.Model], changes: Sequence[tuple[int, dict]], 
         for key, fields in changes:
             shape = tuple(fields)
             if shape not in shapes:
-                columns = _Columns(model, shape)
+                columns = _Columns.of(model, shape)
                 assignments = ", ".join(f"{q} = %s" for q in columns.quoted)
                 checks = "".join(f" AND {q} = %s" for q in condition.quoted)
                 shapes[shape] = (f"UPDATE {table} SET {assignments} WHERE {pk} = %s{checks}", columns)
@@ -125,7 +143,7 @@ def add_to(model: type[models.Model], pk: int, amounts: dict[str, float | int]) 
     rows updated (0 or 1)."""
     if not amounts:
         return 0
-    columns = _Columns(model, list(amounts))
+    columns = _Columns.of(model, list(amounts))
     sets = ", ".join(f"{q} = {q} + %s" for q in columns.quoted)
     table = connection.ops.quote_name(model._meta.db_table)
     key = connection.ops.quote_name(model._meta.pk.column)

@@ -149,7 +149,7 @@ def main() -> None:
     path.write_text(blueprint(args.prompts))
     calls = args.prompts
     ideal = calls / args.concurrency * args.latency_ms / 1000
-    walls, cpus, startups, startup_cpus, floors, peaks = [], [], [], [], [], []
+    walls, cpus, startups, startup_cpus, floors, peaks, floor_cpus = [], [], [], [], [], [], []
     try:
         for attempt in range(max(1, args.repeat)):
             env["EVALSITE_DATA_DIR"] = str(tmp / f"data-{attempt}")  # a fresh cache: every call is sent
@@ -162,7 +162,9 @@ def main() -> None:
             startups.append(time.perf_counter() - began)
             cpu1, _ = child_usage()
             startup_cpus.append(cpu1 - cpu0)
+            before = time.process_time()
             floors.append(http_floor(base, args.prompts, args.concurrency))
+            floor_cpus.append(time.process_time() - before)
             command = [sys.executable, str(MANAGE), "run_blueprint", str(path)]
             profile = tmp / "profile.out"
             if args.profile:
@@ -195,6 +197,10 @@ def main() -> None:
         print(f"  CPU per call counting start-up {spread(per_call)} ms (target <= {TARGET_CPU_MS:.1f} ms; previous "
               f"{PREVIOUS['cpu']}); after start-up {spread(after_startup)} ms (start-up "
               f"{spread(startup_cpus)} s of CPU)")
+        # The same exchange's CPU in this process: what the machine charges for the HTTP alone (no target; a yardstick
+        # for the figures above on a machine faster or slower than the one the targets were set on).
+        print(f"  the raw HTTP exchange alone (our transport, no evalsite): "
+              f"{spread([c * 1000 / calls for c in floor_cpus])} ms of CPU a call here")
         print(f"  peak memory {spread([p / 2**20 for p in peaks], '{:.0f}')} MB (largest child process)")
         if args.profile:
             import pstats
