@@ -539,11 +539,11 @@ def _prompt_text(prompt) -> str:
 
 def _add_previews(rows: list[GridRow], run: Run) -> None:
     """The start of each shown cell's response, in one query, and its links (reversed once, not per cell)."""
-    wanted = {c.response_id: c for r in rows for c in r.cells if c.response_id is not None}
-    page = reverse("runs:response", args=[run.pk, _PLACEHOLDER])
-    opener = reverse("runs:cell", args=[run.pk, _PLACEHOLDER])
+    wanted = {pk: c for r in rows for c in r.cells if (pk := c.response_id) is not None}
+    page, opener = (reverse(name, args=[run.pk, _PLACEHOLDER]) for name in ("runs:response", "runs:cell"))
+    mark = str(_PLACEHOLDER)
     for pk, cell in wanted.items():
-        cell.href, cell.open_href = page.replace(str(_PLACEHOLDER), str(pk)), opener.replace(str(_PLACEHOLDER), str(pk))
+        cell.href, cell.open_href = page.replace(mark, str(pk)), opener.replace(mark, str(pk))
     for pk, start in (Response.objects.filter(pk__in=wanted)
                       .annotate(start=Left("text", PREVIEW_CHARS + 1)).values_list("pk", "start")):
         text = " ".join((start or "").split())
