@@ -12,7 +12,8 @@ filter). The view's ``threshold`` is a score cut for the "scored below" filter a
 
 Costs are bounded for a run of 10,000 responses: one pass over the responses' small columns, one
 query for overrides, one for reflections when searching, and one for the text of the page's
-cells. A regular expression runs in Python's ``regex`` engine (JavaScript syntax, as ``$matches``)
+cells; row objects only for the page's prompts (which prompts a view lists is read off the matrix's cells and
+kept with it). A regular expression runs in Python's ``regex`` engine (JavaScript syntax, as ``$matches``)
 with a time limit per text and for the whole search; a search that runs out of time says so.
 """
 
