@@ -12,14 +12,17 @@ filter). The view's ``threshold`` is a score cut for the "scored below" filter a
 
 Costs are bounded for a run of 10,000 responses: one pass over the responses' small columns, one
 query for overrides, one for reflections when searching, and one for the text of the page's
-cells. A regular expression runs in Python's ``regex`` engine (JavaScript syntax, as ``$matches``)
+cells; row objects only for the page's prompts (which prompts a view lists is read off the matrix's cells and
+kept with it). A regular expression runs in Python's ``regex`` engine (JavaScript syntax, as ``$matches``)
 with a time limit per text and for the whole search; a search that runs out of time says so.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import time
+from array import array
 from itertools import groupby
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
@@ -293,17 +296,35 @@ class Grid:
 
 
 def grid_rows(matrix: Matrix, indices=None) -> dict[int, GridRow]:
-    """A row per prompt of the matrix (or of the prompts at ``indices``), a cell per column."""
+    """A row per prompt of the matrix (or of the prompts at ``indices``, in their order), a cell per column."""
     wanted = range(len(matrix.prompts)) if indices is None else [i for i in indices if 0 <= i < len(matrix.prompts)]
     return {i: GridRow(i, matrix.prompts[i].id, "", [GridCell(v, matrix.cell(i, v)) for v in matrix.variants],
                        matrix.row_mean(i), matrix.row_spread(i))
             for i in wanted}
 
 
+_INTERVALS_LOCK = threading.Lock()
+_COMPUTING: dict[int, list] = {}  # id of a matrix whose intervals are wanted -> [its lock, threads using it]
+
+
 def model_intervals(matrix: Matrix) -> dict[str, MeanInterval]:
     """Each model's prompt-weighted mean over its cell scores, with its 95% bootstrap interval (the engine's
-    ``aggregates.variant_intervals``: worked out once per matrix, stored with a finished run's aggregates)."""
-    return variant_intervals(matrix)
+    ``aggregates.variant_intervals``: worked out once per matrix, stored with a finished run's aggregates).
+
+    One computation per matrix at a time, as ``runs.spec`` parses: the other threads that want a cold kept matrix's
+    intervals wait for it (20 viewers of a run just built each drew their own thousand resamples)."""
+    key = id(matrix)  # a Matrix is not hashable; while a thread here holds it, no other matrix has its id
+    with _INTERVALS_LOCK:
+        entry = _COMPUTING.setdefault(key, [threading.Lock(), 0])
+        entry[1] += 1
+    try:
+        with entry[0]:
+            return variant_intervals(matrix)
+    finally:
+        with _INTERVALS_LOCK:
+            entry[1] -= 1
+            if not entry[1]:
+                _COMPUTING.pop(key, None)
 
 
 def model_stats(matrix: Matrix) -> list[ModelStats]:
@@ -311,11 +332,42 @@ def model_stats(matrix: Matrix) -> list[ModelStats]:
     return [ModelStats(v, matrix.summaries.get(v), matrix.passes(v), intervals.get(v)) for v in matrix.variants]
 
 
+VIEWS_KEPT = 8  # filtered or sorted views kept per matrix (a prompt position each: 8 bytes a prompt a view)
+_VIEWS_LOCK = threading.Lock()
+
+
+def matching_prompts(matrix: Matrix, query: GridQuery, searched: dict | None = None) -> tuple[array, int]:
+    """The positions of the prompts ``query`` lists (one of their cells matches), in its order, and how many
+    cells match: read off the matrix's cells, no row built. Without a search, kept with the matrix (a kept matrix
+    is its run's at one ``results_version``: it changes when the run's results do), the last ``VIEWS_KEPT``."""
+    key = (query.filter, query.threshold, query.sort)
+    if searched is None:
+        with _VIEWS_LOCK:
+            kept = matrix.__dict__.get("_grid_views", {}).get(key)  # kept with the matrix, as the heatmap's HTML is
+        if kept is not None:
+            return kept
+    keep = _filter(query)
+    n, columns = len(matrix.prompts), set(matrix.variants)
+    counts: dict[int, int] = {}
+    for (index, variant_id), cell in matrix.cells.items():
+        if 0 <= index < n and variant_id in columns and _matches(cell, index, keep, searched):
+            counts[index] = counts.get(index, 0) + 1
+    found = (array("l", _ordered(matrix, sorted(counts), query.sort)), sum(counts.values()))
+    if searched is None:
+        with _VIEWS_LOCK:
+            views = matrix.__dict__.setdefault("_grid_views", {})
+            views[key] = found
+            while len(views) > VIEWS_KEPT:
+                del views[next(iter(views))]
+    return found
+
+
 def build_grid(run: Run, bp, query: GridQuery, problems: list[str] | None = None, *, matrix: Matrix | None = None,
                page_only: bool = False) -> Grid:
     """The grid of ``query``'s page. ``page_only``: the page's rows alone, no ``matching_rows`` (what the page
-    needs; the CSV download wants every matching row): the plain view of a big run then makes only its page's
-    rows instead of one for every prompt (a run of 2,000 prompts x 10 models: 20,000 cells a view)."""
+    needs; the CSV download wants every matching row): a big run's view then makes only its page's rows instead
+    of one for every prompt (a run of 2,000 prompts x 10 models: 20,000 cells a view); which prompts a filtered
+    or sorted view lists is read off the matrix's cells (``matching_prompts``)."""
     problems = list(problems or [])
     plain = page_only and query.filter == "all" and not query.q and query.sort == "order"
     if matrix is None and plain:
@@ -327,42 +379,35 @@ def build_grid(run: Run, bp, query: GridQuery, problems: list[str] | None = None
     matrix = matrix if matrix is not None else run_matrix(run, bp.prompts)
     models = model_stats(matrix)
     keep = _filter(query)
+    searched, partial = None, False
     if plain:
         indices, cells_matching = matrix.prompts_with_cells()
-        pages = max(1, math.ceil(len(indices) / PAGE_SIZE))
-        page = min(query.page, pages)
-        shown = list(grid_rows(matrix, indices[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]).values())
-        for row in shown:
-            _mark(row, keep, None, query.threshold)
-        _add_previews(shown, run)
-        for row in shown:
-            row.summary = prompt_summary(bp.prompts[row.index])
-        return Grid(query, models, shown, len(indices), cells_matching, pages, problems, False)
-    rows = grid_rows(matrix)
-    searched, partial = _search(run, bp, query, problems) if query.q else (None, False)
-    matching_rows = []
-    cells_matching = 0
-    for row in rows.values():
-        _mark(row, keep, searched, query.threshold)
-        cells_matching += sum(c.matches for c in row.cells)
-        if any(c.matches for c in row.cells):
-            matching_rows.append(row)
-    matching_rows = _sorted(matching_rows, query.sort)
-    pages = max(1, math.ceil(len(matching_rows) / PAGE_SIZE))
+    else:
+        searched, partial = _search(run, bp, query, problems) if query.q else (None, False)
+        indices, cells_matching = matching_prompts(matrix, query, searched)
+    pages = max(1, math.ceil(len(indices) / PAGE_SIZE))
     page = min(query.page, pages)
-    shown = matching_rows[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
+    matching_rows = [] if page_only else list(grid_rows(matrix, indices).values())
+    shown = (matching_rows[(page - 1) * PAGE_SIZE: page * PAGE_SIZE] if not page_only else
+             list(grid_rows(matrix, indices[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]).values()))
+    for row in (shown if page_only else matching_rows):
+        _mark(row, keep, searched, query.threshold)
     _add_previews(shown, run)
     for row in shown:
         row.summary = prompt_summary(bp.prompts[row.index])
-    return Grid(query, models, shown, len(matching_rows), cells_matching, pages, problems, partial, matching_rows)
+    return Grid(query, models, shown, len(indices), cells_matching, pages, problems, partial, matching_rows)
+
+
+def _matches(cell: Cell, index: int, keep, searched: dict | None) -> bool:
+    """The filter and the search keep this cell of the prompt at ``index``."""
+    return keep(cell) and (searched is None or index in searched["prompts"]
+                           or any(t.response_id in searched["responses"] for t in cell.trials))
 
 
 def _mark(row: GridRow, keep, searched: dict | None, threshold: float) -> None:
     for cell in row.cells:
         cell.below = cell.score is not None and cell.score < threshold
-        cell.matches = cell.state != "missing" and keep(cell) and (
-            searched is None or row.index in searched["prompts"]
-            or any(t.response_id in searched["responses"] for t in cell.cell.trials))
+        cell.matches = cell.cell is not None and _matches(cell.cell, row.index, keep, searched)
 
 
 def changed_cells(run: Run, bp, query: GridQuery, since) -> tuple[list[tuple[int, int, GridCell]], list[ModelStats]]:
@@ -392,10 +437,11 @@ def changed_cells(run: Run, bp, query: GridQuery, since) -> tuple[list[tuple[int
 
 
 def _filter(query: GridQuery):
+    """Whether the filter keeps a matrix cell (by what its grid cell shows: the score printed, 2 places)."""
     t = query.threshold
     return {
         "all": lambda c: True,
-        "failures": lambda c: c.score is not None and c.score < t,
+        "failures": lambda c: c.shown is not None and c.shown < t,
         "not-passed": lambda c: c.pass_state == "fail",
         "errors": lambda c: c.state == "failed",
         "not-run": lambda c: c.state == "not-run",
@@ -408,16 +454,21 @@ def _filter(query: GridQuery):
     }[query.filter]
 
 
-def _sorted(rows: list[GridRow], sort: str) -> list[GridRow]:
+def _ordered(matrix: Matrix, indices: list[int], sort: str) -> list[int]:
+    """Prompt positions (in blueprint order) in the order ``sort`` asks for; ties stay in blueprint order."""
     if sort == "score":
-        return sorted(rows, key=lambda r: (r.mean is None, r.mean if r.mean is not None else 0, r.index))
+        means = {i: matrix.row_mean(i) for i in indices}
+        return sorted(indices, key=lambda i: (means[i] is None, means[i] if means[i] is not None else 0, i))
     if sort == "spread":
-        return sorted(rows, key=lambda r: (r.spread is None, -(r.spread or 0.0), r.index))
+        spreads = {i: matrix.row_spread(i) for i in indices}
+        return sorted(indices, key=lambda i: (spreads[i] is None, -(spreads[i] or 0.0), i))
     if sort == "latency":
-        return sorted(rows, key=lambda r: (-max((c.latency_ms or 0) for c in r.cells), r.index))
+        return sorted(indices, key=lambda i: (-max((c.latency_ms or 0) if c is not None else 0
+                                                   for c in matrix.row(i)), i))
     if sort == "cost":
-        return sorted(rows, key=lambda r: (-sum((c.cost_usd or 0) for c in r.cells), r.index))
-    return rows
+        return sorted(indices, key=lambda i: (-sum((c.cost_usd or 0) for c in matrix.row(i) if c is not None),
+                                              i))
+    return indices
 
 
 def _search(run: Run, bp, query: GridQuery, problems: list[str], only: set[int] | None = None
@@ -489,11 +540,11 @@ def _prompt_text(prompt) -> str:
 
 def _add_previews(rows: list[GridRow], run: Run) -> None:
     """The start of each shown cell's response, in one query, and its links (reversed once, not per cell)."""
-    wanted = {c.response_id: c for r in rows for c in r.cells if c.response_id is not None}
-    page = reverse("runs:response", args=[run.pk, _PLACEHOLDER])
-    opener = reverse("runs:cell", args=[run.pk, _PLACEHOLDER])
+    wanted = {pk: c for r in rows for c in r.cells if (pk := c.response_id) is not None}
+    page, opener = (reverse(name, args=[run.pk, _PLACEHOLDER]) for name in ("runs:response", "runs:cell"))
+    mark = str(_PLACEHOLDER)
     for pk, cell in wanted.items():
-        cell.href, cell.open_href = page.replace(str(_PLACEHOLDER), str(pk)), opener.replace(str(_PLACEHOLDER), str(pk))
+        cell.href, cell.open_href = page.replace(mark, str(pk)), opener.replace(mark, str(pk))
     for pk, start in (Response.objects.filter(pk__in=wanted)
                       .annotate(start=Left("text", PREVIEW_CHARS + 1)).values_list("pk", "start")):
         text = " ".join((start or "").split())
