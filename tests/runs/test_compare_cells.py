@@ -185,3 +185,27 @@ def test_a_run_at_work_or_a_moved_version_builds_the_matrix(runs):
     # A stored form of another shape is not read.
     assert cell_figures_of({**RunCells.objects.get(run=run).data, "shape": 0}, prompts) is None
     assert cell_figures_of(None, prompts) is None
+
+
+@pytest.mark.services
+def test_the_stored_form_comes_back_from_postgresqls_jsonb_to_the_bit(database_url):
+    """jsonb keeps numbers as decimals and an object's keys in an order of its own: the figures read back are still
+    the same floats, variants and bounds in the same order."""
+    import json
+    from types import SimpleNamespace
+
+    import psycopg
+
+    from runs.engine.matrix import CellFigures
+    from runs.engine.scoring import round2
+
+    prompts = [SimpleNamespace(id=f"p{i}") for i in range(4)]  # a cell at position 4 has no prompt: its id is "4"
+    scores = [1 / 3, 1e-05, 0.1 + 0.2, None, 2 / 3, 0.7000000000000001, 5e-324, 1.0]
+    cells = [(i % 5, prompts[i % 5].id if i % 5 < 4 else str(i % 5), ("zeta", "alpha")[i % 2], s,
+              None if s is None else round2(s), None if s is None else 1000 + i) for i, s in enumerate(scores)]
+    figures = CellFigures(["zeta", "alpha"], cells, [("alpha", 1 / 3, 1e-05, True), ("zeta", None, 0.5, False)],
+                          {"zeta": (3, 17), "alpha": (0, 2)})
+    with psycopg.connect(database_url) as connection:
+        back = connection.execute("SELECT %s::jsonb", [json.dumps(cell_figures_json(figures))]).fetchone()[0]
+    assert cell_figures_of(back, prompts) == figures
+    assert list(cell_figures_of(back, prompts).bounds) == ["zeta", "alpha"]
