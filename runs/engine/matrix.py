@@ -491,8 +491,8 @@ def cell_figures(matrix: Matrix, bounds: dict | None = None) -> CellFigures:
 
 
 def cell_figures_json(figures: CellFigures) -> dict:
-    """The stored form of ``figures``: columns of plain JSON values (prompt ids and shown scores are not stored:
-    the revision's prompts and ``round2`` give them back)."""
+    """The stored form of ``figures``: columns of plain JSON values (prompt ids are not stored: the revision's
+    prompts give them back; shown scores are, ``round2`` of 40,000 scores was a fifth of a comparison's time)."""
     variant_at = {v: i for i, v in enumerate(figures.variants)}
     for _, _, v, *_ in figures.cells:
         variant_at.setdefault(v, len(variant_at))
@@ -500,7 +500,8 @@ def cell_figures_json(figures: CellFigures) -> dict:
         "shape": CELL_FIGURES_SHAPE, "variants": list(figures.variants),
         "names": list(variant_at),  # every variant with a cell (a variant is in ``variants`` when it has one)
         "index": [c[0] for c in figures.cells], "variant": [variant_at[c[2]] for c in figures.cells],
-        "score": [c[3] for c in figures.cells], "response": [c[5] for c in figures.cells],
+        "score": [c[3] for c in figures.cells], "shown": [c[4] for c in figures.cells],
+        "response": [c[5] for c in figures.cells],
         "trials": {"variant": [variant_at[t[0]] for t in figures.trials], "passAtK": [t[1] for t in figures.trials],
                    "passHatK": [t[2] for t in figures.trials], "disagree": [t[3] for t in figures.trials]},
         # A list, not an object: PostgreSQL's jsonb keeps an object's keys in an order of its own.
@@ -514,9 +515,8 @@ def cell_figures_of(stored: dict | None, prompts: Sequence) -> CellFigures | Non
     if not isinstance(stored, dict) or stored.get("shape") != CELL_FIGURES_SHAPE:
         return None
     names = stored["names"]
-    cells = [(index, _prompt_id(prompts, index), names[v], score, round2(score) if score is not None else None,
-              response) for index, v, score, response in zip(stored["index"], stored["variant"], stored["score"],
-                                                              stored["response"])]
+    cells = [(index, _prompt_id(prompts, index), names[v], score, shown, response) for index, v, score, shown, response
+             in zip(stored["index"], stored["variant"], stored["score"], stored["shown"], stored["response"])]
     t = stored["trials"]
     trials = [(names[v], at, hat, bool(disagree))
               for v, at, hat, disagree in zip(t["variant"], t["passAtK"], t["passHatK"], t["disagree"])]
