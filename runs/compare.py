@@ -83,16 +83,6 @@ def _figure_scores(figures: CellFigures) -> dict[str, dict[str, float | None]]:
     return out
 
 
-def _figure_trials(figures: CellFigures) -> dict[str, stats.TrialFigures]:
-    """``_trials`` of the matrix ``figures`` were read off: per variant with a cell, its trial figures."""
-    by_variant: dict[str, list] = {}
-    for _, _, v, *_ in figures.cells:
-        by_variant.setdefault(v, [])
-    for v, at, hat, disagree in figures.trials:
-        by_variant[v].append((at, hat, disagree))
-    return {v: stats.trial_figures_of(rows) for v, rows in by_variant.items()}
-
-
 def compare_runs(base: Run, run: Run, *, cells: tuple[dict, dict] | None = None) -> list[Change]:
     """Per prompt and model variant, ``base`` -> ``run``, largest regression first; unmatched cells last.
     ``cells``: the two runs' ``_cells_of`` their matrices when the caller has them (base's, then run's)."""
@@ -304,7 +294,7 @@ def _compare_with_base(run: Run, base: Run) -> RunComparison:
     after, before = _figure_scores(after_m), _figure_scores(before_m)
     common = [v for v in after_m.variants if v in before]
     results = stats.paired_many([(after[v], before[v]) for v in common], prompt_weights(run_prompts), changed_ids)
-    trials_a, trials_b = _figure_trials(after_m), _figure_trials(before_m)
+    trials_a, trials_b = after_m.trials, before_m.trials
     pairs = [Pair(v, v, c, trials_a.get(v), trials_b.get(v)) for v, c in zip(common, results)]
     weights = prompt_weights(run_prompts)
     aligned = {}

@@ -457,19 +457,19 @@ CELL_FIGURES_SHAPE = 1  # the stored form's layout: a stored form of another sha
 
 @dataclass(frozen=True)
 class CellFigures:
-    """Per cell what the compare page reads of a run's matrix, and per variant its deal-breaker counts: built from
-    the matrix (``cell_figures``), or read back from the stored form of the same (``cell_figures_of``), so a
-    comparison of two finished runs reads two stored forms instead of building two whole matrices.
+    """Per cell what the compare page reads of a run's matrix, and per variant its trial figures and deal-breaker
+    counts: built from the matrix (``cell_figures``), or read back from the stored form of the same
+    (``cell_figures_of``), so a comparison of two finished runs reads two stored forms instead of building two
+    whole matrices.
 
     ``cells``: in the matrix's cell order, ``(prompt index, prompt id, variant id, score, shown, response id)``
-    (``Cell.score``, ``Cell.shown``, ``Cell.response_id``); ``trials``: per cell with two trials or more, ``(variant
-    id, pass@k, pass^k, whether its trials disagree)`` in the same order (``stats.trial_figures_of``);
-    ``bounds``: per variant in column order, its deal-breaker ``(failures, answers)`` (``bounds.matrix_bounds``),
-    None when no prompt has a deal-breaker point."""
+    (``Cell.score``, ``Cell.shown``, ``Cell.response_id``); ``trials``: per variant with a cell, in the matrix's
+    cell order, its ``stats.TrialFigures`` over its cells (``stats.trial_figures``); ``bounds``: per variant in
+    column order, its deal-breaker ``(failures, answers)`` (``bounds.matrix_bounds``), None when not asked for."""
 
     variants: list[str]
     cells: list[tuple[int, str, str, float | None, float | None, int | None]]
-    trials: list[tuple[str, float | None, float | None, bool]]
+    trials: dict
     bounds: dict[str, tuple[int, int]] | None = None
 
 
@@ -479,20 +479,22 @@ def _prompt_id(prompts: Sequence, index: int) -> str:
 
 def cell_figures(matrix: Matrix, bounds: dict | None = None) -> CellFigures:
     """What a comparison reads of ``matrix`` (``bounds``: its ``bounds.matrix_bounds``, when wanted)."""
-    from .stats import trials_disagree  # pure Python, but its module imports NumPy: not for every importer of this
+    from .stats import trial_figures  # NumPy: not for every importer of this module
 
-    cells, trials = [], []
+    cells, outcomes = [], {}
     for c in matrix.cells.values():
         cells.append((c.prompt_index, c.prompt_id, c.variant_id, c.score, c.shown, c.response_id))
-        if len(c.outcome.trials) > 1:
-            trials.append((c.variant_id, c.outcome.pass_at_k, c.outcome.pass_hat_k, trials_disagree(c.outcome)))
+        outcomes.setdefault(c.variant_id, []).append(c.outcome)
+    trials = {v: trial_figures(found) for v, found in outcomes.items()}
     counts = None if bounds is None else {v: (b.failures, b.n) for v, b in bounds.items()}
     return CellFigures(list(matrix.variants), cells, trials, counts)
 
 
 def cell_figures_json(figures: CellFigures) -> dict:
     """The stored form of ``figures``: columns of plain JSON values (prompt ids are not stored: the revision's
-    prompts give them back; shown scores are, ``round2`` of 40,000 scores was a fifth of a comparison's time)."""
+    prompts give them back; shown scores are, ``round2`` of 40,000 scores was a fifth of a comparison's time).
+    Lists, not objects, where the order matters: PostgreSQL's jsonb keeps an object's keys in an order of its
+    own."""
     variant_at = {v: i for i, v in enumerate(figures.variants)}
     for _, _, v, *_ in figures.cells:
         variant_at.setdefault(v, len(variant_at))
@@ -502,9 +504,7 @@ def cell_figures_json(figures: CellFigures) -> dict:
         "index": [c[0] for c in figures.cells], "variant": [variant_at[c[2]] for c in figures.cells],
         "score": [c[3] for c in figures.cells], "shown": [c[4] for c in figures.cells],
         "response": [c[5] for c in figures.cells],
-        "trials": {"variant": [variant_at[t[0]] for t in figures.trials], "passAtK": [t[1] for t in figures.trials],
-                   "passHatK": [t[2] for t in figures.trials], "disagree": [t[3] for t in figures.trials]},
-        # A list, not an object: PostgreSQL's jsonb keeps an object's keys in an order of its own.
+        "trials": [[v, t.cells, t.pass_at_k, t.pass_hat_k, t.flaky, t.flaky_cells] for v, t in figures.trials.items()],
         "bounds": None if figures.bounds is None else [[v, f, n] for v, (f, n) in figures.bounds.items()],
     }
 
@@ -514,12 +514,13 @@ def cell_figures_of(stored: dict | None, prompts: Sequence) -> CellFigures | Non
     is missing or of another shape (the caller builds the matrix)."""
     if not isinstance(stored, dict) or stored.get("shape") != CELL_FIGURES_SHAPE:
         return None
+    from .stats import TrialFigures
+
     names = stored["names"]
     cells = [(index, _prompt_id(prompts, index), names[v], score, shown, response) for index, v, score, shown, response
              in zip(stored["index"], stored["variant"], stored["score"], stored["shown"], stored["response"])]
-    t = stored["trials"]
-    trials = [(names[v], at, hat, bool(disagree))
-              for v, at, hat, disagree in zip(t["variant"], t["passAtK"], t["passHatK"], t["disagree"])]
+    trials = {v: TrialFigures(cells_, at, hat, flaky, flaky_cells)
+              for v, cells_, at, hat, flaky, flaky_cells in stored["trials"]}
     bounds = stored.get("bounds")
     return CellFigures(list(stored["variants"]), cells, trials,
                        None if bounds is None else {v: (int(f), int(n)) for v, f, n in bounds})

@@ -726,19 +726,13 @@ def trials_disagree(outcome) -> bool:
 def trial_figures(outcomes: Iterable) -> TrialFigures:
     """Over cell outcomes (``scoring.CellOutcome``) with more than one trial: pass@k, pass^k, flakiness."""
     many = [o for o in outcomes if o is not None and len(o.trials) > 1]
-    return trial_figures_of([(o.pass_at_k, o.pass_hat_k, trials_disagree(o)) for o in many])
-
-
-def trial_figures_of(cells: Sequence[tuple[float | None, float | None, bool]]) -> TrialFigures:
-    """``trial_figures`` over cells with more than one trial given as ``(pass@k, pass^k, their trials disagree)``
-    (what ``matrix.cell_figures`` keeps of each)."""
-    if not cells:
+    if not many:
         return TrialFigures(0, None, None, None)
-    at = [a for a, _, _ in cells if a is not None]
-    hat = [h for _, h, _ in cells if h is not None]
-    flaky = sum(1 for _, _, d in cells if d)
-    return TrialFigures(len(cells), float(np.mean(at)) if at else None, float(np.mean(hat)) if hat else None,
-                        flaky / len(cells), flaky)
+    at = [o.pass_at_k for o in many if o.pass_at_k is not None]
+    hat = [o.pass_hat_k for o in many if o.pass_hat_k is not None]
+    flaky = sum(1 for o in many if trials_disagree(o))
+    return TrialFigures(len(many), float(np.mean(at)) if at else None, float(np.mean(hat)) if hat else None,
+                        flaky / len(many), flaky)
 
 
 def finite(x: float | None) -> float | None:

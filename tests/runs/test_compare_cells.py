@@ -101,11 +101,14 @@ def assert_compare_is_the_whole_matrices(client, run: Run, base: Run, *, stored:
 
 def test_two_finished_runs_compare_from_their_stored_cells(client, runs):
     run, base = runs
-    point = PointAssessment.objects.filter(response__run=run, response__prompt_index=4,
-                                           response__variant_id__contains="fixtures:b", response__trial=1).first()
+    # ``a``'s second trial of a prompt with a pass mark fails now: its trials disagree (pass@k is not pass^k).
+    point = PointAssessment.objects.filter(response__run=run, response__prompt_index=11,
+                                           response__variant_id__contains="fixtures:a", response__trial=1).first()
     outcome = actions.override(point, 0.0, reason="reads wrong", who="me")
     assert outcome.after != outcome.before
     assert_compare_is_the_whole_matrices(client, run, base)
+    trials = cell_figures_for(Run.objects.get(pk=run.pk), parsed_blueprint(run.revision).prompts).trials
+    assert any(t.flaky_cells and t.pass_at_k != t.pass_hat_k for t in trials.values())
     result = run_compare.compare_with_base(Run.objects.get(pk=run.pk), Run.objects.get(pk=base.pk))
     assert any(c.delta for c in result.changes)  # the override moved a cell
     assert any(p.trials_a is not None and p.trials_a.cells for p in result.pairs)  # trials figures are compared
@@ -198,14 +201,16 @@ def test_the_stored_form_comes_back_from_postgresqls_jsonb_to_the_bit(database_u
 
     from runs.engine.matrix import CellFigures
     from runs.engine.scoring import round2
+    from runs.engine.stats import TrialFigures
 
     prompts = [SimpleNamespace(id=f"p{i}") for i in range(4)]  # a cell at position 4 has no prompt: its id is "4"
     scores = [1 / 3, 1e-05, 0.1 + 0.2, None, 2 / 3, 0.7000000000000001, 5e-324, 1.0]
     cells = [(i % 5, prompts[i % 5].id if i % 5 < 4 else str(i % 5), ("zeta", "alpha")[i % 2], s,
               None if s is None else round2(s), None if s is None else 1000 + i) for i, s in enumerate(scores)]
-    figures = CellFigures(["zeta", "alpha"], cells, [("alpha", 1 / 3, 1e-05, True), ("zeta", None, 0.5, False)],
-                          {"zeta": (3, 17), "alpha": (0, 2)})
+    trials = {"zeta": TrialFigures(0, None, None, None), "alpha": TrialFigures(3, 1 / 3, 1e-05, 2 / 3, 2)}
+    figures = CellFigures(["zeta", "alpha"], cells, trials, {"zeta": (3, 17), "alpha": (0, 2)})
     with psycopg.connect(database_url) as connection:
         back = connection.execute("SELECT %s::jsonb", [json.dumps(cell_figures_json(figures))]).fetchone()[0]
     assert cell_figures_of(back, prompts) == figures
-    assert list(cell_figures_of(back, prompts).bounds) == ["zeta", "alpha"]
+    back = cell_figures_of(back, prompts)
+    assert list(back.bounds) == ["zeta", "alpha"] and list(back.trials) == ["zeta", "alpha"]
