@@ -22,11 +22,11 @@ from itertools import combinations
 from runs.engine import bounds as deal_breakers
 from runs.engine import robustness as flips
 from runs.engine import stats
-from runs.engine.matrix import Matrix
+from runs.engine.matrix import CellFigures, Matrix, figure_bounds
 from runs.engine.scoring import round2
 
 from .models import PairJudgement, Run
-from .records import critical_failed, robustness_answers, run_matrix
+from .records import cell_figures_for, critical_failed, robustness_answers, run_matrix
 from .spec import parsed_blueprint
 
 COMPARE_PAGE_SIZE = 100
@@ -68,6 +68,19 @@ def cell_response(run: Run, prompt_id: str, variant_id: str) -> int | None:
 
 def _cells_of(matrix: Matrix) -> dict[tuple[str, str], tuple[float | None, int, int | None]]:
     return {(c.prompt_id, c.variant_id): (c.shown, c.prompt_index, c.response_id) for c in matrix.cells.values()}
+
+
+def _figure_cells(figures: CellFigures) -> dict[tuple[str, str], tuple[float | None, int, int | None]]:
+    """``_cells_of`` the matrix ``figures`` were read off."""
+    return {(pid, v): (shown, index, response) for index, pid, v, _, shown, response in figures.cells}
+
+
+def _figure_scores(figures: CellFigures) -> dict[str, dict[str, float | None]]:
+    """``scores_by_variant`` of the matrix ``figures`` were read off."""
+    out: dict[str, dict[str, float | None]] = {v: {} for v in figures.variants}
+    for _, pid, v, score, _, _ in figures.cells:
+        out.setdefault(v, {})[pid] = score
+    return out
 
 
 def compare_runs(base: Run, run: Run, *, cells: tuple[dict, dict] | None = None) -> list[Change]:
@@ -274,12 +287,14 @@ def compare_with_base(run: Run, base: Run) -> RunComparison:
 
 def _compare_with_base(run: Run, base: Run) -> RunComparison:
     run_prompts, base_prompts = parsed_blueprint(run.revision).prompts, parsed_blueprint(base.revision).prompts
-    after_m, before_m = run_matrix(run, run_prompts), run_matrix(base, base_prompts)
-    changed_ids = changed_prompts(base_prompts, run_prompts)
-    after, before = scores_by_variant(after_m), scores_by_variant(before_m)
+    # What the two matrices say of each cell: for finished runs, stored when their figures were (no matrix built).
+    after_m, before_m = cell_figures_for(run, run_prompts), cell_figures_for(base, base_prompts)
+    # One revision asks the same of every prompt (the content of 2,000 prompts, twice, was 0.2 s).
+    changed_ids = [] if run.revision_id == base.revision_id else changed_prompts(base_prompts, run_prompts)
+    after, before = _figure_scores(after_m), _figure_scores(before_m)
     common = [v for v in after_m.variants if v in before]
     results = stats.paired_many([(after[v], before[v]) for v in common], prompt_weights(run_prompts), changed_ids)
-    trials_a, trials_b = _trials(after_m), _trials(before_m)
+    trials_a, trials_b = after_m.trials, before_m.trials
     pairs = [Pair(v, v, c, trials_a.get(v), trials_b.get(v)) for v, c in zip(common, results)]
     weights = prompt_weights(run_prompts)
     aligned = {}
@@ -294,7 +309,7 @@ def _compare_with_base(run: Run, base: Run) -> RunComparison:
             old = before[v].get(prompt_id)
             if score is not None and old is not None and prompt_id not in skip:
                 deltas[(prompt_id, v)] = score - old
-    cells_after, cells_before = _cells_of(after_m), _cells_of(before_m)
+    cells_after, cells_before = _figure_cells(after_m), _figure_cells(before_m)
     listed = []
     for change in stats.changed(deltas):
         if not change.changed:
@@ -446,9 +461,10 @@ def style_verdicts(run: Run, pairs: list[tuple[str, str]]) -> dict[tuple[str, st
 
 def run_bounds(run: Run, matrix: Matrix | None = None) -> dict[str, deal_breakers.Bound]:
     """Per model variant of ``run``, its deal-breaker failure-rate bound (``engine/bounds.py``: should-not and
-    critical points), off its matrix (``matrix``: when the caller has it)."""
+    critical points), off its matrix (``matrix``: when the caller has it; else the counts stored with the run's
+    cell figures, ``records.cell_figures_for``, when they are good, or its matrix)."""
     if matrix is None:
-        matrix = run_matrix(run, parsed_blueprint(run.revision).prompts)
+        return figure_bounds(cell_figures_for(run, parsed_blueprint(run.revision).prompts, bounds=True))
     return deal_breakers.matrix_bounds(matrix, critical_failed=critical_failed(run, matrix.prompts))
 
 

@@ -493,6 +493,17 @@ class RunSummary(models.Model):
     built_at = models.DateTimeField(default=timezone.now)
 
 
+class RunCells(models.Model):
+    """What a comparison reads of a run's matrix (``runs.engine.matrix.cell_figures_json``: per cell its score and
+    response, per variant its trials' and deal-breaker figures), stored whenever the run's aggregates are
+    (``records.compute_aggregates``) and good while the run's ``results_version`` is the one written here: the
+    compare page of two finished runs reads these instead of building both runs' matrices (``runs.compare``)."""
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="stored_cells")
+    results_version = models.PositiveIntegerField()
+    data = models.JSONField(default=dict)
+
+
 class BaselinePin(models.Model):
     """The run a blueprint's later runs are compared with (the history page pins it)."""
 

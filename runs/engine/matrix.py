@@ -448,3 +448,86 @@ def summarise(cells: Iterable[Cell], prompts: Sequence) -> dict[str, VariantSumm
         out[variant_id] = VariantSummary(variant_id, stats.mean, stats.std, stats.n, stats.n_not_evaluated,
                                          counts, len(mine))
     return out
+
+
+# --- what a comparison reads of a matrix, stored when a run's figures are ----------------------------------------
+
+CELL_FIGURES_SHAPE = 1  # the stored form's layout: a stored form of another shape is not read (the matrix is built)
+
+
+@dataclass(frozen=True)
+class CellFigures:
+    """Per cell what the compare page reads of a run's matrix, and per variant its trial figures and deal-breaker
+    counts: built from the matrix (``cell_figures``), or read back from the stored form of the same
+    (``cell_figures_of``), so a comparison of two finished runs reads two stored forms instead of building two
+    whole matrices.
+
+    ``cells``: in the matrix's cell order, ``(prompt index, prompt id, variant id, score, shown, response id)``
+    (``Cell.score``, ``Cell.shown``, ``Cell.response_id``); ``trials``: per variant with a cell, in the matrix's
+    cell order, its ``stats.TrialFigures`` over its cells (``stats.trial_figures``); ``bounds``: per variant in
+    column order, its deal-breaker ``(failures, answers)`` (``bounds.matrix_bounds``), None when not asked for."""
+
+    variants: list[str]
+    cells: list[tuple[int, str, str, float | None, float | None, int | None]]
+    trials: dict
+    bounds: dict[str, tuple[int, int]] | None = None
+
+
+def _prompt_id(prompts: Sequence, index: int) -> str:
+    return prompts[index].id if 0 <= index < len(prompts) else str(index)
+
+
+def cell_figures(matrix: Matrix, bounds: dict | None = None) -> CellFigures:
+    """What a comparison reads of ``matrix`` (``bounds``: its ``bounds.matrix_bounds``, when wanted)."""
+    from .stats import trial_figures  # NumPy: not for every importer of this module
+
+    cells, outcomes = [], {}
+    for c in matrix.cells.values():
+        cells.append((c.prompt_index, c.prompt_id, c.variant_id, c.score, c.shown, c.response_id))
+        outcomes.setdefault(c.variant_id, []).append(c.outcome)
+    trials = {v: trial_figures(found) for v, found in outcomes.items()}
+    counts = None if bounds is None else {v: (b.failures, b.n) for v, b in bounds.items()}
+    return CellFigures(list(matrix.variants), cells, trials, counts)
+
+
+def cell_figures_json(figures: CellFigures) -> dict:
+    """The stored form of ``figures``: columns of plain JSON values (prompt ids are not stored: the revision's
+    prompts give them back; shown scores are, ``round2`` of 40,000 scores was a fifth of a comparison's time).
+    Lists, not objects, where the order matters: PostgreSQL's jsonb keeps an object's keys in an order of its
+    own."""
+    variant_at = {v: i for i, v in enumerate(figures.variants)}
+    for _, _, v, *_ in figures.cells:
+        variant_at.setdefault(v, len(variant_at))
+    return {
+        "shape": CELL_FIGURES_SHAPE, "variants": list(figures.variants),
+        "names": list(variant_at),  # every variant with a cell (a variant is in ``variants`` when it has one)
+        "index": [c[0] for c in figures.cells], "variant": [variant_at[c[2]] for c in figures.cells],
+        "score": [c[3] for c in figures.cells], "shown": [c[4] for c in figures.cells],
+        "response": [c[5] for c in figures.cells],
+        "trials": [[v, t.cells, t.pass_at_k, t.pass_hat_k, t.flaky, t.flaky_cells] for v, t in figures.trials.items()],
+        "bounds": None if figures.bounds is None else [[v, f, n] for v, (f, n) in figures.bounds.items()],
+    }
+
+
+def cell_figures_of(stored: dict | None, prompts: Sequence) -> CellFigures | None:
+    """``CellFigures`` back from their stored form (``cell_figures_json``) and the run's ``prompts``; None when it
+    is missing or of another shape (the caller builds the matrix)."""
+    if not isinstance(stored, dict) or stored.get("shape") != CELL_FIGURES_SHAPE:
+        return None
+    from .stats import TrialFigures
+
+    names = stored["names"]
+    cells = [(index, _prompt_id(prompts, index), names[v], score, shown, response) for index, v, score, shown, response
+             in zip(stored["index"], stored["variant"], stored["score"], stored["shown"], stored["response"])]
+    trials = {v: TrialFigures(cells_, at, hat, flaky, flaky_cells)
+              for v, cells_, at, hat, flaky, flaky_cells in stored["trials"]}
+    bounds = stored.get("bounds")
+    return CellFigures(list(stored["variants"]), cells, trials,
+                       None if bounds is None else {v: (int(f), int(n)) for v, f, n in bounds})
+
+
+def figure_bounds(figures: CellFigures) -> dict:
+    """Per variant its deal-breaker ``bounds.Bound`` from the kept counts, as ``bounds.matrix_bounds`` gives it."""
+    from .bounds import Bound, upper_bound  # SciPy's Beta quantile: for the pages that show a bound
+
+    return {v: Bound(v, f, n, upper_bound(f, n)) for v, (f, n) in (figures.bounds or {}).items()}

@@ -19,9 +19,10 @@ each on its first view (nothing of the runs kept in this process: what a web pro
 revision sees) and kept (median of ``--repeat`` views), each beside its target (issue 37: 300 ms) and the
 previous figure where there is one, and the web process's CPU time of each (steadier on a shared machine: the
 database server's time is not in it). Also prints the size of the kept matrices (records.matrix_size), against
-``EVALSITE_MATRIX_CACHE_MB``. ``--profile PAGE`` prints cProfile's top functions of that page's first and kept
-views; ``--skip "(htmx)"`` leaves out the two parts that work out what would flip each verdict (minutes at this
-size on a shared 2-core machine).
+``EVALSITE_MATRIX_CACHE_MB``, and what storing the figures compare reads of a run takes at its finish
+(``records.store_cell_figures``) and weighs. ``--profile PAGE`` prints cProfile's top functions of that page's
+first and kept views; ``--skip "(htmx)"`` leaves out the two parts that work out what would flip each verdict
+(minutes at this size on a shared 2-core machine).
 """
 
 from __future__ import annotations
@@ -42,9 +43,10 @@ TARGET_MS = 300
 MODELS = [f"openai:model-{i}" for i in range(10)]
 # (first, kept) before the page matrices (records.page_matrix) and the run page's reading of its stored figures
 # alone, on the same shared 2-core machine (2,000 prompts x 10 models x 5 trials, --skip "(htmx)"); the run page
-# before issue 37's first changes took 28,601 and 16,528 ms.
+# before issue 37's first changes took 28,601 and 16,528 ms. Compare: before it read the runs' stored cell figures
+# (records.cell_figures_for) and Benjamini-Hochberg in NumPy, when it built both whole matrices (7,485 ms of CPU).
 PREVIOUS_MS: dict[str, tuple[float | None, float | None]] = {
-    "run page": (5_347, 690), "results grid": (3_215, 41), "compare against the baseline": (7_387, 564),
+    "run page": (5_347, 690), "results grid": (3_215, 41), "compare against the baseline": (12_323, 215),
     "model page": (130, 66), "history": (166, 80)}
 
 PROMPT = """\
@@ -259,6 +261,17 @@ def main() -> None:
         count, size = held if "held" in locals() else records.kept_matrices()
         print(f"kept matrices after compare: {count}, {size / 2**20:.0f} MB estimated (records.matrix_size), bound "
               f"EVALSITE_MATRIX_CACHE_MB = {settings.EVALSITE_MATRIX_CACHE_MB:g} MB")
+        import json
+
+        from runs.models import RunCells
+
+        matrix = records.run_matrix(run, parsed_blueprint(run.revision).prompts)
+        started, cpu = time.perf_counter(), time.process_time()
+        records.store_cell_figures(run, matrix)
+        stored = RunCells.objects.get(run=run)
+        print(f"storing what compare reads of a run (records.store_cell_figures, part of finish_run): "
+              f"{(time.perf_counter() - started) * 1000:.0f} ms ({(time.process_time() - cpu) * 1000:.0f} ms CPU), "
+              f"{len(json.dumps(stored.data)) / 1000:.0f} kB of JSON for {len(matrix.cells):,} cells")
     finally:
         from django.db import connections
 
