@@ -31,6 +31,7 @@ class Row:
     cells: list[Cell | None]
     mean: float | None
     cells_html: SafeString = mark_safe("")  # the row's <td> cells, for the page (``cells_html``)
+    href: str = ""  # the prompt's page (``with_cells_html``)
 
 
 # What a cell without a score says, in the heatmap and the grid alike.
@@ -68,10 +69,14 @@ def cell_html(cell: Cell | None, href: str) -> str:
     return "".join(parts)
 
 
-def with_cells_html(rows_: list[Row], href_of, kept: dict | None = None) -> list[Row]:
-    """Each row with its cells as HTML; ``href_of(response_id)`` gives a cell's link. ``kept``: a dict that
-    lives as long as the matrix (its rows' HTML, written once for every page view of a kept matrix)."""
+def with_cells_html(rows_: list[Row], href_of, kept: dict | None = None, prompt_href_of=None) -> list[Row]:
+    """Each row with its cells as HTML; ``href_of(response_id)`` gives a cell's link, ``prompt_href_of(index)`` the
+    row's (a URL reversed once per page, not once a row: a hundred ``{% url %}`` were a sixth of a run page's CPU).
+    ``kept``: a dict that lives as long as the matrix (its rows' HTML, written once for every page view of a kept
+    matrix)."""
     for row in rows_:
+        if prompt_href_of is not None:
+            row.href = prompt_href_of(row.index)
         html = kept.get(row.index) if kept is not None else None
         if html is None:
             html = "".join(cell_html(c, href_of(c.response_id) if c and c.response_id else "") for c in row.cells)

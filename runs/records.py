@@ -582,9 +582,15 @@ def spends_of(run_id: int, records: list[ResponseRecord]) -> list[Spend]:
 
 
 def _review_marks() -> list[tuple[int, int]]:
-    """(assessment, response) of every point a reviewer overrode or confirmed: what makes a point reviewed."""
-    return [*PointOverride.objects.values_list("assessment_id", "assessment__response_id"),
-            *PointConfirmation.objects.values_list("assessment_id", "assessment__response_id")]
+    """(assessment, response) of every point a reviewer overrode or confirmed: what makes a point reviewed.
+
+    From the marks to their points by key: as one join, SQLite walked every point assessment of every run to find
+    the few marked (10-15 ms of each run page at 100,000 points, with no mark at all)."""
+    marked = {*PointOverride.objects.values_list("assessment_id", flat=True),
+              *PointConfirmation.objects.values_list("assessment_id", flat=True)}
+    if not marked:
+        return []
+    return list(PointAssessment.objects.filter(pk__in=marked).values_list("pk", "response_id"))
 
 
 def reviewed_blueprints(limit: int = 200) -> list[str]:

@@ -253,9 +253,11 @@ def _heatmap_context(run: Run, spec, matrix, page, sort) -> dict:
     if spec is None:
         return {"heatmap": None}
     link = reverse("runs:response", args=[run.pk, 987654321])
+    prompt_link = reverse("runs:prompt", args=[run.pk, 987654321])
     rows = heat_map.with_cells_html(heat_map.rows(matrix, list(page.object_list)),
                                     lambda pk: link.replace("987654321", str(pk)),
-                                    matrix.__dict__.setdefault("_heatmap_html", {}))  # kept with the matrix
+                                    matrix.__dict__.setdefault("_heatmap_html", {}),  # kept with the matrix
+                                    lambda index: prompt_link.replace("987654321", str(index)))
     return {"heatmap": {"columns": heat_map.columns(matrix), "rows": rows,
                         "page": page, "sort": sort, "sorts": heat_map.HEATMAP_SORTS.items(),
                         "prompts": len(spec.prompts)}}
