@@ -64,3 +64,18 @@ def test_loads_reads_what_the_standard_library_reads_and_refuses_what_it_refuses
     assert jsonfast.loads("[NaN, 123456789012345678901234567890]")[1] == 123456789012345678901234567890
     with pytest.raises(json.JSONDecodeError):
         jsonfast.loads(b"{not json")
+
+
+def test_an_endpoints_keys_are_cache_key_s_however_often_asked():
+    """Endpoint.answer_key keeps each key's end (identity, temperature, trial, repeat); the keys stay the recipe's."""
+    from runs.engine.providers import settings_from_env
+    from runs.engine.providers.endpoints import resolve_endpoint
+
+    endpoint = resolve_endpoint("openai:gpt-4o-mini", settings_from_env({"OPENAI_API_KEY": "sk-test"}), {})
+    messages = [{"role": "user", "content": "hello"}]
+    for _ in range(2):
+        for temperature, trial, repeat in [(None, 0, 0), (0, 0, 0), (0.0, 1, 0), (0.7, 2, 1), (1, 0, 3)]:
+            assert endpoint.answer_key(messages, temperature=temperature, max_tokens=100, trial=trial,
+                                       repeat=repeat) == \
+                cache_key(endpoint.cache_identity(), messages, temperature=temperature, max_tokens=100, trial=trial,
+                          repeat=repeat)

@@ -63,9 +63,9 @@ def key_head(messages, *, max_tokens: int | None):
     return head
 
 
-def key_from_head(head, identity: dict[str, Any], *, temperature: float | None, trial: int = 0,
-                  repeat: int = 0) -> str:
-    """The key from :func:`key_head`'s hash (not changed: it is copied) and the request's other parts."""
+def key_rest(identity: dict[str, Any], *, temperature: float | None, trial: int = 0, repeat: int = 0) -> bytes:
+    """The key's text after its messages: the request's other parts (the same for every call of an endpoint with
+    this temperature, trial and repeat, so a caller may keep it: ``Endpoint.answer_key_from``)."""
     rest: dict[str, Any] = {
         "v": KEY_VERSION,
         "target": identity,
@@ -76,9 +76,20 @@ def key_from_head(head, identity: dict[str, Any], *, temperature: float | None, 
         rest["trial"] = trial
     if repeat:
         rest["repeat"] = repeat
+    return ("," + _dumps(rest)[1:]).encode("utf-8")  # every other key sorts after "messages"
+
+
+def key_with_rest(head, rest: bytes) -> str:
+    """The key from :func:`key_head`'s hash (not changed: it is copied) and :func:`key_rest`'s text."""
     digest = head.copy()
-    digest.update(("," + _dumps(rest)[1:]).encode("utf-8"))  # every other key sorts after "messages"
+    digest.update(rest)
     return digest.hexdigest()
+
+
+def key_from_head(head, identity: dict[str, Any], *, temperature: float | None, trial: int = 0,
+                  repeat: int = 0) -> str:
+    """The key from :func:`key_head`'s hash (not changed: it is copied) and the request's other parts."""
+    return key_with_rest(head, key_rest(identity, temperature=temperature, trial=trial, repeat=repeat))
 
 
 def cache_key(identity: dict[str, Any], messages, *, temperature: float | None, max_tokens: int | None,
