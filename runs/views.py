@@ -504,7 +504,7 @@ def _response_context(request, run: Run, response: Response) -> dict:
 
 
 def _response_or_404(run_id, response_id):
-    run = _run_or_404(run_id)
+    run = _run_or_404(run_id, aggregates=False)  # a response's pages read its rows and the matrix
     response = get_object_or_404(Response, pk=response_id, run=run)
     return run, response
 
@@ -653,7 +653,7 @@ def _override_message(position, outcome) -> str:
 @require_safe
 @with_csp
 def prompt_detail(request, run_id, prompt_index):
-    run = _run_or_404(run_id)
+    run = _run_or_404(run_id, aggregates=False)  # its cells come from the matrix, not the stored figures
     spec = blueprint_of(run)
     # Each model's cell, and the response it stands for (the matrix's rule: with trials, not always trial 0).
     cells = {c.response_id: c for c in _matrix(run, spec).row(prompt_index) if c is not None} if spec else {}
