@@ -1,3 +1,4 @@
+# Over 500 lines: one page's figures (two runs cell by cell, a run's variants against each other, their bounds).
 """Two runs of one blueprint, cell by cell (scores read off each run's matrix), decisions with intervals
 (model variant against model variant in one run, or a variant against itself in a baseline run), and a word
 diff of two responses.
@@ -22,7 +23,7 @@ from itertools import combinations
 from runs.engine import bounds as deal_breakers
 from runs.engine import robustness as flips
 from runs.engine import stats
-from runs.engine.matrix import CellFigures, Matrix, figure_bounds
+from runs.engine.matrix import CellFigures, Matrix, figure_bounds, trials_by_variant
 from runs.engine.scoring import round2
 
 from .models import PairJudgement, Run
@@ -50,12 +51,6 @@ class Change:
         return round2(self.after - self.before)
 
 
-def _cells(run: Run) -> dict[tuple[str, str], tuple[float | None, int, int | None]]:
-    """(prompt id, model variant) -> (the matrix's cell score, prompt position, the response it stands for)."""
-    matrix = run_matrix(run, parsed_blueprint(run.revision).prompts)
-    return {(c.prompt_id, c.variant_id): (c.shown, c.prompt_index, c.response_id) for c in matrix.cells.values()}
-
-
 def cell_response(run: Run, prompt_id: str, variant_id: str) -> int | None:
     """The response a run's cell stands for (``matrix.representative_trial``), or None."""
     prompts = parsed_blueprint(run.revision).prompts
@@ -66,12 +61,8 @@ def cell_response(run: Run, prompt_id: str, variant_id: str) -> int | None:
     return cell.response_id if cell else None
 
 
-def _cells_of(matrix: Matrix) -> dict[tuple[str, str], tuple[float | None, int, int | None]]:
-    return {(c.prompt_id, c.variant_id): (c.shown, c.prompt_index, c.response_id) for c in matrix.cells.values()}
-
-
 def _figure_cells(figures: CellFigures) -> dict[tuple[str, str], tuple[float | None, int, int | None]]:
-    """``_cells_of`` the matrix ``figures`` were read off."""
+    """(prompt id, model variant) -> (the cell's shown score, prompt position, the response it stands for)."""
     return {(pid, v): (shown, index, response) for index, pid, v, _, shown, response in figures.cells}
 
 
@@ -83,10 +74,9 @@ def _figure_scores(figures: CellFigures) -> dict[str, dict[str, float | None]]:
     return out
 
 
-def compare_runs(base: Run, run: Run, *, cells: tuple[dict, dict] | None = None) -> list[Change]:
-    """Per prompt and model variant, ``base`` -> ``run``, largest regression first; unmatched cells last.
-    ``cells``: the two runs' ``_cells_of`` their matrices when the caller has them (base's, then run's)."""
-    before, after = cells if cells else (_cells(base), _cells(run))
+def compare_runs(before: dict, after: dict) -> list[Change]:
+    """Per prompt and model variant, the base run's cells (``before``) -> the run's (``after``), both as
+    ``_figure_cells`` gives them, largest regression first; unmatched cells last."""
     changes = []
     for key in {**before, **after}:
         b, a = before.get(key), after.get(key)
@@ -175,16 +165,9 @@ class Pair:
         return out
 
 
-def _trials(matrix: Matrix) -> dict[str, stats.TrialFigures]:
-    by_variant: dict[str, list] = {}
-    for cell in matrix.cells.values():
-        by_variant.setdefault(cell.variant_id, []).append(cell.outcome)
-    return {v: stats.trial_figures(outcomes) for v, outcomes in by_variant.items()}
-
-
 def variant_pairs(matrix: Matrix, prompts) -> list[Pair]:
     """Every two model variants of one run, the better mean first in each pair (columns in the matrix's order)."""
-    scores, trials = scores_by_variant(matrix), _trials(matrix)
+    scores, trials = scores_by_variant(matrix), trials_by_variant(matrix)
     pairs = list(combinations(matrix.variants, 2))
     results = stats.paired_many([(scores[a], scores[b]) for a, b in pairs], prompt_weights(prompts))
     return [Pair(a, b, c, trials.get(a), trials.get(b)) for (a, b), c in zip(pairs, results)]
@@ -293,10 +276,10 @@ def _compare_with_base(run: Run, base: Run) -> RunComparison:
     changed_ids = [] if run.revision_id == base.revision_id else changed_prompts(base_prompts, run_prompts)
     after, before = _figure_scores(after_m), _figure_scores(before_m)
     common = [v for v in after_m.variants if v in before]
-    results = stats.paired_many([(after[v], before[v]) for v in common], prompt_weights(run_prompts), changed_ids)
+    weights = prompt_weights(run_prompts)
+    results = stats.paired_many([(after[v], before[v]) for v in common], weights, changed_ids)
     trials_a, trials_b = after_m.trials, before_m.trials
     pairs = [Pair(v, v, c, trials_a.get(v), trials_b.get(v)) for v, c in zip(common, results)]
-    weights = prompt_weights(run_prompts)
     aligned = {}
     for v in common:
         ids, xs, ys = stats.align(after[v], before[v], changed_ids)
@@ -317,7 +300,7 @@ def _compare_with_base(run: Run, base: Run) -> RunComparison:
         prompt_id, v = change.key
         listed.append(ListedChange(prompt_id, cells_after[change.key][1], v, cells_before[change.key][0],
                                    cells_after[change.key][0], change.delta, change.q))
-    return RunComparison(run, base, pairs, compare_runs(base, run, cells=(cells_before, cells_after)), listed,
+    return RunComparison(run, base, pairs, compare_runs(cells_before, cells_after), listed,
                          len(deltas), changed_ids, [v for v in after_m.variants if v not in before],
                          [v for v in before_m.variants if v not in after], gate=gate,
                          movement=stats.movement(deltas))

@@ -1,3 +1,4 @@
+# Over 500 lines: the one owner of a cell's rules, from records to cells, pages and what a comparison reads.
 """The results matrix: every prompt x model variant cell of a run, built once from plain records.
 
 This is the one owner of the rules a result page, an export or the API shows about a cell:
@@ -479,15 +480,20 @@ def _prompt_id(prompts: Sequence, index: int) -> str:
 
 def cell_figures(matrix: Matrix, bounds: dict | None = None) -> CellFigures:
     """What a comparison reads of ``matrix`` (``bounds``: its ``bounds.matrix_bounds``, when wanted)."""
+    cells = [(c.prompt_index, c.prompt_id, c.variant_id, c.score, c.shown, c.response_id)
+             for c in matrix.cells.values()]
+    counts = None if bounds is None else {v: (b.failures, b.n) for v, b in bounds.items()}
+    return CellFigures(list(matrix.variants), cells, trials_by_variant(matrix), counts)
+
+
+def trials_by_variant(matrix: Matrix) -> dict:
+    """Per model variant with a cell, its trial figures (``stats.trial_figures``: pass@k, pass^k, flakiness)."""
     from .stats import trial_figures  # NumPy: not for every importer of this module
 
-    cells, outcomes = [], {}
+    outcomes: dict[str, list] = {}
     for c in matrix.cells.values():
-        cells.append((c.prompt_index, c.prompt_id, c.variant_id, c.score, c.shown, c.response_id))
         outcomes.setdefault(c.variant_id, []).append(c.outcome)
-    trials = {v: trial_figures(found) for v, found in outcomes.items()}
-    counts = None if bounds is None else {v: (b.failures, b.n) for v, b in bounds.items()}
-    return CellFigures(list(matrix.variants), cells, trials, counts)
+    return {v: trial_figures(found) for v, found in outcomes.items()}
 
 
 def cell_figures_json(figures: CellFigures) -> dict:
