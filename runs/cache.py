@@ -16,6 +16,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection
 
+from runs.engine import jsonfast
 from runs.engine.providers import SqliteCache
 
 from .models import CachedResponse
@@ -43,7 +44,7 @@ def _set_many(batch: dict[str, dict]) -> None:
         cursor.executemany(
             f"INSERT INTO {_TABLE} (key, value, created_at) VALUES (%s, %s, %s) "
             f"ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, created_at = EXCLUDED.created_at",
-            [[key, json.dumps(value, ensure_ascii=False), now] for key, value in batch.items()],
+            [[key, jsonfast.dumps_text(value), now] for key, value in batch.items()],
         )
 
 

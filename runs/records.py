@@ -19,7 +19,7 @@ from collections import OrderedDict
 from typing import Iterator, NamedTuple
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import F, Q
 from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
@@ -519,14 +519,8 @@ def store_cell_figures(run: Run, matrix: Matrix) -> None:
     worked out again (an override, a late worker after a cancel, a finish after a retry or a re-run), so are these.
     A change that moves the version without working them out (an annotation) leaves them stale: the comparison
     then builds the matrix (``cell_figures_for``)."""
-    fields = {"results_version": run.results_version, "data": cell_figures_json(_figures_of(run, matrix, True))}
-    if RunCells.objects.filter(run_id=run.pk).update(**fields):
-        return
-    try:
-        with transaction.atomic():
-            RunCells.objects.create(run_id=run.pk, **fields)
-    except IntegrityError:  # another worker stored them first
-        RunCells.objects.filter(run_id=run.pk).update(**fields)
+    RunCells.objects.update_or_create(run_id=run.pk, defaults={
+        "results_version": run.results_version, "data": cell_figures_json(_figures_of(run, matrix, True))})
 
 
 _FIGURES: OrderedDict[tuple, CellFigures] = OrderedDict()  # (run, results_version, status) -> its stored figures
@@ -777,10 +771,15 @@ def run_matrix(run: Run, prompts, *, indices=None) -> Matrix:
 WHOLE_FIGURES = ("variants", "promptsWithCells", "cellsOfPrompts")
 
 
+def figure_columns(keys=WHOLE_FIGURES) -> dict:
+    """Those keys of a run's stored aggregates as columns of a query (``figure_<key>``), picked out by the
+    database: never the per-cell figures beside them (megabytes of JSON on a run of 100,000 responses)."""
+    return {f"figure_{k}": KeyTransform(k, "aggregates") for k in keys}
+
+
 def stored_figures(run_id: int, keys=WHOLE_FIGURES) -> dict:
-    """Those keys of a run's stored aggregates, picked out by the database (never the per-cell figures beside
-    them: megabytes of JSON on a run of 100,000 responses)."""
-    row = Run.objects.filter(pk=run_id).values(**{f"figure_{k}": KeyTransform(k, "aggregates") for k in keys}).first()
+    """Those keys of a run's stored aggregates (``figure_columns``)."""
+    row = Run.objects.filter(pk=run_id).values(**figure_columns(keys)).first()
     return {k: (row or {}).get(f"figure_{k}") for k in keys}
 
 

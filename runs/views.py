@@ -23,7 +23,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Q
-from django.db.models.fields.json import KT, KeyTransform
+from django.db.models.fields.json import KT
 from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -42,7 +42,7 @@ from .exports import grid_to_csv, run_to_csv, run_to_json
 from .pages import blueprint_of, with_csp
 from .spec import RunRefused
 from .models import Annotation, PointAssessment, Response, Run, RunStatus
-from .records import WHOLE_FIGURES, page_matrix, reviewed_blueprints, run_matrix
+from .records import WHOLE_FIGURES, figure_columns, page_matrix, reviewed_blueprints, run_matrix
 from .run_form import form_state as run_form_state, known_models
 from .rendering import RENDER_MODES, render as render_text
 from .report import report_chunks
@@ -79,7 +79,7 @@ _PAGE_FIGURES = ("overall", "agreement", *WHOLE_FIGURES)
 def _run_with_figures_or_404(run_id):
     """The run, its stored aggregates deferred, with ``run.figures``: the keys of them the run page shows."""
     rows = (Run.objects.select_related("blueprint", "revision").defer(*_REVISION_TEXTS, "aggregates")
-            .annotate(**{f"figure_{key}": KeyTransform(key, "aggregates") for key in _PAGE_FIGURES}))
+            .annotate(**figure_columns(_PAGE_FIGURES)))
     run = get_object_or_404(rows, pk=run_id)
     run.figures = {key: getattr(run, f"figure_{key}") for key in _PAGE_FIGURES}
     return run
