@@ -36,6 +36,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 
 from blueprints.spec.jsregex import RegexError, compile_js
+from evalsite.once import OnePerKey
 from runs.engine.matrix import STATE_LABELS, Cell, Matrix, PassCount, VariantSummary, prompt_summary
 from runs.engine.aggregates import variant_intervals
 from runs.engine.stats import MeanInterval
@@ -303,8 +304,7 @@ def grid_rows(matrix: Matrix, indices=None) -> dict[int, GridRow]:
             for i in wanted}
 
 
-_INTERVALS_LOCK = threading.Lock()
-_COMPUTING: dict[int, list] = {}  # id of a matrix whose intervals are wanted -> [its lock, threads using it]
+_one_drawing = OnePerKey()  # by the id of a matrix whose intervals are wanted
 
 
 def model_intervals(matrix: Matrix) -> dict[str, MeanInterval]:
@@ -313,18 +313,8 @@ def model_intervals(matrix: Matrix) -> dict[str, MeanInterval]:
 
     One computation per matrix at a time, as ``runs.spec`` parses: the other threads that want a cold kept matrix's
     intervals wait for it (20 viewers of a run just built each drew their own thousand resamples)."""
-    key = id(matrix)  # a Matrix is not hashable; while a thread here holds it, no other matrix has its id
-    with _INTERVALS_LOCK:
-        entry = _COMPUTING.setdefault(key, [threading.Lock(), 0])
-        entry[1] += 1
-    try:
-        with entry[0]:
-            return variant_intervals(matrix)
-    finally:
-        with _INTERVALS_LOCK:
-            entry[1] -= 1
-            if not entry[1]:
-                _COMPUTING.pop(key, None)
+    with _one_drawing(id(matrix)):  # a Matrix is not hashable; while a thread here holds it, no other has its id
+        return variant_intervals(matrix)
 
 
 def model_stats(matrix: Matrix) -> list[ModelStats]:

@@ -10,6 +10,7 @@ from blueprints import parsing as blueprint_parsing
 from blueprints.models import BlueprintRevision
 from blueprints.spec.schema import Blueprint as SpecBlueprint
 from blueprints.spec.schema import CustomModel
+from evalsite.once import OnePerKey
 
 
 class RunRefused(Exception):
@@ -27,7 +28,8 @@ class RunRefused(Exception):
 _PARSED: OrderedDict[tuple[int, str], tuple[SpecBlueprint, int]] = OrderedDict()  # key -> (parse, bytes)
 _KEEP = 32  # revisions kept parsed per process, and at most KEEP_PARSED_BYTES of them (blueprints/parsing.py)
 _LOCK = threading.Lock()
-_PARSING: dict[tuple[int, str], threading.Lock] = {}  # one lock per revision being parsed
+_PARSING: dict[tuple[int, str], list] = {}  # the revisions being parsed (``_one_parse``)
+_one_parse = OnePerKey(_PARSING)
 
 
 def remember(revision: BlueprintRevision, blueprint: SpecBlueprint) -> None:
@@ -73,23 +75,16 @@ def parsed_blueprint(revision: BlueprintRevision) -> SpecBlueprint:
     hit = _kept(key)
     if hit is not None:
         return hit
-    with _LOCK:
-        one_parse = _PARSING.setdefault(key, threading.Lock())
-    try:
-        with one_parse:
-            hit = _kept(key)
-            if hit is not None:
-                return hit
-            result = revision.parse(collections=lambda name: None)
-            if result.blueprint is None:
-                slug = BlueprintRevision.objects.select_related("blueprint").get(pk=revision.pk).blueprint.slug
-                raise RunRefused("the revision has errors", [e.format(slug) for e in result.errors])
-            remember(revision, result.blueprint)
-            return result.blueprint
-    finally:
-        with _LOCK:
-            if not one_parse.locked():  # the last one out; a thread that still waits keeps it
-                _PARSING.pop(key, None)
+    with _one_parse(key):
+        hit = _kept(key)
+        if hit is not None:
+            return hit
+        result = revision.parse(collections=lambda name: None)
+        if result.blueprint is None:
+            slug = BlueprintRevision.objects.select_related("blueprint").get(pk=revision.pk).blueprint.slug
+            raise RunRefused("the revision has errors", [e.format(slug) for e in result.errors])
+        remember(revision, result.blueprint)
+        return result.blueprint
 
 
 def custom_models(bp: SpecBlueprint) -> dict[str, CustomModel]:
