@@ -20,13 +20,14 @@ from typing import Iterator, NamedTuple
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, TextField
+from django.db.models.functions import Cast
 from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
 from blueprints.spec.schema import Blueprint as SpecBlueprint
 from blueprints.spec.schema import Point, Prompt
-from runs.engine import calls
+from runs.engine import calls, jsonfast
 from runs.engine.bounds import critical_positions, matrix_bounds
 from runs.engine.aggregates import Spend, aggregates_of, spend_of, stored_totals, summaries_of
 from runs.engine.findings import JudgeSaid, PointRecord as FindingPoint
@@ -35,7 +36,7 @@ from runs.engine.matrix import CellFigures, Matrix, ResponseRecord, build_matrix
 from runs.engine.trust import ReviewedPoint
 from runs.engine.assess import JudgeUsage, Override, PointAssessment as EnginePoint, ResponseAssessment, \
     apply_overrides, key_point_text, unknown_cost_calls
-from runs.engine.judge import JudgePlan, JudgeSpec, JudgeVerdict, scale_for
+from runs.engine.judge import JudgePlan, JudgeSpec, JudgeVerdict, primary_tally, scale_for
 from runs.engine.pipeline import ItemResult
 from runs.engine.scanners import Answer as ScanAnswer
 from runs.engine.scoring import CheckResult, JudgeAgreement, Rating, calculate
@@ -492,17 +493,16 @@ def compute_aggregates(run_id: int, *, agreement: dict | None = None, totals: bo
     ratings = []
     judged = {"ok": 0, "failed": 0}
     if agreement is None or totals:
-        for kind, verdicts in PointAssessment.objects.filter(response__run_id=run_id).values_list("kind", "verdicts"):
-            if not verdicts:
+        # The verdicts' JSON as stored, read by jsonfast: the stdlib's decoder was half of a judged run's finish.
+        for kind, verdicts in PointAssessment.objects.filter(response__run_id=run_id) \
+                .values_list("kind", Cast("verdicts", TextField())):
+            if not verdicts or verdicts == "[]":
                 continue
-            answered = [JudgeVerdict.from_dict(v) for v in verdicts]
-            primary = [v for v in answered if v.role == "primary"]
-            ok = sum(1 for v in primary if v.ok)
+            ok, failed, scored = primary_tally(jsonfast.loads(verdicts))
             judged["ok"] += ok
-            judged["failed"] += len(primary) - ok
+            judged["failed"] += failed
             if kind == "judged":
-                ratings.append([Rating(v.judge.label, v.score, v.judge.model, v.judge.approach)
-                                for v in primary if v.score is not None])
+                ratings.append([Rating(judge.label, score, judge.model, judge.approach) for judge, score in scored])
     prompts = parsed_blueprint(run.revision).prompts
     stopped = final_status in STOPPED if final_status is not None else _stopped(run)
     matrix = build_matrix(records, prompts, stopped=stopped)

@@ -211,3 +211,38 @@ def test_overrides_recompute_the_verdict_when_given_the_prompt():
     assert result.verdict == "fail"
     fixed = apply_overrides(result, {0: 1.0}, prompt)
     assert (fixed.score, fixed.verdict, fixed.gates_failed) == (1.0, "pass", ())
+
+
+# A finish reads every stored verdict of a run through ``primary_tally``: held here to ``JudgeVerdict.from_dict``
+# (what every other reader builds), over the shapes stored verdicts take.
+def _stored_verdicts():
+    from runs.engine.judge import JudgeSpec, JudgeVerdict
+
+    judges = [JudgeSpec("openai:gpt-4o-mini"), JudgeSpec("openai:gpt-4o-mini", "standard"),
+              JudgeSpec("anthropic:claude-3-5-haiku", "holistic", "strict"), JudgeSpec("x:m(1)", "standard", "id(x)")]
+    shapes = [dict(score=1.0), dict(score=0.0, label="CLASS_UNMET"), dict(score=None, error="the call failed: 503"),
+              dict(score=0.5, error="read twice"), dict(score=None), dict(role="backup", score=0.75),
+              dict(role="repeat", score=0.25, repeat=1), dict(role="repeat", score=None, error="timeout", repeat=2)]
+    out = [JudgeVerdict(judge=j, **shape).to_dict() for j in judges for shape in shapes]
+    legacy = {"judgeId": "holistic(openai:gpt-4o-mini)", "model": "openai:gpt-4o-mini", "score": 0.8}  # no role
+    return out + [legacy, {**legacy, "role": None, "approach": None}, {"score": 1.0}]
+
+
+def test_primary_tally_reads_stored_verdicts_as_from_dict_does():
+    import itertools
+    import json
+
+    from runs.engine.judge import JudgeVerdict, primary_tally
+
+    stored = json.loads(json.dumps(_stored_verdicts()))
+    for size in (0, 1, 2, 3):
+        for group in itertools.islice(itertools.combinations(stored, size), 400):
+            verdicts = [JudgeVerdict.from_dict(v) for v in group]
+            primary = [v for v in verdicts if v.role == "primary"]
+            ok = sum(1 for v in primary if v.ok)
+            expected = (ok, len(primary) - ok, [(v.judge, v.score) for v in primary if v.score is not None])
+            assert primary_tally(list(group)) == expected
+    # Not vacuous: the shapes include answered, failed and unscored primaries, and others' roles.
+    assert primary_tally(stored)[0] > 0 and primary_tally(stored)[1] > 0
+    assert {label for label in (JudgeVerdict.from_dict(v).judge.label for v in stored)} >= {"holistic", "standard",
+                                                                                             "strict", "id(x)"}
