@@ -25,7 +25,7 @@ import json
 import re
 import threading
 import unicodedata
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Awaitable, Callable, Iterable, Literal, Sequence
 
@@ -80,6 +80,15 @@ class Scale:
     aliases: tuple[tuple[str, float], ...] = ()
     # The labels the few-shot examples use: contradiction, near miss, explicit mention.
     example_labels: tuple[str, str, str] = ("", "", "")
+    # Worked out once: every judge answer is read through a memo keyed by the scale (hashing every class each time
+    # was 1% of a judged run's worker CPU).
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.name, self.classes, self.aliases, self.example_labels)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -402,12 +411,18 @@ _EXAMPLES = (
 
 
 def system_prompt(judge: JudgeSpec, plan: JudgePlan) -> str:
+    return _system_prompt(judge.approach, plan.description, plan.scale.example_labels)
+
+
+@lru_cache(maxsize=64)
+def _system_prompt(approach: str, description: str | None, example_labels: tuple[str, str, str]) -> str:
+    """The same few system prompts for every call of a run: made once each (10 us a judge call)."""
     parts = [
         "You are an expert evaluator. You decide how well a response meets one criterion. "
         "Be precise and brief, and answer in exactly the XML format you are asked for."
     ]
-    description = (plan.description or "").strip()
-    if judge.approach == "holistic" and description:
+    description = (description or "").strip()
+    if approach == "holistic" and description:
         parts.append(
             "The evaluation this criterion belongs to is described below. It is context only: "
             "judge the criterion you are given, not the description.\n"
@@ -418,7 +433,7 @@ def system_prompt(judge: JudgeSpec, plan: JudgePlan) -> str:
         "These all ask for the same thing:\n" + "\n".join(f"- {p}" for p in _PARAPHRASES)
     )
     examples = []
-    for (criterion, text, reflection), label in zip(_EXAMPLES, plan.scale.example_labels):
+    for (criterion, text, reflection), label in zip(_EXAMPLES, example_labels):
         examples.append(
             f"<CRITERION>{criterion}</CRITERION>\n<TEXT>{text}</TEXT>\n"
             f"<reflection>{reflection}</reflection>\n<classification>{label}</classification>"
@@ -449,9 +464,27 @@ def _fenced(conversation: tuple[Turn, ...], subject_text: str) -> tuple[str, str
     return fenced
 
 
+_SCALE_TEXTS: dict[int, tuple[Scale, str, str]] = {}  # by the scale's identity: (scale, guideline, labels)
+
+
+def _scale_texts(scale: Scale) -> tuple[str, str]:
+    """A scale's guideline (a line a class) and its labels joined, as every judge prompt writes them: made once
+    per scale (a run has one or two), found by identity (hashing a scale reads every class)."""
+    held = _SCALE_TEXTS.get(id(scale))
+    if held is not None and held[0] is scale:
+        return held[1], held[2]
+    guideline = "\n".join(f"- {c.label}: {c.description}" for c in scale.classes)
+    labels = ", ".join(scale.labels)
+    with _FENCED_LOCK:
+        if len(_SCALE_TEXTS) >= 64:
+            _SCALE_TEXTS.clear()
+        _SCALE_TEXTS[id(scale)] = (scale, guideline, labels)
+    return guideline, labels
+
+
 def _user_prompt(task: JudgeTask, judge: JudgeSpec, scale: Scale) -> str:
     which = "the following criterion" if judge.approach == "standard" else "THIS SPECIFIC criterion"
-    guideline = "\n".join(f"- {c.label}: {c.description}" for c in scale.classes)
+    guideline, labels = _scale_texts(scale)
     transcript, subject = _fenced(task.conversation, task.subject_text)
     return (
         "Below is the transcript of a conversation, then the text the assistant generated in it, then one "
@@ -467,7 +500,7 @@ def _user_prompt(task: JudgeTask, judge: JudgeSpec, scale: Scale) -> str:
         f"classification, which is one of:\n{guideline}\n\n"
         "Answer in exactly this format and nothing else:\n"
         "<reflection>your reflection</reflection>\n"
-        f"<classification>one of {', '.join(scale.labels)}</classification>"
+        f"<classification>one of {labels}</classification>"
     )
 
 
