@@ -185,6 +185,16 @@ def variant_intervals(matrix: Matrix) -> dict:
     return kept
 
 
+def draw_intervals_ahead(prompts: int) -> None:
+    """Draw now the resamples the intervals of a run of ``prompts`` prompts will use (``variant_intervals``: every
+    prompt of the run, the default resamples and seed), kept by ``stats.resample_counts``: a command that waits on
+    its calls draws them meanwhile, not after its last call (0.05-0.4 s for 2,000 prompts)."""
+    if prompts > 0:
+        from .stats import RESAMPLES, SEED, resample_counts
+
+        resample_counts(prompts, resamples=RESAMPLES, seed=SEED)
+
+
 @dataclass(frozen=True)
 class StoredWhole:
     """What ``aggregates_of`` stored of the whole matrix that a page of its cells shows: per variant its summary,

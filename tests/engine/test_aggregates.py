@@ -109,3 +109,23 @@ def test_judge_usage_counts_each_call_of_unknown_price_and_keeps_the_known_cost(
     assert (total.calls, total.unknown_cost_calls, total.cost_usd) == (5, 4, 0.25)
     assert JudgeUsage.from_dict(usage.to_dict()) == usage
     assert JudgeUsage.of([JudgeVerdict(judge, score=1.0, calls=1, cost_usd=None)]).cost_usd is None  # none known
+
+
+def test_the_resamples_drawn_ahead_are_those_the_intervals_use():
+    """``draw_intervals_ahead`` (the CLI draws while its calls wait) fills the very entry ``variant_intervals``
+    reads: after it, working out a run's intervals draws nothing."""
+    from runs.engine import stats
+    from runs.engine.aggregates import draw_intervals_ahead, variant_intervals
+
+    records = [ResponseRecord(0, "m", score=1.0), ResponseRecord(1, "m", score=0.25),
+               ResponseRecord(0, "n", score=0.5), ResponseRecord(1, "n", score=0.75)]
+    stats.resample_counts.cache_clear()
+    draw_intervals_ahead(len(PROMPTS))
+    drawn = stats.resample_counts.cache_info()
+    assert (drawn.misses, drawn.currsize) == (1, 1)
+    intervals = variant_intervals(build_matrix(records, PROMPTS, stopped=False))
+    after = stats.resample_counts.cache_info()
+    assert (after.misses, after.hits) == (1, drawn.hits + 1)
+    assert intervals["m"].low is not None and intervals["m"].n == 2
+    draw_intervals_ahead(0)  # a blueprint without prompts: nothing drawn
+    assert stats.resample_counts.cache_info().misses == 1

@@ -14,27 +14,30 @@ from blueprints import importing
 from blueprints.spec.collections import lookup_for_file
 from blueprints.spec.files import read_text
 from blueprints.spec.ids import blueprint_id_for_file
-from runs.spec import RunRefused
+from runs.spec import RunRefused, parsed_blueprint
 from runs.request import RunRequest, RunRequestError
 from runs.start import prepare, start_prepared
 from runs.work import Progress, run_inline
 
 
-def _import_in_background(*modules: str) -> None:
-    """Import these on a thread of their own: the run's calls spend most of their time waiting for the
-    network, and finishing the run (its summary, its intervals) would otherwise import them at the end,
-    0.2-0.3 s of the command's wall time (tests/bench/bench_cli_run.py)."""
+def _ready_the_finish(prompts: int, *modules: str) -> None:
+    """On a thread of its own, import these and draw the resamples of the run's intervals: the run's calls spend
+    most of their time waiting for the network, and finishing the run (its summary, its intervals) would otherwise
+    do both after the last call, 0.2-0.5 s of the command's wall time (tests/bench/bench_cli_run.py)."""
     import importlib
     import threading
 
-    def load():
-        for name in modules:
-            try:
+    def ready():
+        try:
+            for name in modules:
                 importlib.import_module(name)
-            except Exception:  # noqa: BLE001 - finishing imports it again and says what is wrong
-                return
+            from runs.engine.aggregates import draw_intervals_ahead
 
-    threading.Thread(target=load, name="evalsite-imports", daemon=True).start()
+            draw_intervals_ahead(prompts)
+        except Exception:  # noqa: BLE001 - finishing does it again and says what is wrong
+            return
+
+    threading.Thread(target=ready, name="evalsite-finish", daemon=True).start()
 
 
 class Command(BaseCommand):
@@ -88,7 +91,8 @@ class Command(BaseCommand):
         self.stderr.write(f"run {run.pk}: {run.items_total} items ({blueprint.slug})")
         bar = _Bar(run.items_total, self.stderr)
         # What finishing (and --json's export) needs, imported while the calls wait instead of before the first.
-        _import_in_background("runs.summaries", "scipy.special", *(("runs.exports",) if options["json"] else ()))
+        _ready_the_finish(len(parsed_blueprint(run.revision).prompts), "runs.summaries", "scipy.special",
+                          *(("runs.exports",) if options["json"] else ()))
         run = run_inline(run, progress=Progress(on_item=bar.step, on_wait=bar.wait))
         bar.close()
         self._table(run)
