@@ -104,15 +104,22 @@ def resample_counts(n: int, *, resamples: int = RESAMPLES, seed: int = SEED) -> 
     request: a page of 1,000 prompts pays for drawing it once per process."""
     rng = np.random.Generator(np.random.PCG64(seed))
     draws = rng.integers(0, n, size=(resamples, n), dtype=np.int64 if resamples * n >= 2**31 else np.int32)
-    if n < 256:  # one count over the whole matrix (each row's draws moved to a range of their own)
-        flat = draws.astype(np.int64) + (np.arange(resamples, dtype=np.int64) * n)[:, None]
-        counts = np.bincount(flat.ravel(), minlength=resamples * n).reshape(resamples, n).astype(float)
-    else:  # a count per row: same numbers, 14 times faster at 2,000 items (the flat count misses the cache)
-        counts = np.empty((resamples, n))
-        for row, drawn in enumerate(draws):
-            counts[row] = np.bincount(drawn, minlength=n)
+    # One count over a block of rows at a time, each row's draws moved to a range of their own: blocks of about
+    # 64k counts stay in the cache (one count over the whole matrix missed it, 14 times slower at 2,000 items) and
+    # take a tenth of the calls of a count per row (0.037 -> 0.024 s at 2,000 items).
+    counts = np.empty((resamples, n))
+    rows = max(1, _COUNTS_PER_BLOCK // n)
+    offsets = (np.arange(rows, dtype=np.int64) * n)[:, None]
+    for start in range(0, resamples, rows):
+        block = draws[start:start + rows]
+        size = len(block)
+        counts[start:start + size] = np.bincount((block + offsets[:size]).ravel(),
+                                                 minlength=size * n).reshape(size, n)
     counts.flags.writeable = False
     return counts
+
+
+_COUNTS_PER_BLOCK = 1 << 16
 
 
 def bootstrap_means(values: np.ndarray, weights: np.ndarray, *, counts: np.ndarray | None = None,

@@ -56,3 +56,20 @@ def test_changed_needs_no_scipy_stats():
             "assert any(c.changed for c in r); print('scipy.stats' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("n,resamples", [(1, 7), (2, 2000), (5, 33), (255, 2000), (256, 300), (300, 2000),
+                                         (2000, 2000), (65537, 5), (70000, 3)])
+def test_resample_counts_count_each_rows_draws(n, resamples):
+    """Each row of ``resample_counts`` is how often each item was drawn in that resample, of the seeded draws:
+    held to NumPy's count of each row on its own, at sizes around the block boundaries (one row a block
+    past 65,536 items)."""
+    from runs.engine import stats
+
+    counts = stats.resample_counts.__wrapped__(n, resamples=resamples, seed=stats.SEED)
+    rng = np.random.Generator(np.random.PCG64(stats.SEED))
+    draws = rng.integers(0, n, size=(resamples, n), dtype=np.int64 if resamples * n >= 2**31 else np.int32)
+    expected = np.array([np.bincount(row, minlength=n) for row in draws], dtype=float)
+    assert counts.shape == (resamples, n) and counts.dtype == float and not counts.flags.writeable
+    np.testing.assert_array_equal(counts, expected)
+    assert (counts.sum(axis=1) == n).all()
