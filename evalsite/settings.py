@@ -5,6 +5,7 @@ are safe for one person on one machine: SQLite in the data directory,
 django-q2's ORM broker, DEBUG off, only loopback hosts allowed.
 """
 
+import gc
 import importlib.util
 import os
 from pathlib import Path
@@ -152,6 +153,12 @@ EVALSITE_WEB_THREADS = env_int("EVALSITE_WEB_THREADS", 8, minimum=1)
 # Results matrices each web process keeps (runs/records.py, least recently used out), by their estimated size in
 # MB: a run of 100,000 responses is about 40 MB in 20,000 cells (5 trials), 95 MB in 100,000; one of 10,000, 10 MB.
 EVALSITE_MATRIX_CACHE_MB = env_float("EVALSITE_MATRIX_CACHE_MB", 100.0, minimum=0)
+# How many new objects Python's garbage collector lets pass before it looks for cycles (its first threshold;
+# Python's own is 700). At 700 a judged run of 22,000 calls collected 1,800 times, 160 of them the older
+# objects too and 14 the whole heap Django and a parsed blueprint fill: 2.4 s of its 14 s of CPU; at 20,000,
+# 0.5-1 s (docs/architecture.md, "Where a run's time goes"). Every process: web, worker, command.
+EVALSITE_GC_THRESHOLD = env_int("EVALSITE_GC_THRESHOLD", 20_000, minimum=1)
+gc.set_threshold(EVALSITE_GC_THRESHOLD, *gc.get_threshold()[1:])
 # The writer of a run's executive summary (provider:model); unset: no summary. Its claims are checked before
 # anyone sees them (docs/results.md "The summary").
 EVALSITE_SUMMARY_MODEL = env_str("EVALSITE_SUMMARY_MODEL")

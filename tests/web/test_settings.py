@@ -194,3 +194,24 @@ def test_the_default_database_is_sqlite_in_wal_mode_with_a_busy_timeout():
 def test_tasks_stop_before_they_are_handed_out_again():
     assert settings.Q_CLUSTER["timeout"] < settings.Q_CLUSTER["retry"]
     assert settings.Q_CLUSTER["max_attempts"] > 0
+
+
+def test_every_process_collects_garbage_at_the_configured_threshold(tmp_path):
+    """``EVALSITE_GC_THRESHOLD`` is the collector's first threshold in any process that loads the settings (web,
+    worker, command); the others stay Python's. A value that is not a whole number stops the start, naming it."""
+    import gc
+    import os
+    import subprocess
+    import sys
+
+    assert gc.get_threshold()[0] == settings.EVALSITE_GC_THRESHOLD == 20_000  # this process: the default
+    code = ("import django, gc; django.setup(); from django.conf import settings; "
+            "print(*gc.get_threshold(), settings.EVALSITE_GC_THRESHOLD)")
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "evalsite.settings", "EVALSITE_DATA_DIR": str(tmp_path),
+           "EVALSITE_GC_THRESHOLD": "5000"}
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["5000", *map(str, gc.get_threshold()[1:]), "5000"]
+    env["EVALSITE_GC_THRESHOLD"] = "lots"
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True)
+    assert out.returncode != 0 and "EVALSITE_GC_THRESHOLD must be a whole number" in out.stderr
