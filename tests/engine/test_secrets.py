@@ -141,6 +141,76 @@ def test_scrub_walks_a_whole_result_and_keeps_what_did_not_change():
     assert SECRET in dirty["calls"][0]["answer"]  # a copy: the original is untouched
 
 
+def _reference_scrub(redactor, value):
+    """The walk as plainly as it can be written: every value recursed into, the same object back when nothing
+    inside it changed (what ``Redactor.scrub`` does, however it cuts its calls)."""
+    import dataclasses as dc
+
+    if isinstance(value, str):
+        return redactor.text(value)
+    if isinstance(value, dict):
+        items = {k: _reference_scrub(redactor, v) for k, v in value.items()}
+        return items if any(items[k] is not v for k, v in value.items()) else value
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        items = [_reference_scrub(redactor, v) for v in value]
+        if all(a is b for a, b in zip(items, value)):
+            return value
+        return items if isinstance(value, list) else tuple(items)
+    if dc.is_dataclass(value) and not isinstance(value, type):
+        changes = {}
+        for f in dc.fields(value):
+            if not f.init or f.type in ("int", "float", "bool", "int | None", "float | None", "bool | None"):
+                continue
+            after = _reference_scrub(redactor, getattr(value, f.name))
+            if after is not getattr(value, f.name):
+                changes[f.name] = after
+        return dc.replace(value, **changes) if changes else value
+    return value
+
+
+def test_scrub_is_the_plain_walk_over_results_of_every_shape():
+    """Held to the plain walk (above) over real results' dataclasses nested every way, the secret anywhere or
+    nowhere, empty tuples and Nones among them: the same values, and the same objects where nothing changed."""
+    import random
+
+    from runs.engine.assess import PointAssessment, ResponseAssessment
+    from runs.engine.judge import JudgeVerdict
+    from runs.engine.types import GeneratedResponse, Usage
+
+    redactor = Redactor([SECRET])
+    rng = random.Random(37)
+
+    def text():
+        return rng.choice(["", "plain", f"says {SECRET}", SECRET, "x" * 40, None])
+
+    def verdict():
+        return JudgeVerdict(judge=JudgeSpec(rng.choice(["openai:m", f"custom:{SECRET}"])), score=rng.choice([None, 1.0]),
+                            reflection=text(), raw_answers=tuple(t for t in (text(), text()) if t is not None),
+                            error=text())
+
+    def result():
+        turns = tuple(Turn(rng.choice(["user", "assistant"]), text() or "", rng.random() < 0.5)
+                      for _ in range(rng.randrange(3)))
+        response = GeneratedResponse("q", "m", turns, text() or "", text(), error=text(), usage=Usage(1, 2),
+                                     tool_calls=tuple({"name": text(), "arguments": {"a": text()}}
+                                                      for _ in range(rng.randrange(2))))
+        points = tuple(PointAssessment(point=None, score=rng.choice([None, 0.5]), reflection=text(), error=text(),
+                                       verdicts=tuple(verdict() for _ in range(rng.randrange(3))))
+                       for _ in range(rng.randrange(3)))
+        return {"response": response, "assessment": ResponseAssessment("q", "m", 0, points, None),
+                "error": text(), "list": [text(), (), (text(),)]}
+
+    changed = 0
+    for _ in range(300):
+        value = result()
+        ours, plain = redactor.scrub(value), _reference_scrub(redactor, value)
+        assert ours == plain
+        for key in value:
+            assert (ours[key] is value[key]) == (plain[key] is value[key])
+        changed += ours is not value
+    assert 0 < changed < 300  # both kinds were walked
+
+
 def test_the_redactor_is_built_once_per_set_of_secrets_and_from_the_config():
     assert redactor_for([SECRET, KEY]) is redactor_for([KEY, SECRET, ""])
     config = EngineConfig(providers=settings_from_env(ENV))

@@ -232,25 +232,35 @@ class Redactor:
 
     def _walk(self, value: Any) -> Any:
         """The same object when nothing inside it changed (so walking a clean result allocates nothing)."""
-        if type(value) in _ATOMS:  # most of a result's leaves: answered without the checks below
+        kind = type(value)
+        if kind in _ATOMS:  # most of a result's leaves: answered without the checks below
             return value
-        if isinstance(value, str):
+        if kind is str or isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
             items = {key: self._walk(item) for key, item in value.items()}
             return items if any(items[k] is not v for k, v in value.items()) else value
         if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+            if not value:
+                return value
             items = [self._walk(item) for item in value]
             if all(a is b for a, b in zip(items, value)):
                 return value
             return items if isinstance(value, list) else tuple(items)
-        names = _init_fields(type(value))
+        names = _init_fields(kind)
         if names:
-            changes = {}
+            changes = None
             for name in names:
                 before = getattr(value, name)
-                after = self._walk(before)
+                # A field's None, number or text is answered here, not by a call per field (half a result's
+                # fields are None or empty: a call each was most of a walk's time).
+                field_kind = type(before)
+                if field_kind in _ATOMS or (field_kind is tuple and not before):
+                    continue
+                after = self.text(before) if field_kind is str else self._walk(before)
                 if after is not before:
+                    if changes is None:
+                        changes = {}
                     changes[name] = after
             return dataclasses.replace(value, **changes) if changes else value
         return value
