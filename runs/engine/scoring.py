@@ -21,6 +21,7 @@ import hashlib
 import math
 from decimal import ROUND_HALF_UP, Decimal
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Awaitable, Callable, Iterable, Literal, NamedTuple, Protocol, Sequence
 
 GroupKind = Literal["required", "should", "should_not"]
@@ -354,7 +355,12 @@ def interpret_alpha(alpha: float, pooled_variance: float) -> str:
 
 def judge_set_fingerprint(judges: Iterable[str]) -> str:
     """First 12 hex digits of SHA-256 over the sorted, unique judge labels joined by commas."""
-    return hashlib.sha256(",".join(sorted(set(judges))).encode("utf-8")).hexdigest()[:12]
+    return _fingerprint(",".join(sorted(set(judges))))
+
+
+@lru_cache(maxsize=64)
+def _fingerprint(joined: str) -> str:  # a run's items share a judge set or two: worked out once each
+    return hashlib.sha256(joined.encode("utf-8")).hexdigest()[:12]
 
 
 def judge_agreement(points: Sequence[Sequence[Rating]]) -> JudgeAgreement | None:

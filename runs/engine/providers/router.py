@@ -63,7 +63,7 @@ from .fixtures import Fixtures
 from .formats import BadAnswer, error_message, error_param, parse_answer
 from .pacing import DEFAULT_MARGIN, Pacer, estimated_tokens, parse_retry_after, read_rate_limits, retry_delay_from_body
 from .prices import cost_usd
-from .redaction import REDACTED, Redactor, redactor_for  # noqa: F401 (REDACTED: kept importable here)
+from .redaction import NO_SECRETS, REDACTED, Redactor, redactor_for  # noqa: F401 (REDACTED: kept importable here)
 from .settings import ProviderSettings, key_variable_names
 from .embeddings import embeddings_request, read_embeddings
 from .transport import Answer, PooledTransport
@@ -602,7 +602,7 @@ class Router:
             outcome.attempts = tried
             if outcome.ok:
                 breaker.failures = breaker.rate_limited = breaker.refusals = 0
-                tried.append(_attempt(outcome, None, ()))
+                tried.append(_attempt(outcome, None, NO_SECRETS))  # an answer: no reason or body to redact
                 return outcome, attempts
             if outcome.rate_limited:
                 self._count_refusal(endpoint, breaker, outcome)
