@@ -542,9 +542,7 @@ def cell_figures_for(run: Run, prompts, *, bounds: bool = False) -> CellFigures:
             return found
         if kept is not None:
             return _figures_of(run, kept[1], bounds)
-        stored = RunCells.objects.filter(run_id=run.pk, results_version=run.results_version) \
-            .values_list("data", flat=True).first()
-        found = cell_figures_of(stored, prompts)
+        found = cell_figures_of(_stored_cells(run), prompts)
         if found is not None:
             with _MATRICES_LOCK:
                 _FIGURES[key] = found
@@ -552,6 +550,19 @@ def cell_figures_for(run: Run, prompts, *, bounds: bool = False) -> CellFigures:
                     _FIGURES.popitem(last=False)
             return found
     return _figures_of(run, run_matrix(run, prompts), bounds)
+
+
+def _stored_cells(run: Run) -> dict | None:
+    """The run's stored cell figures at its ``results_version``, or None: read as text and decoded by orjson (the
+    JSON field's own decoder took 25 ms of the 650 kB of a run of 100,000 responses, orjson 5)."""
+    from django.db.models import TextField
+    from django.db.models.functions import Cast
+
+    from runs.engine import jsonfast
+
+    text = RunCells.objects.filter(run_id=run.pk, results_version=run.results_version) \
+        .values_list(Cast("data", TextField()), flat=True).first()
+    return None if text is None else jsonfast.loads(text)
 
 
 def _figures_of(run: Run, matrix: Matrix, bounds: bool) -> CellFigures:
