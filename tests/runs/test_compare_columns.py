@@ -218,3 +218,16 @@ def test_weights_given_as_an_array_are_weighed_as_a_list():
     w = np.array([1.0, 0.0, -2.0, 2.5, np.nan, -0.0])
     assert np.array_equal(stats._weights(w, 6), stats._weights(w.tolist(), 6))  # noqa: SLF001
     assert np.array_equal(stats._weights(w, 6), [1.0, 0.0, 0.0, 2.5, 0.0, 0.0])  # noqa: SLF001
+
+
+@pytest.mark.parametrize("which", ["both empty", "run empty", "base empty", "no variant in common"])
+def test_edges_are_the_dict_loops(which):
+    trials = {"m:a": stats.TrialFigures(0, None, None, None)}
+    some = CellFigures(["m:a"], [(0, "q0", "m:a", 0.5, 0.5, 1), (1, "q1", "m:a", None, None, 2),
+                                 (2, "q2", "m:a", 1.0, 1.0, 3)], trials)
+    other = CellFigures(["m:b"], [(0, "q0", "m:b", 0.25, 0.25, 4)], {})
+    empty = CellFigures([], [], {})
+    after, before = {"both empty": (empty, empty), "run empty": (empty, some), "base empty": (some, empty),
+                     "no variant in common": (some, other)}[which]
+    expected = ref_figures(after, before, {}, [])
+    assert as_rows(run_compare.compared_figures(after, before, {}, [])) == as_rows(expected)
