@@ -6,7 +6,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from .models import Annotation, Response
-from .records import bump_results
+from .records import bump_results_keeping_cells
 
 
 class AnnotationRefused(Exception):
@@ -24,7 +24,7 @@ def save_annotation(response: Response, *, thumbs: str, comment: str, who: str =
                                 f"{Annotation.MAX_COMMENT_CHARS:,} (link to a longer note instead)")
     who = (who or "").strip()[:150]
     with transaction.atomic():
-        bump_results(response.run_id)  # the grid flags annotated cells
+        bump_results_keeping_cells(response.run_id)  # the grid flags annotated cells; no score moves
         if value is None and not comment:
             Annotation.objects.filter(response=response).delete()
             return None

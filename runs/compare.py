@@ -16,11 +16,15 @@ import json
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import combinations
 
+import numpy as np
+
 from runs.engine import bounds as deal_breakers
+from runs.engine import cellcompare
 from runs.engine import robustness as flips
 from runs.engine import stats
 from runs.engine.matrix import CellFigures, Matrix, figure_bounds, trials_by_variant
@@ -61,31 +65,42 @@ def cell_response(run: Run, prompt_id: str, variant_id: str) -> int | None:
     return cell.response_id if cell else None
 
 
-def _figure_cells(figures: CellFigures) -> dict[tuple[str, str], tuple[float | None, int, int | None]]:
-    """(prompt id, model variant) -> (the cell's shown score, prompt position, the response it stands for)."""
-    return {(pid, v): (shown, index, response) for index, pid, v, _, shown, response in figures.cells}
+class CellChanges(Sequence):
+    """Every cell of two runs (``Change``), largest regression first, unmatched last, each made as it is read: a
+    page shows 100 of 20,000 (``cellcompare.SideBySide.cells``)."""
 
+    def __init__(self, found: cellcompare.SideBySide):
+        self._found, self._cells = found, found.cells
 
-def _figure_scores(figures: CellFigures) -> dict[str, dict[str, float | None]]:
-    """``scores_by_variant`` of the matrix ``figures`` were read off."""
-    out: dict[str, dict[str, float | None]] = {v: {} for v in figures.variants}
-    for _, pid, v, score, _, _ in figures.cells:
-        out.setdefault(v, {})[pid] = score
-    return out
+    def __len__(self) -> int:
+        return len(self._cells["delta"])
 
+    def __getitem__(self, at):
+        if isinstance(at, slice):
+            return self._made(range(len(self))[at])
+        if not -len(self) <= at < len(self):
+            raise IndexError("no such change")
+        return self._made([at % len(self)])[0]
 
-def compare_runs(before: dict, after: dict) -> list[Change]:
-    """Per prompt and model variant, the base run's cells (``before``) -> the run's (``after``), both as
-    ``_figure_cells`` gives them, largest regression first; unmatched cells last."""
-    changes = []
-    for key in {**before, **after}:
-        b, a = before.get(key), after.get(key)
-        changes.append(Change(prompt_id=key[0], prompt_index=(a or b)[1], variant_id=key[1],
-                              before=b[0] if b else None, after=a[0] if a else None,
-                              before_id=b[2] if b else None, after_id=a[2] if a else None))
-    changes.sort(key=lambda c: (c.delta is None, c.delta if c.delta is not None else 0, c.prompt_index,
-                                c.variant_id))
-    return changes
+    def __iter__(self):
+        for start in range(0, len(self), 1000):
+            yield from self[start:start + 1000]
+
+    def _made(self, rows) -> list[Change]:
+        rows = np.asarray(rows, dtype=np.int64)
+        ids, names, cells = self._found.ids, self._found.names, self._cells
+        return [Change(ids[p], i, names[v], None if b != b else b, None if a != a else a, None if bi < 0 else bi,
+                       None if ai < 0 else ai)
+                for p, i, v, b, a, bi, ai in zip(*(cells[k][rows].tolist() for k in (
+                    "prompt", "index", "variant", "before", "after", "before_id", "after_id")))]
+
+    @cached_property
+    def counts(self) -> dict[str, int]:
+        """Cells that got worse, better, stayed, and those without a score in one of the runs."""
+        delta = self._cells["delta"]
+        scored = int(np.count_nonzero(~np.isnan(delta)))
+        return {"worse": int(np.count_nonzero(delta < 0)), "better": int(np.count_nonzero(delta > 0)),
+                "same": int(np.count_nonzero(delta == 0)), "unmatched": len(delta) - scored}
 
 
 # --- decisions with intervals ----------------------------------------------------------------
@@ -195,7 +210,7 @@ class RunComparison:
     run: Run
     base: Run
     pairs: list[Pair]  # per variant in both runs: this run's (a) minus the base's (b)
-    changes: list[Change]  # every cell, largest regression first
+    changes: Sequence[Change]  # every cell, largest regression first (``CellChanges``)
     listed: list[ListedChange]  # cells that changed under the FDR rule, most significant first
     tested: int  # cells the FDR rule looked at
     changed_prompts: list[str]  # prompt ids whose content changed: left out of the figures
@@ -214,6 +229,11 @@ class RunComparison:
         itself."""
         failing = {g.key for g in self.gate if g.fails}
         return [p for p in self.pairs if p.a in failing]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Cells that got worse, better, stayed the same (as shown), and those without a score in one of the runs."""
+        return self.changes.counts
 
     @property
     def gate_fails(self) -> bool:
@@ -274,36 +294,31 @@ def _compare_with_base(run: Run, base: Run) -> RunComparison:
     after_m, before_m = cell_figures_for(run, run_prompts), cell_figures_for(base, base_prompts)
     # One revision asks the same of every prompt (the content of 2,000 prompts, twice, was 0.2 s).
     changed_ids = [] if run.revision_id == base.revision_id else changed_prompts(base_prompts, run_prompts)
-    after, before = _figure_scores(after_m), _figure_scores(before_m)
-    common = [v for v in after_m.variants if v in before]
-    weights = prompt_weights(run_prompts)
-    results = stats.paired_many([(after[v], before[v]) for v in common], weights, changed_ids)
+    return RunComparison(run, base, changed_prompts=changed_ids,
+                         **compared_figures(after_m, before_m, prompt_weights(run_prompts), changed_ids))
+
+
+def compared_figures(after_m: CellFigures, before_m: CellFigures, weights: dict[str, float | None],
+                     changed_ids: list[str]) -> dict:
+    """A run's cell figures (``after_m``) against its base's (``before_m``): ``RunComparison``'s figures."""
+    in_run = {*after_m.variants, *after_m.columns.names}
+    in_base = {*before_m.variants, *before_m.columns.names}
+    common = [v for v in after_m.variants if v in in_base]
+    found = cellcompare.side_by_side(after_m.columns, before_m.columns, common, weights, changed_ids)
     trials_a, trials_b = after_m.trials, before_m.trials
-    pairs = [Pair(v, v, c, trials_a.get(v), trials_b.get(v)) for v, c in zip(common, results)]
-    aligned = {}
-    for v in common:
-        ids, xs, ys = stats.align(after[v], before[v], changed_ids)
-        aligned[v] = (xs, ys, [weights.get(k) for k in ids])
-    gate = stats.gate(aligned, {p.a: p.verdict for p in pairs})
-    skip = set(changed_ids)
-    deltas = {}
-    for v in common:
-        for prompt_id, score in after[v].items():
-            old = before[v].get(prompt_id)
-            if score is not None and old is not None and prompt_id not in skip:
-                deltas[(prompt_id, v)] = score - old
-    cells_after, cells_before = _figure_cells(after_m), _figure_cells(before_m)
+    pairs = [Pair(v, v, c, trials_a.get(v), trials_b.get(v)) for v, c in zip(common, found.comparisons)]
+    deltas, at = found.changes, found.changes_at
+    _, q, changed = stats.change_tests(deltas)
     listed = []
-    for change in stats.changed(deltas):
-        if not change.changed:
-            continue
-        prompt_id, v = change.key
-        listed.append(ListedChange(prompt_id, cells_after[change.key][1], v, cells_before[change.key][0],
-                                   cells_after[change.key][0], change.delta, change.q))
-    return RunComparison(run, base, pairs, compare_runs(cells_before, cells_after), listed,
-                         len(deltas), changed_ids, [v for v in after_m.variants if v not in before],
-                         [v for v in before_m.variants if v not in after], gate=gate,
-                         movement=stats.movement(deltas))
+    for row in np.flatnonzero(changed).tolist():
+        prompt_id, v = found.ids[at["prompt"][row]], found.names[at["variant"][row]]
+        listed.append(ListedChange(prompt_id, int(at["index"][row]), v, float(at["before"][row]),
+                                   float(at["after"][row]), float(deltas[row]), float(q[row])))
+    listed.sort(key=lambda c: (c.q, -abs(c.delta), str((c.prompt_id, c.variant_id))))  # as ``stats.changed``
+    return {"pairs": pairs, "changes": CellChanges(found), "listed": listed, "tested": len(deltas),
+            "only_run": [v for v in after_m.variants if v not in in_base],
+            "only_base": [v for v in before_m.variants if v not in in_run],
+            "gate": stats.gate(found.aligned, {p.a: p.verdict for p in pairs}), "movement": stats.movement(deltas)}
 
 
 class CannotCompare(ValueError):

@@ -725,13 +725,11 @@ def compare(request, run_id):
             if run.is_finished and base.is_finished else []
         changes = result.changes
         page = Paginator(changes, run_compare.COMPARE_PAGE_SIZE).get_page(request.GET.get("page"))
-        deltas = [c.delta for c in changes if c.delta is not None]
         context.update({
             "base": base, "page": page, "result": result, "listed": result.listed[:run_compare.LISTED_MAX],
             "bounds": list(run_compare.run_bounds(run).values()),
             "base_bounds": list(run_compare.run_bounds(base).values()),
-            "counts": {"worse": sum(1 for d in deltas if d < 0), "better": sum(1 for d in deltas if d > 0),
-                       "same": sum(1 for d in deltas if d == 0), "unmatched": len(changes) - len(deltas)},
+            "counts": result.counts,
         })
     elif "problem" not in context:
         spec = blueprint_of(run)

@@ -456,7 +456,6 @@ def summarise(cells: Iterable[Cell], prompts: Sequence) -> dict[str, VariantSumm
 CELL_FIGURES_SHAPE = 1  # the stored form's layout: a stored form of another shape is not read (the matrix is built)
 
 
-@dataclass(frozen=True)
 class CellFigures:
     """Per cell what the compare page reads of a run's matrix, and per variant its trial figures and deal-breaker
     counts: built from the matrix (``cell_figures``), or read back from the stored form of the same
@@ -464,18 +463,43 @@ class CellFigures:
     whole matrices.
 
     ``cells``: in the matrix's cell order, ``(prompt index, prompt id, variant id, score, shown, response id)``
-    (``Cell.score``, ``Cell.shown``, ``Cell.response_id``); ``trials``: per variant with a cell, in the matrix's
-    cell order, its ``stats.TrialFigures`` over its cells (``stats.trial_figures``); ``bounds``: per variant in
-    column order, its deal-breaker ``(failures, answers)`` (``bounds.matrix_bounds``), None when not asked for."""
+    (``Cell.score``, ``Cell.shown``, ``Cell.response_id``); ``columns``: the same as NumPy columns
+    (``cellcompare.CellColumns``, what a comparison reads), each made from the other when first asked for;
+    ``trials``: per variant with a cell, in the matrix's cell order, its ``stats.TrialFigures`` over its cells
+    (``stats.trial_figures``); ``bounds``: per variant in column order, its deal-breaker ``(failures, answers)``
+    (``bounds.matrix_bounds``), None when not asked for."""
 
-    variants: list[str]
-    cells: list[tuple[int, str, str, float | None, float | None, int | None]]
-    trials: dict
-    bounds: dict[str, tuple[int, int]] | None = None
+    __hash__ = None  # type: ignore[assignment]
 
+    def __init__(self, variants: list[str], cells: list[tuple[int, str, str, float | None, float | None, int | None]]
+                 | None = None, trials: dict | None = None, bounds: dict[str, tuple[int, int]] | None = None, *,
+                 columns=None):
+        self.variants, self.trials, self.bounds = variants, trials if trials is not None else {}, bounds
+        self._cells, self._columns = cells, columns
 
-def _prompt_id(prompts: Sequence, index: int) -> str:
-    return prompts[index].id if 0 <= index < len(prompts) else str(index)
+    @property
+    def cells(self) -> list[tuple[int, str, str, float | None, float | None, int | None]]:
+        if self._cells is None:
+            self._cells = self._columns.cells()
+        return self._cells
+
+    @property
+    def columns(self):
+        if self._columns is None:
+            from .cellcompare import columns_of_cells  # NumPy: not for every importer of this module
+
+            self._columns = columns_of_cells(self.variants, self._cells)
+        return self._columns
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, CellFigures):
+            return NotImplemented
+        return (self.variants, self.cells, self.trials, self.bounds) == (other.variants, other.cells, other.trials,
+                                                                         other.bounds)
+
+    def __repr__(self) -> str:
+        return (f"CellFigures(variants={self.variants!r}, cells={self.cells!r}, trials={self.trials!r}, "
+                f"bounds={self.bounds!r})")
 
 
 def cell_figures(matrix: Matrix, bounds: dict | None = None) -> CellFigures:
@@ -522,14 +546,14 @@ def cell_figures_of(stored: dict | None, prompts: Sequence) -> CellFigures | Non
         return None
     from .stats import TrialFigures
 
-    names = stored["names"]
-    cells = [(index, _prompt_id(prompts, index), names[v], score, shown, response) for index, v, score, shown, response
-             in zip(stored["index"], stored["variant"], stored["score"], stored["shown"], stored["response"])]
+    from .cellcompare import columns_of_stored
+
     trials = {v: TrialFigures(cells_, at, hat, flaky, flaky_cells)
               for v, cells_, at, hat, flaky, flaky_cells in stored["trials"]}
     bounds = stored.get("bounds")
-    return CellFigures(list(stored["variants"]), cells, trials,
-                       None if bounds is None else {v: (int(f), int(n)) for v, f, n in bounds})
+    return CellFigures(list(stored["variants"]), None, trials,
+                       None if bounds is None else {v: (int(f), int(n)) for v, f, n in bounds},
+                       columns=columns_of_stored(stored, [p.id for p in prompts]))
 
 
 def figure_bounds(figures: CellFigures) -> dict:

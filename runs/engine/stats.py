@@ -92,7 +92,10 @@ def verdict(low: float | None, high: float | None) -> str:
 def _weights(weights, n: int) -> np.ndarray:
     if weights is None:
         return np.ones(n)
-    w = np.array([1.0 if x is None else float(x) for x in weights], dtype=float)
+    if isinstance(weights, np.ndarray) and weights.dtype.kind == "f":  # no None in it: the same, without a loop
+        w = weights.astype(float)
+    else:
+        w = np.array([1.0 if x is None else float(x) for x in weights], dtype=float)
     return np.where(w > 0, w, 0.0)
 
 
@@ -451,27 +454,35 @@ def paired_many(pairs: list[tuple[dict, dict]], weights: dict, exclude=()) -> li
     left_out = set(exclude)
     items = sorted({k for a, b in pairs for k in a if k in b and k not in left_out}, key=str)
     index = {k: i for i, k in enumerate(items)}
-    diffs, w = np.zeros((len(items), len(pairs))), np.zeros((len(items), len(pairs)))
     sides = []
-    for j, (a, b) in enumerate(pairs):
+    for a, b in pairs:
         ids, xs, ys = align(a, b, left_out)
-        for k, x, y in zip(ids, xs, ys):
-            weight = weights.get(k)
-            diffs[index[k], j] = x - y
-            w[index[k], j] = 1.0 if weight is None else max(0.0, float(weight))
-        sides.append((ids, xs, ys))
+        ws = [weights.get(k) for k in ids]
+        sides.append((np.array([index[k] for k in ids], dtype=np.int64), np.array(xs, dtype=float),
+                      np.array(ys, dtype=float), np.array([1.0 if w is None else max(0.0, float(w)) for w in ws],
+                                                          dtype=float)))
+    return paired_sides(len(items), sides)
+
+
+def paired_sides(items: int, sides: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+                 ) -> list[Comparison]:
+    """``paired_many`` over arrays: per pair ``(rows, xs, ys, ws)``, the items scored on both sides (``rows``: their
+    places among the ``items`` resampled, in that order), their two scores and weights (None as 1, below 0 as 0)."""
+    diffs, w = np.zeros((items, len(sides))), np.zeros((items, len(sides)))
+    for j, (rows, xs, ys, ws) in enumerate(sides):
+        diffs[rows, j] = xs - ys
+        w[rows, j] = ws
     out = []
-    results = bootstrap_means(diffs, w) if items else [(None, None, None)] * len(pairs)
-    for j, (delta, low, high) in enumerate(results):
-        ids, xs, ys = sides[j]
-        ws = [w[index[k], j] for k in ids]
-        binary = paired_binary_interval(np.array(xs), np.array(ys), np.array(ws)) if ids else None
+    results = bootstrap_means(diffs, w) if items else [(None, None, None)] * len(sides)
+    for (rows, xs, ys, ws), (delta, low, high) in zip(sides, results):
+        binary = paired_binary_interval(xs, ys, ws) if len(rows) else None
         if binary is not None:
             low, high = binary
-        total = sum(ws)
-        mean_a = sum(x * v for x, v in zip(xs, ws)) / total if total else None
-        mean_b = sum(y * v for y, v in zip(ys, ws)) / total if total else None
-        out.append(Comparison(delta, low, high, len(ids), verdict(low, high), mean_a, mean_b))
+        # Summed in order, one by one (``accumulate``), as ``sum`` over the items did: the same float to the bit.
+        total = np.add.accumulate(ws)[-1] if len(ws) else 0
+        mean_a = np.add.accumulate(xs * ws)[-1] / total if total else None
+        mean_b = np.add.accumulate(ys * ws)[-1] / total if total else None
+        out.append(Comparison(delta, low, high, len(rows), verdict(low, high), mean_a, mean_b))
     return out
 
 
@@ -492,9 +503,20 @@ def changed(deltas: Mapping[Hashable, float], *, level: float = FDR_LEVEL) -> li
     keys = list(deltas)
     if not keys:
         return []
+    d = np.array([deltas[k] for k in keys], dtype=float)
+    p, q, listed = change_tests(d, level=level)
+    out = [Change(k, float(x), float(pi), float(qi), bool(c)) for k, x, pi, qi, c in zip(keys, d, p, q, listed)]
+    out.sort(key=lambda c: (c.q, -abs(c.delta), str(c.key)))
+    return out
+
+
+def change_tests(d: np.ndarray, *, level: float = FDR_LEVEL) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``changed`` over an array of changes: each one's p-value, q-value and whether it changed, in the order given."""
     from scipy.special import stdtr  # Student's t CDF, without scipy.stats's 0.6 s import
 
-    d = np.array([deltas[k] for k in keys], dtype=float)
+    d = np.asarray(d, dtype=float)
+    if len(d) == 0:
+        return np.ones(0), np.ones(0), np.zeros(0, dtype=bool)
     noise = noise_scale(d)
     centre = noise.centre
     if noise.scale > 0:
@@ -509,10 +531,7 @@ def changed(deltas: Mapping[Hashable, float], *, level: float = FDR_LEVEL) -> li
         q[moved] = benjamini_hochberg(p[moved])
     else:
         q[moved] = p[moved]
-    out = [Change(k, float(x), float(pi), float(qi), bool(qi < level and x != centre and x != 0))
-           for k, x, pi, qi in zip(keys, d, p, q)]
-    out.sort(key=lambda c: (c.q, -abs(c.delta), str(c.key)))
-    return out
+    return p, q, (q < level) & (d != centre) & (d != 0)
 
 
 class Movement(NamedTuple):
@@ -534,8 +553,9 @@ class Movement(NamedTuple):
         return self.tested - self.moved
 
 
-def movement(deltas: Mapping[Hashable, float]) -> Movement:
-    d = np.array(list(deltas.values()), dtype=float)
+def movement(deltas: Mapping[Hashable, float] | np.ndarray) -> Movement:
+    """``deltas``: ``{item: change}``, or the changes as an array."""
+    d = np.array(list(deltas.values()) if isinstance(deltas, Mapping) else deltas, dtype=float)
     if len(d) == 0:
         return Movement(0, 0, None, None)
     moved = int(np.count_nonzero(d))

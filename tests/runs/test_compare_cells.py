@@ -115,11 +115,23 @@ def test_two_finished_runs_compare_from_their_stored_cells(client, runs):
     assert any(b.n for b in run_compare.run_bounds(run).values())  # and deal-breaker bounds
 
 
-def test_after_an_annotation_the_stale_form_is_not_read(client, runs):
+def test_after_an_annotation_the_stored_form_is_still_read(client, runs):
+    """An annotation moves the run's version (the grid flags the cell) but no figure a comparison reads: the stored
+    form moves with it, and the next comparison reads it instead of building both matrices."""
     run, base = runs
     response = Response.objects.filter(run=run, prompt_index=4).first()
     actions.annotate(response, thumbs="down", comment="too short", who="me")
     assert Annotation.objects.filter(response=response).exists()
+    run.refresh_from_db()
+    assert RunCells.objects.get(run=run).results_version == run.results_version
+    assert_compare_is_the_whole_matrices(client, run, base)
+
+
+def test_an_annotation_leaves_a_stale_form_stale(client, runs):
+    run, base = runs
+    bump_results(run.pk)  # something changed that the stored form does not know of
+    response = Response.objects.filter(run=run, prompt_index=4).first()
+    actions.annotate(response, thumbs="up", comment="", who="me")
     run.refresh_from_db()
     assert RunCells.objects.get(run=run).results_version != run.results_version
     assert_compare_is_the_whole_matrices(client, run, base, stored=False)
@@ -199,6 +211,7 @@ def test_the_stored_form_comes_back_from_postgresqls_jsonb_to_the_bit(database_u
 
     import psycopg
 
+    from runs.engine import jsonfast
     from runs.engine.matrix import CellFigures
     from runs.engine.scoring import round2
     from runs.engine.stats import TrialFigures
@@ -211,6 +224,9 @@ def test_the_stored_form_comes_back_from_postgresqls_jsonb_to_the_bit(database_u
     figures = CellFigures(["zeta", "alpha"], cells, trials, {"zeta": (3, 17), "alpha": (0, 2)})
     with psycopg.connect(database_url) as connection:
         back = connection.execute("SELECT %s::jsonb", [json.dumps(cell_figures_json(figures))]).fetchone()[0]
+        # As ``records.cell_figures_for`` reads it: the jsonb as text, decoded by orjson.
+        text = connection.execute("SELECT %s::jsonb::text", [json.dumps(cell_figures_json(figures))]).fetchone()[0]
     assert cell_figures_of(back, prompts) == figures
+    assert cell_figures_of(jsonfast.loads(text), prompts) == figures
     back = cell_figures_of(back, prompts)
     assert list(back.bounds) == ["zeta", "alpha"] and list(back.trials) == ["zeta", "alpha"]
