@@ -1,7 +1,7 @@
 """Two runs' cells side by side, as NumPy columns: what the compare page reads of each run's matrix
 (``matrix.CellFigures``), matched by prompt id and model variant, giving the figures that the loops over
 ``{prompt id: score}`` dicts gave, in the same order and to the bit (held to those loops by
-tests/engine/test_cellcompare.py). Loops per cell over 20,000 cells were most of a big compare's first view.
+tests/runs/test_compare_columns.py). Loops per cell over 20,000 cells were most of a big compare's first view.
 No Django here.
 """
 
