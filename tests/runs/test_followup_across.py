@@ -178,3 +178,24 @@ def test_no_follow_up_is_offered_between_two_runs_that_differ_only_in_when_they_
     page = client.get(f"/runs/{again.pk}/compare?with={base.pk}").content.decode()
     assert "can&#x27;t tell" in page or "can't tell" in page
     assert "followup-suggestion" not in page
+
+
+def test_the_suggestion_reads_the_runs_stored_cells_not_their_matrices(fake_provider, priced, monkeypatch):
+    """Compare's first view asks for the suggestion on a "can't tell" pair: it reads each finished run's stored
+    cell figures (both runs' whole matrices took seconds at 100,000 responses), and its scores are the matrices'."""
+    from runs import records
+    from runs.compare import scores_by_variant
+    from runs.spec import parsed_blueprint
+
+    run, base = _runs(fake_provider)
+    expected = {r.pk: scores_by_variant(records.run_matrix(r, parsed_blueprint(r.revision).prompts))[V]
+                for r in (run, base)}
+    assert {r.pk: followup._variant_scores(r, parsed_blueprint(r.revision).prompts, V) for r in (run, base)} \
+        == expected
+    assert expected[base.pk]["q1"] < expected[run.pk]["q1"]  # the two runs' judges disagree there
+    records.forget_matrix()
+    built = []
+    real = records.build_matrix
+    monkeypatch.setattr(records, "build_matrix", lambda *a, **k: built.append(1) or real(*a, **k))
+    found = followup.suggest_across(run, base, V)
+    assert found.plan.prompts == ["q1", "q4"] and built == []
