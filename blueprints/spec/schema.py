@@ -25,6 +25,54 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False, populate_by_name=True, defer_build=True)
 
 
+_IMMUTABLE = (type(None), bool, int, float, str)  # defaults model_construct uses as they are (no copy)
+_REQUIRED, _FACTORY, _VALUE = "required", "factory", "value"
+_PLANS: dict[type, tuple] = {}  # model class -> (fields in order with how each is filled, the field names)
+
+
+def _plan(cls: type[BaseModel]) -> tuple:
+    fields = []
+    for name, info in cls.__pydantic_fields__.items():
+        if info.alias is not None or info.validation_alias is not None or info.default_factory_takes_validated_data:
+            raise TypeError(f"{cls.__name__}.{name}: construct() does not read aliases")
+        if info.is_required():
+            fields.append((name, _REQUIRED, None))
+        elif info.default_factory is not None:
+            fields.append((name, _FACTORY, info.default_factory))
+        elif isinstance(info.default, _IMMUTABLE):
+            fields.append((name, _VALUE, info.default))
+        else:
+            raise TypeError(f"{cls.__name__}.{name}: a mutable default")
+    if cls.__pydantic_post_init__ or cls.model_config.get("extra") == "allow" or cls.__pydantic_root_model__:
+        raise TypeError(f"{cls.__name__}: construct() makes plain models only")
+    plan = (tuple(fields), frozenset(cls.__pydantic_fields__))
+    _PLANS[cls] = plan
+    return plan
+
+
+def construct(cls, /, **values):
+    """``cls.model_construct(**values)`` (trusted values, no validation), the same object made about five
+    times faster: the parser makes a few of them for every prompt and point. Fields in their order, the
+    missing ones from their defaults, the given ones marked set."""
+    fields, names = _PLANS.get(cls) or _plan(cls)
+    data = {}
+    for name, kind, default in fields:
+        if name in values:
+            data[name] = values[name]
+        elif kind is _VALUE:
+            data[name] = default
+        elif kind is _FACTORY:
+            data[name] = default()
+        # a required field not given is left out, as model_construct leaves it
+    model = cls.__new__(cls)
+    _set = object.__setattr__
+    _set(model, "__dict__", data)
+    _set(model, "__pydantic_fields_set__", values.keys() & names)
+    _set(model, "__pydantic_extra__", None)
+    _set(model, "__pydantic_private__", None)
+    return model
+
+
 class Origin(_Model):
     """Where something was written: the author's path and the 1-based position."""
 
