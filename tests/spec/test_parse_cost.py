@@ -88,6 +88,7 @@ CONSTRUCTED = [
     (schema.Blueprint, {"title": "T"}),
     (schema.SimulatedUser, {"model": "m", "goal": "g"}),
     (schema.Verdicts, {"pass_at": 0.5}),
+    (schema.Verdicts, {"pass_at": 0.5, "not_a_field": 1}),  # ignored, as model_construct ignores it
 ]
 
 
