@@ -46,7 +46,8 @@ class PromptReader:
                        container, key, path, "write a prompt as `- prompt: ...` followed by `should:`", "prompt")
             return None
         self.notes.unknown_keys(raw, PROMPT_KEYS, path, "a prompt")
-        errors_before = self.notes.error_count()
+        diagnostics = self.notes.diagnostics
+        noted_before = len(diagnostics)  # the readers only add to them: this prompt's are those after
         authored_id = None
         if "id" in raw and raw["id"] is not None:
             if isinstance(raw["id"], str) and raw["id"].strip():
@@ -163,7 +164,7 @@ class PromptReader:
         if not given and raw.get("should_not") is None and prompt.ideal_response is None:
             self.warn(f"prompt '{label}' has no points and no ideal response, so nothing will be scored", raw,
                       None, path, "add a `should:` list", "no-points")
-        if self.notes.error_count() > errors_before:
+        if any(d.is_error for d in diagnostics[noted_before:]):
             return prompt  # ids from broken prompts would be meaningless; keep the authored one
         if authored_id is None:
             prompt.id = prompt_hash_id(prompt.to_upstream(include_id=False, for_hash=True))
