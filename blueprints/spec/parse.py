@@ -29,7 +29,7 @@ from .limits import DEFAULT_LIMITS, Limits
 from .notes import Notes, type_name
 from .point_reader import PointReader
 from .prompt_reader import PromptReader
-from .schema import Blueprint, Prompt
+from .schema import Blueprint, Prompt, construct
 from .source import Loaded, SourceError, load
 
 # Keys that make a document a prompt rather than a header. The upstream's list
@@ -142,7 +142,7 @@ class BlueprintReader:
             kind = "JSON" if self.json else "YAML"
             self.error(f"{kind} blueprint is empty or contains only null documents.", None, None, (),
                        "write a header with `title` and `models`, then a list of prompts", "empty")
-            return Blueprint(derived_id=self.derived_id)
+            return construct(Blueprint, derived_id=self.derived_id)
         header, prompt_items = self.split_documents(docs)
         blueprint = self.header.read_header(header)
         prompts: list[Prompt] = []
