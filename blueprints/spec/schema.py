@@ -27,6 +27,7 @@ class _Model(BaseModel):
 
 _IMMUTABLE = (type(None), bool, int, float, str)  # defaults model_construct uses as they are (no copy)
 _PLANS: dict[type, tuple] = {}  # model class -> how construct() fills it (_plan)
+_new = object.__new__  # as model_construct's cls.__new__ (no model defines its own)
 
 
 def _plan(cls: type[BaseModel]) -> tuple:
@@ -49,7 +50,8 @@ def _plan(cls: type[BaseModel]) -> tuple:
             template[name] = info.default
         else:
             raise TypeError(f"{cls.__name__}.{name}: a mutable default")
-    if cls.__pydantic_post_init__ or cls.model_config.get("extra") == "allow" or cls.__pydantic_root_model__:
+    if (cls.__pydantic_post_init__ or cls.model_config.get("extra") == "allow" or cls.__pydantic_root_model__
+            or cls.__new__ is not object.__new__):
         raise TypeError(f"{cls.__name__}: construct() makes plain models only")
     plan = (template, tuple(factories), tuple(required), frozenset(template))
     _PLANS[cls] = plan
@@ -69,11 +71,12 @@ def construct(cls, /, **values):
     for name in required:
         if name not in values:
             del data[name]
-    given = values.keys() & names
-    if len(given) != len(values):  # names of no field: model_construct ignores them
+    given = set(values)
+    if not names.issuperset(given):  # names of no field: model_construct ignores them
+        given &= names
         for name in values.keys() - names:
             del data[name]
-    model = cls.__new__(cls)
+    model = _new(cls)
     _set = object.__setattr__
     _set(model, "__dict__", data)
     _set(model, "__pydantic_fields_set__", given)
