@@ -147,13 +147,15 @@ def _beyond_python() -> SourceError:
                        "flatten the structure; EVALSITE_MAX_DEPTH is set higher than Python can follow", "limit")
 
 
-def _check_yaml_events(text: str, limits: Limits, keep: list | None = None) -> None:
+def _check_yaml_events(text: str, limits: Limits, keep: list | None = None) -> bool:
     """Walk the event stream (nothing is built) and refuse documents past the node, character or depth limit.
 
     A container's size (values and characters) is the running total at its end minus the total
     at its start, and its depth the deepest level reached meanwhile, so a plain scalar costs two
     additions. Characters are those of the scalars (keys included); an alias adds its anchor's.
+    ``keep`` (a list) gets the events. Returns whether any node has an anchor or is an alias.
     """
+    named = False
     max_nodes, max_depth, max_chars = limits.max_nodes, limits.max_depth, limits.max_expanded_chars
     anchors: dict[str, tuple[int, int, int]] = {}  # anchor -> (values in its subtree, its depth, its characters)
     open_anchors: set[str] = set()
@@ -177,8 +179,10 @@ def _check_yaml_events(text: str, limits: Limits, keep: list | None = None) -> N
             if chars > max_chars:
                 raise _too_long(limits, event.start_mark.line + 1, event.start_mark.column + 1)
             if event.anchor:
+                named = True
                 anchors[event.anchor] = (1, 0, size)
         elif kind is alias:
+            named = True
             mark = event.start_mark
             if event.anchor in open_anchors:
                 raise SourceError(f"the alias `*{event.anchor}` is inside the node its anchor names, "
@@ -204,6 +208,7 @@ def _check_yaml_events(text: str, limits: Limits, keep: list | None = None) -> N
             if len(stack) >= max_depth:
                 raise _too_deep(limits, mark.line + 1, mark.column + 1)
             if event.anchor:
+                named = True
                 open_anchors.add(event.anchor)
             stack.append((event.anchor, total - 1, peak, chars))
             peak = len(stack)
@@ -217,6 +222,7 @@ def _check_yaml_events(text: str, limits: Limits, keep: list | None = None) -> N
                 peak = outer_peak
         elif kind is yaml.DocumentStartEvent:
             anchors.clear()  # anchors never cross documents
+    return named
 
 
 # --- YAML ---------------------------------------------------------------------------
@@ -481,16 +487,16 @@ def _load_yaml(text: str, limits: Limits = DEFAULT_LIMITS) -> Loaded:
                 events.extend(yaml.parse(text, Loader=_YamlLoader))
             except yaml.YAMLError as exc:
                 unread = exc
+            named = "&" in text  # no `*` in the text: no alias
         else:
-            _check_yaml_events(text, limits, events)
+            named = _check_yaml_events(text, limits, events)
         # A document is built once its end was read, as the composer gave it whole: a document's own syntax
         # error comes before a value it holds is refused, one in a later document after.
         complete = len(events) if unread is None else _last_end(events)
         builder = _Builder(events, locator, limits.max_depth if fast else None)
-        check_anchors = "&" in text or "*" in text
         builder.at = 1  # past the stream's start
         while builder.at < complete and type(events[builder.at]) is yaml.DocumentStartEvent:
-            value, mark = builder.document(check_anchors)
+            value, mark = builder.document(named)
             if value is None:  # an empty document, e.g. after a trailing `---`
                 continue
             documents.append(value)
