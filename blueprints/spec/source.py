@@ -6,8 +6,9 @@ asks a :class:`Locator` for the line and column of any value it complains
 about. Containers are tracked by identity, so the map costs one dict entry per
 value and nothing has to be wrapped.
 
-YAML goes through libyaml's C parser when PyYAML was built with it; nodes keep
-their marks, and we build the values ourselves so that duplicate keys are
+YAML goes through libyaml's C parser when PyYAML was built with it, once: we
+build the values ourselves from its events (doing what its composer did with
+anchors, aliases and tags), keeping their marks, so that duplicate keys are
 caught instead of silently overwritten. JSON is checked with the standard
 library (for its exact syntax errors) and then read by a small scanner that
 records offsets.
