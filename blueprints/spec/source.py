@@ -280,9 +280,9 @@ def _huge_number(line: int, column: int) -> SourceError:
 
 
 class _Builder:
-    """Turns a document's events into Python values, recording positions: what composing the document into
-    nodes (libyaml's composer) and building values from them did, in one walk of the events the limits
-    pre-pass read already (the text is parsed once, not twice)."""
+    """Turns a stream's events into Python values, document by document, recording positions: what composing
+    each document into nodes (libyaml's composer) and building values from them did, in one walk of the events
+    the limits pre-pass read already (the text is parsed once, not twice)."""
 
     def __init__(self, events: list, locator: Locator, max_depth: int | None = None):
         self.events = events  # the stream's events, read so far
