@@ -28,7 +28,6 @@ import bisect
 import json
 import re
 from dataclasses import dataclass, field
-from itertools import islice
 from json.decoder import scanstring
 
 import yaml
@@ -449,7 +448,8 @@ def _check_anchors(events: list, at: int) -> None:
     """The composer's refusals, before any value of the document from ``at`` is built: an alias to no anchor,
     an anchor given twice."""
     seen: dict = {}
-    for event in islice(events, at, None):
+    for index in range(at, len(events)):  # by index: an islice would step over the earlier documents each time
+        event = events[index]
         kind = type(event)
         if kind is yaml.DocumentEndEvent:
             return
