@@ -196,6 +196,14 @@ def block_to_upstream(block: list[PointItem], *, for_hash: bool = False) -> list
             else item.to_upstream(for_hash=for_hash) for item in block]
 
 
+def _count_points(block) -> int:
+    """How many points ``iter_points(block)`` gives."""
+    count = 0
+    for item in block:
+        count += len(item) if isinstance(item, list) else 1
+    return count
+
+
 def iter_points(block: list[PointItem]):
     for item in block:
         if isinstance(item, list):
@@ -379,7 +387,8 @@ class Blueprint(_Model):
 
     @property
     def point_count(self) -> int:
-        return sum(len(p.all_points()) for p in self.prompts)
+        """``len(p.all_points())`` summed over the prompts, without making the lists."""
+        return sum(_count_points(p.points) + _count_points(p.should_not or ()) for p in self.prompts)
 
     def to_upstream(self) -> dict:
         out: dict[str, Any] = {}

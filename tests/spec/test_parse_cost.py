@@ -109,3 +109,10 @@ def test_construct_makes_the_object_model_construct_makes(cls, values):
 def test_construct_refuses_a_model_it_cannot_make_the_same():
     with pytest.raises(TypeError, match="aliases"):
         schema.construct(schema.CustomModel, id="x")
+
+
+def test_point_count_counts_every_point_of_every_prompt():
+    text = ("title: T\n---\n- prompt: a\n  should:\n    - x\n    - [y, z]\n    - [[u], [v, w]]\n  should_not: [n]\n"
+            "- prompt: b\n- prompt: c\n  should: [$contains: q]\n")
+    bp = parse_blueprint(text).blueprint
+    assert bp.point_count == sum(len(p.all_points()) for p in bp.prompts) == 8
