@@ -9,6 +9,7 @@ tools that match the upstream's wording can compare ``message`` alone.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Literal
 
 Severity = Literal["error", "warning"]
@@ -52,8 +53,12 @@ def format_path(parts: tuple) -> str:
         if isinstance(part, int):
             out.append(f"[{part}]")
         else:
-            text = str(part)
-            simple = text.replace("_", "").replace("-", "").removeprefix("$").isalnum()
-            piece = text if simple else repr(text)
+            piece = _key_piece(str(part))
             out.append(piece if not out else "." + piece)
     return "".join(out)
+
+
+@lru_cache(maxsize=1024)  # a blueprint's few keys (`prompts`, `should`...), asked for every prompt and point
+def _key_piece(text: str) -> str:
+    simple = text.replace("_", "").replace("-", "").removeprefix("$").isalnum()
+    return text if simple else repr(text)

@@ -22,6 +22,7 @@ from .schema import (
     CustomModel,
     Judge,
     Reference,
+    construct,
 )
 from .notes import Notes, choice_hint, short, type_name
 from .extensions import Extensions
@@ -72,7 +73,7 @@ class HeaderReader:
         self.mapping: dict | None = None  # the header as written (a prompt's warning about a header key points here)
 
     def read_header(self, h: dict) -> Blueprint:
-        bp = Blueprint(derived_id=self.derived_id)
+        bp = construct(Blueprint, derived_id=self.derived_id)  # not validated: its validator is costly to build
         self.notes.unknown_keys(h, HEADER_KEYS | {"prompts"}, (), "the blueprint header")
 
         for key in ("id", "configId"):

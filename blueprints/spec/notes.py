@@ -141,6 +141,10 @@ class Notes:
     # --- common checks -------------------------------------------------------------------
 
     def unknown_keys(self, mapping: dict, known: Iterable[str], path: tuple, what: str) -> None:
+        if not isinstance(known, (frozenset, set, tuple, list)):
+            known = list(known)
+        if all(key in known for key in mapping):  # the usual case, asked of every prompt and point
+            return
         known = list(known)
         for key in mapping:
             if key in known:

@@ -22,13 +22,14 @@ from typing import Any, Callable, Iterable
 
 from .diagnostics import Diagnostic
 from .extensions import Extensions
+from .gcpause import collector_held
 from .header_reader import HeaderReader
 from .ids import blueprint_id_for_file
 from .limits import DEFAULT_LIMITS, Limits
 from .notes import Notes, type_name
 from .point_reader import PointReader
 from .prompt_reader import PromptReader
-from .schema import Blueprint, Prompt
+from .schema import Blueprint, Prompt, construct
 from .source import Loaded, SourceError, load
 
 # Keys that make a document a prompt rather than a header. The upstream's list
@@ -89,12 +90,13 @@ def parse_blueprint(
     text, its nesting, its values with aliases expanded and its model variants.
     """
     fmt = fmt or detect_format(text, path)
-    try:
-        loaded = load(text, fmt, limits)
-    except SourceError as exc:
-        return ParseResult(None, [source_diagnostic(exc)], [], fmt)
-    return parse_loaded(loaded, path=path, blueprint_id=blueprint_id, collections=collections, call_hosts=call_hosts,
-                        limits=limits)
+    with collector_held():
+        try:
+            loaded = load(text, fmt, limits)
+        except SourceError as exc:
+            return ParseResult(None, [source_diagnostic(exc)], [], fmt)
+        return parse_loaded(loaded, path=path, blueprint_id=blueprint_id, collections=collections,
+                            call_hosts=call_hosts, limits=limits)
 
 
 def source_diagnostic(exc: SourceError) -> Diagnostic:
@@ -140,7 +142,7 @@ class BlueprintReader:
             kind = "JSON" if self.json else "YAML"
             self.error(f"{kind} blueprint is empty or contains only null documents.", None, None, (),
                        "write a header with `title` and `models`, then a list of prompts", "empty")
-            return Blueprint(derived_id=self.derived_id)
+            return construct(Blueprint, derived_id=self.derived_id)
         header, prompt_items = self.split_documents(docs)
         blueprint = self.header.read_header(header)
         prompts: list[Prompt] = []

@@ -16,6 +16,7 @@ from .jsregex import RegexError, compile_js
 from .schema import (
     Origin,
     Point,
+    construct,
 )
 from .notes import Notes, did_you_mean, short, type_name
 from .extensions import Extensions
@@ -131,7 +132,7 @@ class PointReader:
 
     def read_point(self, item, container, key, path, label, inverted) -> Point | None:
         line, column = self.notes.position(container, key)
-        origin = Origin(path=format_path(path), line=line, column=column)
+        origin = construct(Origin, path=format_path(path), line=line, column=column)
         if isinstance(item, list):  # a legacy tuple point
             return self.function_point(functions.resolve(item[0]), item[1], True, (item, 1, (*path, 1)), origin, label,
                                        inverted, written=item[0])
@@ -184,7 +185,7 @@ class PointReader:
                       "as text", container, key, path,
                       f"did you mean `${suggestion}`?" if suggestion else "to keep it as judged text, this is fine; "
                       "to call a function check its name in the docs", "dollar-text")
-        return Point(text=item, inverted=inverted, origin=origin)
+        return construct(Point, text=item, inverted=inverted, origin=origin)
 
     def object_point(self, item: dict, container, key, path, origin, label, inverted) -> Point | None:
         dollar_keys = [k for k in item if isinstance(k, str) and k.startswith("$")]
@@ -240,7 +241,7 @@ class PointReader:
             multiplier = self.read_multiplier(weight, item, weight_key, path, label)
             if multiplier is None:
                 return None
-            return Point(text=text, multiplier=multiplier, citation=item.get("citation"), inverted=inverted,
+            return construct(Point, text=text, multiplier=multiplier, citation=item.get("citation"), inverted=inverted,
                          origin=origin)
         if len(item) == 1:
             ((text, citation),) = item.items()
@@ -249,7 +250,7 @@ class PointReader:
                     self.warn(f"`{text}: ...` is read as a judged point with a citation; did you mean the function "
                               f"`${text}`?", item, text, path, f"write `${text}: {short(citation, 40)}`",
                               "citation-or-function", at_key=True)
-                return Point(text=str(text), citation=citation, inverted=inverted, origin=origin)
+                return construct(Point, text=str(text), citation=citation, inverted=inverted, origin=origin)
         hint = "a point is judged text, `$function: args`, `{text: ..., weight: ...}` or `\"text\": citation`"
         for k in item:
             if isinstance(k, str) and functions.resolve(k):
@@ -302,9 +303,9 @@ class PointReader:
                           "regex")
         self.lint_function(canonical, args, container, key, path)
         spelling = functions.upstream_spelling(written) if written else None
-        return Point(fn=canonical, fn_args=args if has_args else None, has_args=has_args, multiplier=multiplier,
-                     citation=citation, inverted=inverted, origin=origin,
-                     fn_as_written=spelling if spelling != canonical else None)
+        return construct(Point, fn=canonical, fn_args=args if has_args else None, has_args=has_args,
+                         multiplier=multiplier, citation=citation, inverted=inverted, origin=origin,
+                         fn_as_written=spelling if spelling != canonical else None)
 
     def lint_function(self, canonical, args, container, key, path):
         if canonical == "factcheck":

@@ -15,6 +15,7 @@ from .schema import (
     Message,
     Origin,
     Prompt,
+    construct,
 )
 from .notes import Notes, choice_hint, short, type_name
 from .extensions import Extensions, read_simulated_user
@@ -45,7 +46,8 @@ class PromptReader:
                        container, key, path, "write a prompt as `- prompt: ...` followed by `should:`", "prompt")
             return None
         self.notes.unknown_keys(raw, PROMPT_KEYS, path, "a prompt")
-        errors_before = self.notes.error_count()
+        diagnostics = self.notes.diagnostics
+        noted_before = len(diagnostics)  # the readers only add to them: this prompt's are those after
         authored_id = None
         if "id" in raw and raw["id"] is not None:
             if isinstance(raw["id"], str) and raw["id"].strip():
@@ -56,13 +58,14 @@ class PromptReader:
                 self.error("a prompt `id` must be non-empty text", raw, "id", (*path, "id"), code="prompt-id")
         label = authored_id or format_path(path)
         line, column = self.notes.locator.where(raw) or self.notes.position(container, key)
-        prompt = Prompt.model_construct(
+        prompt = construct(
+            Prompt,
             id=authored_id or "", id_was_generated=authored_id is None, messages=[], points=[],
-            origin=Origin(path=format_path(path), line=line, column=column), description=None,
+            origin=construct(Origin, path=format_path(path), line=line, column=column), description=None,
             ideal_response=None, system=None, system_set=False, citation=None, weight=None,
             render_as=self.header.render_as or "markdown", temperature=None, no_cache=self.header.no_cache,
             required_tools=None, prohibited_tools=None, max_calls=None, tags=None, should_not=None,
-            # Given explicitly: pydantic inspects a default factory's signature on every construct.
+            # Given, so that it is among the prompt's fields set (model_fields_set), as it always was.
             checks=[],
         )
         if "description" in raw:
@@ -73,7 +76,7 @@ class PromptReader:
             simulated = read_simulated_user(self.notes, raw, path, label, self.points.read_point)
             prompt.simulated_user = simulated
             if simulated is not None and simulated.first_message is not None:
-                prompt.messages = [Message(role="user", content=simulated.first_message)]
+                prompt.messages = [construct(Message, role="user", content=simulated.first_message)]
             elif simulated is not None or any(raw.get(k) is not None for k in ("messages", "prompt", "promptText")):
                 prompt.messages = self.read_messages(raw, path, label)
             if simulated is not None:
@@ -161,7 +164,7 @@ class PromptReader:
         if not given and raw.get("should_not") is None and prompt.ideal_response is None:
             self.warn(f"prompt '{label}' has no points and no ideal response, so nothing will be scored", raw,
                       None, path, "add a `should:` list", "no-points")
-        if self.notes.error_count() > errors_before:
+        if any(d.is_error for d in diagnostics[noted_before:]):
             return prompt  # ids from broken prompts would be meaningless; keep the authored one
         if authored_id is None:
             prompt.id = prompt_hash_id(prompt.to_upstream(include_id=False, for_hash=True))
@@ -225,7 +228,7 @@ class PromptReader:
                 self.error(f"Prompt ID '{label}', message 0 (role 'user'): Content cannot be empty.", raw,
                            text_key, (*path, text_key), code="empty")
                 return []
-            return [Message(role="user", content=value)]
+            return [construct(Message, role="user", content=value)]
         if not has_messages:
             self.error(f"Prompt ID '{label}' must have either a valid 'promptText' or a non-empty 'messages' array.",
                        raw, None, path, "add `prompt: <the question>`", "messages")
@@ -292,7 +295,7 @@ class PromptReader:
                 self.error(f"Prompt ID '{label}', message {index} (role '{role}'): Content cannot be empty.", holder,
                            key, (*path, key), "only an assistant turn may be null (to be generated)", "empty")
                 return None
-            return Message(role=role, content=None)
+            return construct(Message, role=role, content=None)
         if is_number(content) or isinstance(content, bool):
             content = json.dumps(content)
         if not isinstance(content, str):
@@ -303,7 +306,7 @@ class PromptReader:
             self.error(f"Prompt ID '{label}', message {index} (role '{role}'): Content cannot be empty.", holder,
                        key, (*path, key), code="empty")
             return None
-        return Message(role=role, content=content)
+        return construct(Message, role=role, content=content)
 
 
 def check_conversation(label: str, messages: list[Message]) -> list[tuple[int, str]]:

@@ -6,8 +6,9 @@ asks a :class:`Locator` for the line and column of any value it complains
 about. Containers are tracked by identity, so the map costs one dict entry per
 value and nothing has to be wrapped.
 
-YAML goes through libyaml's C parser when PyYAML was built with it; nodes keep
-their marks, and we build the values ourselves so that duplicate keys are
+YAML goes through libyaml's C parser when PyYAML was built with it, once: we
+build the values ourselves from its events (doing what its composer did with
+anchors, aliases and tags), keeping their marks, so that duplicate keys are
 caught instead of silently overwritten. JSON is checked with the standard
 library (for its exact syntax errors) and then read by a small scanner that
 records offsets.
@@ -30,6 +31,8 @@ from dataclasses import dataclass, field
 from json.decoder import scanstring
 
 import yaml
+from yaml.composer import ComposerError
+from yaml.constructor import SafeConstructor
 
 from .limits import DEFAULT_LIMITS, Limits
 
@@ -144,13 +147,15 @@ def _beyond_python() -> SourceError:
                        "flatten the structure; EVALSITE_MAX_DEPTH is set higher than Python can follow", "limit")
 
 
-def _check_yaml_events(text: str, limits: Limits) -> None:
+def _check_yaml_events(text: str, limits: Limits, keep: list | None = None) -> bool:
     """Walk the event stream (nothing is built) and refuse documents past the node, character or depth limit.
 
     A container's size (values and characters) is the running total at its end minus the total
     at its start, and its depth the deepest level reached meanwhile, so a plain scalar costs two
     additions. Characters are those of the scalars (keys included); an alias adds its anchor's.
+    ``keep`` (a list) gets the events. Returns whether any node has an anchor or is an alias.
     """
+    named = False
     max_nodes, max_depth, max_chars = limits.max_nodes, limits.max_depth, limits.max_expanded_chars
     anchors: dict[str, tuple[int, int, int]] = {}  # anchor -> (values in its subtree, its depth, its characters)
     open_anchors: set[str] = set()
@@ -162,6 +167,8 @@ def _check_yaml_events(text: str, limits: Limits) -> None:
     starts = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
     ends = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
     for event in yaml.parse(text, Loader=_YamlLoader):
+        if keep is not None:
+            keep.append(event)
         kind = type(event)
         if kind is scalar:
             total += 1
@@ -172,8 +179,10 @@ def _check_yaml_events(text: str, limits: Limits) -> None:
             if chars > max_chars:
                 raise _too_long(limits, event.start_mark.line + 1, event.start_mark.column + 1)
             if event.anchor:
+                named = True
                 anchors[event.anchor] = (1, 0, size)
         elif kind is alias:
+            named = True
             mark = event.start_mark
             if event.anchor in open_anchors:
                 raise SourceError(f"the alias `*{event.anchor}` is inside the node its anchor names, "
@@ -199,6 +208,7 @@ def _check_yaml_events(text: str, limits: Limits) -> None:
             if len(stack) >= max_depth:
                 raise _too_deep(limits, mark.line + 1, mark.column + 1)
             if event.anchor:
+                named = True
                 open_anchors.add(event.anchor)
             stack.append((event.anchor, total - 1, peak, chars))
             peak = len(stack)
@@ -212,6 +222,7 @@ def _check_yaml_events(text: str, limits: Limits) -> None:
                 peak = outer_peak
         elif kind is yaml.DocumentStartEvent:
             anchors.clear()  # anchors never cross documents
+    return named
 
 
 # --- YAML ---------------------------------------------------------------------------
@@ -268,67 +279,105 @@ def _huge_number(line: int, column: int) -> SourceError:
 
 
 class _Builder:
-    """Turns composed YAML nodes into Python values, recording positions."""
+    """Turns a stream's events into Python values, document by document, recording positions: what composing
+    each document into nodes (libyaml's composer) and building values from them did, in one walk of the events
+    the limits pre-pass read already (the text is parsed once, not twice)."""
 
-    def __init__(self, loader, locator: Locator, max_depth: int | None = None):
-        self.loader = loader
+    def __init__(self, events: list, locator: Locator, max_depth: int | None = None):
+        self.events = events  # the stream's events, read so far
+        self.at = 0  # the next one
         self.locator = locator
         self.max_depth = max_depth  # checked here when the pre-pass was skipped (see _load_yaml)
         self.depth = 0
-        self.memo: dict[int, object] = {}  # anchors/aliases share one value
+        self.constructor = SafeConstructor()  # booleans and numbers, as the loader constructs them
+        self.anchors: dict = {}  # anchor -> (value, start mark, tag): an alias is its anchor's value
+        self.mark = None  # the start mark and tag of the node node() last returned
+        self.tag = None
 
-    def build(self, node):
-        cached = self.memo.get(id(node))
-        if cached is not None:
-            return cached
-        if isinstance(node, yaml.ScalarNode):
-            return self.scalar(node)
+    def document(self, check_anchors: bool):
+        """The value of the document starting at ``at`` (its start event) and where it starts; ``at`` moves
+        past its end."""
+        self.at += 1
+        if check_anchors:
+            _check_anchors(self.events, self.at)
+        self.anchors = {}
+        value = self.node()
+        self.at += 1  # its end
+        return value, self.mark
+
+    def node(self):
+        event = self.events[self.at]
+        self.at += 1
+        kind = type(event)
+        if kind is _SCALAR:
+            tag = event.tag
+            if tag is None or tag == "!":
+                tag = _DEFAULT_SCALAR_TAG
+                if event.implicit[0]:  # as the composer resolves a scalar written without a tag
+                    value = event.value
+                    for resolved, regexp in _BY_FIRST.get(value[0] if value else "", _WILDCARD):
+                        if regexp.match(value):
+                            tag = resolved
+                            break
+            value = event.value if tag == _STR else self.scalar(event, tag)
+            self.mark, self.tag = event.start_mark, tag
+            if event.anchor is not None:
+                self.anchors[event.anchor] = (value, event.start_mark, tag)
+            return value
+        if kind is _ALIAS:
+            value, self.mark, self.tag = self.anchors[event.anchor]
+            return value
         if self.max_depth is None:
-            return self.container(node)
+            return self.container(event, kind)
         self.depth += 1
         try:
             if self.depth > self.max_depth:
-                mark = node.start_mark
+                mark = event.start_mark
                 raise _too_deep(Limits(max_depth=self.max_depth), mark.line + 1, mark.column + 1)
-            return self.container(node)
+            return self.container(event, kind)
         finally:
             self.depth -= 1
 
-    def container(self, node):
-        if isinstance(node, yaml.SequenceNode):
+    def container(self, event, kind):
+        mark = event.start_mark
+        tag = event.tag if event.tag not in (None, "!") else None  # only compared with the merge tag
+        if kind is _SEQUENCE_START:
             out: list = []
-            self.memo[id(node)] = out
-            self._started(out, node)
+            self._started(out, event)
             values = self.locator.values
             cid = id(out)
-            for index, child in enumerate(node.value):
-                out.append(self.build(child))
-                mark = child.start_mark
-                values[(cid, index)] = (mark.line + 1, mark.column + 1)
+            events = self.events
+            index = 0
+            while type(events[self.at]) is not _SEQUENCE_END:
+                out.append(self.node())
+                child = self.mark
+                values[(cid, index)] = (child.line + 1, child.column + 1)
+                index += 1
+            self.at += 1
+            self.mark, self.tag = mark, tag
             return out
-        if isinstance(node, yaml.MappingNode):
-            return self.mapping(node)
-        raise SourceError(f"Unsupported YAML node {node!r}", 1, 1)  # pragma: no cover
+        return self.mapping(event, mark, tag)
 
-    def _started(self, container, node):
+    def _started(self, container, event):
         self.locator._alive.append(container)
-        mark = node.start_mark
+        mark = event.start_mark
         self.locator.starts[id(container)] = (mark.line + 1, mark.column + 1)
+        if event.anchor is not None:
+            self.anchors[event.anchor] = (container, mark, event.tag if event.tag not in (None, "!") else None)
 
-    def scalar(self, node):
-        tag = node.tag
+    def scalar(self, event, tag):
         if tag == _STR:
-            return node.value
+            return event.value
         if tag == _NULL:
             return None
         if tag == _BOOL:
-            return self.loader.construct_object(node)
+            return self.construct(event, tag)
         if tag in (_INT, _FLOAT):
-            mark = node.start_mark
-            if tag == _INT and len(node.value) > _MAX_INT_CHARS:
+            mark = event.start_mark
+            if tag == _INT and len(event.value) > _MAX_INT_CHARS:
                 raise _huge_number(mark.line + 1, mark.column + 1)
             try:
-                value = self.loader.construct_object(node)
+                value = self.construct(event, tag)
             except ValueError:  # e.g. Python's limit on digits in an int
                 raise _huge_number(mark.line + 1, mark.column + 1) from None
             if tag == _INT and abs(value) > _MAX_INT:
@@ -336,37 +385,90 @@ class _Builder:
             return value
         # Timestamps, binary and custom tags: keep the author's text. A date in a
         # description should stay the words the author typed.
-        return node.value
+        return event.value
 
-    def mapping(self, node):
+    def construct(self, event, tag):
+        node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+        return self.constructor.construct_object(node)
+
+    def mapping(self, event, mark, tag):
         out: dict = {}
-        self.memo[id(node)] = out
-        self._started(out, node)
+        self._started(out, event)
         cid = id(out)
         values = self.locator.values
         keys = self.locator.keys
-        for key_node, value_node in node.value:
-            if key_node.tag == _MERGE:
-                merged = self.build(value_node)
+        events = self.events
+        while type(events[self.at]) is not _MAPPING_END:
+            key = self.node()
+            kmark = self.mark
+            if self.tag == _MERGE:
+                merged = self.node()
                 for part in merged if isinstance(merged, list) else [merged]:
                     if isinstance(part, dict):
                         for k, v in part.items():
                             out.setdefault(k, v)
                 continue
-            key = self.build(key_node)
             if isinstance(key, (dict, list)):
                 key = json.dumps(key, default=str)
-            kmark = key_node.start_mark
-            vmark = value_node.start_mark
+            vmark = self._peek_mark()
             if key in out:
                 first = keys.get((cid, key), (0, 0))
                 self.locator.duplicates.append(
                     DuplicateKey(str(key), kmark.line + 1, kmark.column + 1, first[0])
                 )
-            out[key] = self.build(value_node)
+            out[key] = self.node()
             keys[(cid, key)] = (kmark.line + 1, kmark.column + 1)
             values[(cid, key)] = (vmark.line + 1, vmark.column + 1)
+        self.at += 1
+        self.mark, self.tag = mark, tag
         return out
+
+    def _peek_mark(self):
+        """Where the next node starts (an alias: where its anchor's node does)."""
+        event = self.events[self.at]
+        if type(event) is _ALIAS:
+            return self.anchors[event.anchor][1]
+        return event.start_mark
+
+
+_SCALAR, _ALIAS = yaml.ScalarEvent, yaml.AliasEvent
+_SEQUENCE_START, _SEQUENCE_END, _MAPPING_END = yaml.SequenceStartEvent, yaml.SequenceEndEvent, yaml.MappingEndEvent
+_NODE_EVENTS = (yaml.ScalarEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent)
+
+# The loader's implicit resolvers by first character, each list followed by the wildcard ones: what its
+# resolve() (yaml.resolver.BaseResolver) tries for a plain scalar, in its order (SafeLoader has no path resolvers).
+_IMPLICIT = _YamlLoader.yaml_implicit_resolvers
+_WILDCARD = _IMPLICIT.get(None, [])
+_BY_FIRST = {first: resolvers + _WILDCARD for first, resolvers in _IMPLICIT.items() if first is not None}
+_DEFAULT_SCALAR_TAG = _YamlLoader.DEFAULT_SCALAR_TAG
+assert not _YamlLoader.yaml_path_resolvers
+
+
+def _check_anchors(events: list, at: int) -> None:
+    """The composer's refusals, before any value of the document from ``at`` is built: an alias to no anchor,
+    an anchor given twice."""
+    seen: dict = {}
+    for index in range(at, len(events)):  # by index: an islice would step over the earlier documents each time
+        event = events[index]
+        kind = type(event)
+        if kind is yaml.DocumentEndEvent:
+            return
+        if kind is _ALIAS:
+            if event.anchor not in seen:
+                raise ComposerError(None, None, "found undefined alias", event.start_mark)
+        elif kind in _NODE_EVENTS and event.anchor is not None:
+            if event.anchor in seen:
+                raise ComposerError("found duplicate anchor; first occurrence", seen[event.anchor],
+                                    "second occurrence", event.start_mark)
+            seen[event.anchor] = event.start_mark
+
+
+def _last_end(events: list) -> int:
+    """How many of ``events`` end with the last document read to its end."""
+    for index in range(len(events) - 1, -1, -1):
+        if type(events[index]) is yaml.DocumentEndEvent:
+            return index + 1
+    return 0
 
 
 def _load_yaml(text: str, limits: Limits = DEFAULT_LIMITS) -> Loaded:
@@ -375,33 +477,37 @@ def _load_yaml(text: str, limits: Limits = DEFAULT_LIMITS) -> Loaded:
     starts: list = []
     # Without aliases every value takes at least one character, so text no longer than the
     # node limit cannot pass it, and no value is longer than the text that writes it, so text
-    # no longer than the character limit cannot pass that: skip the pre-pass (about half the
-    # load time) and check the depth while building instead.
+    # no longer than the character limit cannot pass that: skip the pre-pass and check the
+    # depth while building instead; each document is built once its events are read.
     fast = "*" not in text and len(text) <= limits.max_nodes and len(text) <= limits.max_expanded_chars
-    if not fast:
-        try:
-            _check_yaml_events(text, limits)
-        except yaml.YAMLError as exc:
-            raise _yaml_error(exc) from None
-    loader = _YamlLoader(text)
+    events: list = []
+    unread = None  # fast: the syntax error that ended the events, raised where composing would have met it
     try:
-        builder = _Builder(loader, locator, limits.max_depth if fast else None)
-        while loader.check_node():
-            node = loader.get_node()
-            if node is None:
-                continue
-            builder.memo.clear()  # anchors never cross documents, and node ids are reused once freed
-            value = builder.build(node)
+        if fast:
+            try:
+                events.extend(yaml.parse(text, Loader=_YamlLoader))
+            except yaml.YAMLError as exc:
+                unread = exc
+            named = "&" in text  # no `*` in the text: no alias
+        else:
+            named = _check_yaml_events(text, limits, events)
+        # A document is built once its end was read, as the composer gave it whole: a document's own syntax
+        # error comes before a value it holds is refused, one in a later document after.
+        complete = len(events) if unread is None else _last_end(events)
+        builder = _Builder(events, locator, limits.max_depth if fast else None)
+        builder.at = 1  # past the stream's start
+        while builder.at < complete and type(events[builder.at]) is yaml.DocumentStartEvent:
+            value, mark = builder.document(named)
             if value is None:  # an empty document, e.g. after a trailing `---`
                 continue
             documents.append(value)
-            starts.append((node.start_mark.line + 1, node.start_mark.column + 1))
+            starts.append((mark.line + 1, mark.column + 1))
+        if unread is not None:
+            raise unread
     except yaml.YAMLError as exc:
         raise _yaml_error(exc) from None
     except RecursionError:  # only when EVALSITE_MAX_DEPTH is set above what Python can recurse
         raise _beyond_python() from None
-    finally:
-        loader.dispose()
     return Loaded(documents, starts, locator, "yaml")
 
 
