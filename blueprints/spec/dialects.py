@@ -31,7 +31,6 @@ import logging
 from typing import Iterable, Mapping
 
 from .diagnostics import Diagnostic
-from .gcpause import collector_held
 from .parse import CollectionLookup, ParseResult, detect_format, parse_blueprint, parse_loaded
 from .limits import DEFAULT_LIMITS, Limits
 from .source import Loaded, SourceError, load
@@ -208,10 +207,9 @@ def parse_any(
     (a bug) is logged and reported as one ``internal`` error rather than taking a page down.
     """
     try:
-        with collector_held():
-            return _parse_any(text, path=path, fmt=fmt, files=files, blueprint_id=blueprint_id,
-                              collections=collections, call_hosts=call_hosts, dialect=dialect, loaded=loaded,
-                              limits=limits)
+        return _parse_any(text, path=path, fmt=fmt, files=files, blueprint_id=blueprint_id,
+                          collections=collections, call_hosts=call_hosts, dialect=dialect, loaded=loaded,
+                          limits=limits)
     except Exception:  # noqa: BLE001 - last resort; the causes found by fuzzing are fixed where they arise
         logger.exception("parsing %s raised", path or "a blueprint")
         diag = Diagnostic("error", "evalsite could not read this blueprint because of an internal error "

@@ -10,7 +10,6 @@ from .collections import lookup_for_file, resolve_models
 from .companions import collect_companions
 from .dialects import companion_kind, parse_any
 from .diagnostics import Diagnostic
-from .gcpause import collector_held
 from .limits import DEFAULT_LIMITS, Limits
 from .parse import ParseResult, detect_format
 from .source import SourceError, load
@@ -76,14 +75,13 @@ def validate_file(path: Path, *, stored_collections: Mapping[str, list[str]] | N
     if root is None:
         here = Path.cwd().resolve()
         root = here if here in Path(path).resolve().parents else None
-    with collector_held():  # the load too, as parse_any's own (gcpause.py)
-        try:
-            loaded = load(text, detect_format(text, str(path)), limits)
-        except SourceError:
-            loaded = None  # parse_any reports the syntax error where it is
-        files = collect_companions(path, text, root, loaded=loaded) if loaded is not None else {}
-        result = parse_any(text, path=str(path), files=files, collections=lookup, call_hosts=call_hosts,
-                           loaded=loaded, limits=limits)
+    try:
+        loaded = load(text, detect_format(text, str(path)), limits)
+    except SourceError:
+        loaded = None  # parse_any reports the syntax error where it is
+    files = collect_companions(path, text, root, loaded=loaded) if loaded is not None else {}
+    result = parse_any(text, path=str(path), files=files, collections=lookup, call_hosts=call_hosts,
+                       loaded=loaded, limits=limits)
     models = 0
     if result.blueprint is not None:
         resolved, _ = resolve_models(result.blueprint.models if result.blueprint.models_given else [], lookup)

@@ -22,7 +22,6 @@ from typing import Any, Callable, Iterable
 
 from .diagnostics import Diagnostic
 from .extensions import Extensions
-from .gcpause import collector_held
 from .header_reader import HeaderReader
 from .ids import blueprint_id_for_file
 from .limits import DEFAULT_LIMITS, Limits
@@ -90,13 +89,12 @@ def parse_blueprint(
     text, its nesting, its values with aliases expanded and its model variants.
     """
     fmt = fmt or detect_format(text, path)
-    with collector_held():
-        try:
-            loaded = load(text, fmt, limits)
-        except SourceError as exc:
-            return ParseResult(None, [source_diagnostic(exc)], [], fmt)
-        return parse_loaded(loaded, path=path, blueprint_id=blueprint_id, collections=collections,
-                            call_hosts=call_hosts, limits=limits)
+    try:
+        loaded = load(text, fmt, limits)
+    except SourceError as exc:
+        return ParseResult(None, [source_diagnostic(exc)], [], fmt)
+    return parse_loaded(loaded, path=path, blueprint_id=blueprint_id, collections=collections,
+                        call_hosts=call_hosts, limits=limits)
 
 
 def source_diagnostic(exc: SourceError) -> Diagnostic:
