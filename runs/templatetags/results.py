@@ -41,6 +41,23 @@ def heat(value) -> str:
     return heat_class(number(value))
 
 
+# A cell's pass state as a badge: what "passed" means is the matrix's one rule (``Cell.pass_state``).
+_PASS_BADGES = {
+    "pass": '<span class="badge badge-ok pass-state pass-pass">passed</span>',
+    "fail": '<span class="badge badge-error pass-state pass-fail">did not pass</span>',
+    "undecided": '<span class="badge pass-state pass-undecided" title="a pass mark is set, but the cell has no verdict '
+                 '(not scored, or a check could not be scored)">undecided</span>',
+}
+_NO_THRESHOLD = ('<span class="badge pass-state pass-none" title="the prompt sets no threshold, verdicts, gate or '
+                 'minimum, so a cell neither passes nor fails">no threshold set</span>')
+
+
+@register.filter
+def pass_badge(value):
+    """A cell's pass state as its badge (the partial ``pass-badge`` and ``runs.verdicts.verdict_cell_html``)."""
+    return mark_safe(_PASS_BADGES.get(value, _NO_THRESHOLD) if isinstance(value, str) else _NO_THRESHOLD)
+
+
 @register.filter
 def aggregation_word(value) -> str:
     """How a cell's trials are combined, in words: mean, best, pass@k."""
