@@ -567,11 +567,6 @@ def cell_figures_for(run: Run, prompts, *, bounds: bool = False) -> CellFigures:
 def _stored_cells(run: Run) -> dict | None:
     """The run's stored cell figures at its ``results_version``, or None: read as text and decoded by orjson (the
     JSON field's own decoder took 25 ms of the 650 kB of a run of 100,000 responses, orjson 5)."""
-    from django.db.models import TextField
-    from django.db.models.functions import Cast
-
-    from runs.engine import jsonfast
-
     text = RunCells.objects.filter(run_id=run.pk, results_version=run.results_version) \
         .values_list(Cast("data", TextField()), flat=True).first()
     return None if text is None else jsonfast.loads(text)
