@@ -314,7 +314,7 @@ def compared_figures(after_m: CellFigures, before_m: CellFigures, weights: dict[
         prompt_id, v = found.ids[at["prompt"][row]], found.names[at["variant"][row]]
         listed.append(ListedChange(prompt_id, int(at["index"][row]), v, float(at["before"][row]),
                                    float(at["after"][row]), float(deltas[row]), float(q[row])))
-    listed.sort(key=lambda c: (c.q, -abs(c.delta), str((c.prompt_id, c.variant_id))))  # as ``stats.changed``
+    listed.sort(key=lambda c: stats.change_order(c.q, c.delta, (c.prompt_id, c.variant_id)))
     return {"pairs": pairs, "changes": CellChanges(found), "listed": listed, "tested": len(deltas),
             "only_run": [v for v in after_m.variants if v not in in_base],
             "only_base": [v for v in before_m.variants if v not in in_run],

@@ -493,9 +493,9 @@ def compute_aggregates(run_id: int, *, agreement: dict | None = None, totals: bo
     ratings = []
     judged = {"ok": 0, "failed": 0}
     if agreement is None or totals:
-        # The verdicts' JSON as stored, read by jsonfast: the stdlib's decoder was half of a judged run's finish.
+        # The stdlib's decoder of the verdicts was half of a judged run's finish (``json_text``).
         for kind, verdicts in PointAssessment.objects.filter(response__run_id=run_id) \
-                .values_list("kind", Cast("verdicts", TextField())):
+                .values_list("kind", json_text("verdicts")):
             if not verdicts or verdicts == "[]":
                 continue
             ok, failed, scored = primary_tally(jsonfast.loads(verdicts))
@@ -564,11 +564,17 @@ def cell_figures_for(run: Run, prompts, *, bounds: bool = False) -> CellFigures:
     return _figures_of(run, run_matrix(run, prompts), bounds)
 
 
+def json_text(column: str) -> Cast:
+    """A JSON column as its stored text, for ``jsonfast.loads``: the ORM's JSONField decodes through the standard
+    library, several times slower on the columns a finish or a comparison reads whole."""
+    return Cast(column, TextField())
+
+
 def _stored_cells(run: Run) -> dict | None:
     """The run's stored cell figures at its ``results_version``, or None: read as text and decoded by orjson (the
     JSON field's own decoder took 25 ms of the 650 kB of a run of 100,000 responses, orjson 5)."""
     text = RunCells.objects.filter(run_id=run.pk, results_version=run.results_version) \
-        .values_list(Cast("data", TextField()), flat=True).first()
+        .values_list(json_text("data"), flat=True).first()
     return None if text is None else jsonfast.loads(text)
 
 
@@ -676,9 +682,9 @@ def response_records(run_id: int, *, indices=None, usage: bool = False, reviews:
     if reviews:
         overridden = set(overrides.values_list("assessment__response_id", flat=True))
         thumbs = {pk: value or 0 for pk, value in notes.values_list("response_id", "thumbs")}
-    # The judges' usage as stored text, read by jsonfast, and the empty one not read at all (the stdlib's decoder
-    # was a third of reading a finished run's rows).
-    columns = _RECORD_COLUMNS + ((Cast("judge_usage", TextField()),) if usage else ())
+    # The judges' usage read by jsonfast, the empty one not at all (the stdlib's decoder was a third of reading a
+    # finished run's rows).
+    columns = _RECORD_COLUMNS + ((json_text("judge_usage"),) if usage else ())
     out = []
     # The same few strings (variant ids, statuses, verdicts, reasons) come back from the database once per row: one
     # copy of each, and one empty usage (never written to), keep a big run's kept matrix compact.

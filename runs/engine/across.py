@@ -407,7 +407,7 @@ def model_means(summary: dict) -> dict[str, float]:
         weights.extend(summary["weights"])
     out = {}
     for model, (scores, weights) in cells.items():
-        pairs = [(s, 1.0 if w is None else max(0.0, float(w))) for s, w in zip(scores, weights) if s is not None]
+        pairs = [(s, stats.item_weight(w)) for s, w in zip(scores, weights) if s is not None]
         total = sum(w for _, w in pairs)
         if total > 0:
             out[model] = sum(s * w for s, w in pairs) / total

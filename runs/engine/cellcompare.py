@@ -199,7 +199,7 @@ def side_by_side(after: CellColumns, before: CellColumns, common: Sequence[str],
     by_id = np.empty(len(ids), dtype=np.int64)  # a prompt id's place among the ids in ``str`` order
     by_id[np.argsort(np.array(ids, dtype=object), kind="stable")] = np.arange(len(ids))
     items = np.unique(by_id[a["prompt"][paired]])  # resampled: in both, scored or not (stats.paired_many)
-    weight = np.array([_weight(weights.get(p)) for p in ids], dtype=float)
+    weight = np.array([stats.item_weight(weights.get(p)) for p in ids], dtype=float)
     sides, aligned = [], {}
     for j, v in enumerate(common):
         rows = np.flatnonzero(scored & (column == j))
@@ -214,7 +214,3 @@ def side_by_side(after: CellColumns, before: CellColumns, common: Sequence[str],
     changes_at = {"prompt": a["prompt"][tested], "variant": a["variant"][tested], "index": a["index"][tested],
                   "before": b_shown[tested], "after": a["shown"][tested]}
     return SideBySide(ids, variants, cells, comparisons, aligned, a["score"][tested] - b_score[tested], changes_at)
-
-
-def _weight(weight: float | None) -> float:
-    return 1.0 if weight is None else max(0.0, float(weight))

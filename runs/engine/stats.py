@@ -89,6 +89,11 @@ def verdict(low: float | None, high: float | None) -> str:
     return "cant_tell"
 
 
+def item_weight(weight: float | None) -> float:
+    """A prompt's weight as every mean over prompts counts it: none is 1, below 0 is 0."""
+    return 1.0 if weight is None else max(0.0, float(weight))
+
+
 def _weights(weights, n: int) -> np.ndarray:
     if weights is None:
         return np.ones(n)
@@ -273,7 +278,7 @@ def mean_intervals(columns: Mapping[Hashable, Mapping[Hashable, float | None]],
             if score is not None:
                 values[i, j] = score
                 weight = (weights or {}).get(item)
-                w[i, j] = 1.0 if weight is None else max(0.0, float(weight))
+                w[i, j] = item_weight(weight)
     out = {}
     for j, (mean, low, high) in enumerate(bootstrap_means(values, w, **options)):
         out[keys[j]] = MeanInterval(mean, low, high, int(np.count_nonzero(w[:, j])))
@@ -457,10 +462,8 @@ def paired_many(pairs: list[tuple[dict, dict]], weights: dict, exclude=()) -> li
     sides = []
     for a, b in pairs:
         ids, xs, ys = align(a, b, left_out)
-        ws = [weights.get(k) for k in ids]
         sides.append((np.array([index[k] for k in ids], dtype=np.int64), np.array(xs, dtype=float),
-                      np.array(ys, dtype=float), np.array([1.0 if w is None else max(0.0, float(w)) for w in ws],
-                                                          dtype=float)))
+                      np.array(ys, dtype=float), np.array([item_weight(weights.get(k)) for k in ids], dtype=float)))
     return paired_sides(len(items), sides)
 
 
@@ -506,8 +509,13 @@ def changed(deltas: Mapping[Hashable, float], *, level: float = FDR_LEVEL) -> li
     d = np.array([deltas[k] for k in keys], dtype=float)
     p, q, listed = change_tests(d, level=level)
     out = [Change(k, float(x), float(pi), float(qi), bool(c)) for k, x, pi, qi, c in zip(keys, d, p, q, listed)]
-    out.sort(key=lambda c: (c.q, -abs(c.delta), str(c.key)))
+    out.sort(key=lambda c: change_order(c.q, c.delta, c.key))
     return out
+
+
+def change_order(q: float, delta: float, key) -> tuple:
+    """Where a change is listed: most significant first, then the largest, then by its key."""
+    return q, -abs(delta), str(key)
 
 
 def change_tests(d: np.ndarray, *, level: float = FDR_LEVEL) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

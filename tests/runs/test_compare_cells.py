@@ -19,7 +19,7 @@ from runs.engine.matrix import cell_figures, cell_figures_json, cell_figures_of
 from runs.models import Annotation, PointAssessment, Response, Run, RunCells
 from runs.records import bump_results, cell_figures_for, critical_failed, forget_matrix, kept_matrices, run_matrix
 from runs.spec import parsed_blueprint
-from tests.web.run_support import make_blueprint
+from tests.web.run_support import make_blueprint, trials_blueprint_text
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,20 +27,7 @@ PROMPTS = 14
 
 
 def blueprint_text(prompts: int = PROMPTS) -> str:
-    """Two fixtures models (``a`` says yes to all, ``b`` to every third), two trials a prompt, a pass mark on
-    every other prompt, a should-not point on every third (``b``'s "no" meets it), the last one not evaluated."""
-    lines = ["title: Compare cells", "models: [fixtures:a, fixtures:b]", "fixtures:", "  strategy: first",
-             "  responses:"]
-    for i in range(prompts):
-        b = "yes" if i % 3 else "no"
-        lines.append(f"    p{i:03d}: {{default: 'yes {i}', byModel: {{'fixtures:b': '{b} {i}'}}}}")
-    lines.append("---")
-    for i in range(prompts - 1):
-        lines += [f"- id: p{i:03d}", f"  prompt: Question number {i}?", "  trials: 2",
-                  "  should: [$contains: 'yes', $contains: '1']", *(["  threshold: 0.6"] if i % 2 else []),
-                  *(["  should_not: [$contains: 'no']"] if i % 3 == 0 else [])]
-    lines += [f"- id: p{prompts - 1:03d}", "  prompt: The last question?", "  should: [$factcheck]"]
-    return "\n".join(lines) + "\n"
+    return trials_blueprint_text(prompts, title="Compare cells", should_not=True)
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from runs.heatmap import HEATMAP_PAGE_SIZE
 from runs.models import Annotation, PointAssessment, Response, Run
 from runs.records import forget_matrix, kept_matrices, matrix_size, page_matrix, run_matrix
 from runs.spec import parsed_blueprint
-from tests.web.run_support import make_blueprint
+from tests.web.run_support import make_blueprint, trials_blueprint_text
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,18 +26,7 @@ PROMPTS = HEATMAP_PAGE_SIZE + 12
 
 
 def blueprint_text(prompts: int = PROMPTS) -> str:
-    """Two fixtures models (``a`` says yes to all, ``b`` to every third), two trials a prompt, a pass mark on
-    every other prompt (some cells pass, some do not, some have no mark), the last prompt not evaluated."""
-    lines = ["title: Pages", "models: [fixtures:a, fixtures:b]", "fixtures:", "  strategy: first", "  responses:"]
-    for i in range(prompts):
-        b = "yes" if i % 3 else "no"
-        lines.append(f"    p{i:03d}: {{default: 'yes {i}', byModel: {{'fixtures:b': '{b} {i}'}}}}")
-    lines.append("---")
-    for i in range(prompts - 1):
-        lines += [f"- id: p{i:03d}", f"  prompt: Question number {i}?", "  trials: 2",
-                  "  should: [$contains: 'yes', $contains: '1']", *(["  threshold: 0.6"] if i % 2 else [])]
-    lines += [f"- id: p{prompts - 1:03d}", "  prompt: The last question?", "  should: [$factcheck]"]
-    return "\n".join(lines) + "\n"
+    return trials_blueprint_text(prompts, title="Pages")
 
 
 @pytest.fixture

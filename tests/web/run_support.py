@@ -140,6 +140,23 @@ def offline_blueprint(prompts: int, slug: str = "many") -> Blueprint:
     return make_blueprint("\n".join(lines) + "\n", slug=slug)
 
 
+def trials_blueprint_text(prompts: int, *, title: str, should_not: bool = False) -> str:
+    """Two fixtures models (``a`` says yes to all, ``b`` to every third), two trials a prompt, a pass mark on every
+    other prompt (some cells pass, some do not, some have no mark), with ``should_not`` a should-not point on every
+    third (``b``'s "no" meets it), the last prompt not evaluated."""
+    lines = [f"title: {title}", "models: [fixtures:a, fixtures:b]", "fixtures:", "  strategy: first", "  responses:"]
+    for i in range(prompts):
+        b = "yes" if i % 3 else "no"
+        lines.append(f"    p{i:03d}: {{default: 'yes {i}', byModel: {{'fixtures:b': '{b} {i}'}}}}")
+    lines.append("---")
+    for i in range(prompts - 1):
+        lines += [f"- id: p{i:03d}", f"  prompt: Question number {i}?", "  trials: 2",
+                  "  should: [$contains: 'yes', $contains: '1']", *(["  threshold: 0.6"] if i % 2 else []),
+                  *(["  should_not: [$contains: 'no']"] if should_not and i % 3 == 0 else [])]
+    lines += [f"- id: p{prompts - 1:03d}", "  prompt: The last question?", "  should: [$factcheck]"]
+    return "\n".join(lines) + "\n"
+
+
 def make_offline_run(prompts: int, *, blueprint: Blueprint | None = None, slug: str = "many") -> Run:
     run = run_start.start_run(blueprint or offline_blueprint(prompts, slug=slug))
     run.refresh_from_db()
