@@ -123,12 +123,18 @@ def one_run(args, env: dict, tmp: Path, attempt: int) -> dict:
                 raise SystemExit(f"the worker stopped:\n{(tmp / 'worker.log').read_text()[-3000:]}")
             time.sleep(0.2)
         failed = db.execute("SELECT items_failed, judge_calls_failed FROM runs_run WHERE id = ?", (run_id,)).fetchone()
+        # Where the wall time went, by the database's own clocks: the calls (the run's start to its last item
+        # stored) and the finish (aggregates, summary, matrix) after the last item.
+        phases = db.execute(
+            "SELECT (julianday(MAX(r.finished_at)) - julianday(u.started_at)) * 86400, "
+            "(julianday(u.finished_at) - julianday(MAX(r.finished_at))) * 86400 "
+            "FROM runs_response r JOIN runs_run u ON u.id = r.run_id WHERE r.run_id = ?", (run_id,)).fetchone()
         if args.py_spy:
             os.killpg(worker.pid, signal.SIGINT)  # py-spy writes its file when the sampled processes end
             worker.wait(timeout=60)
         return {"wall": finished - (started or finished), "cpu": sum(u + s for u, s in seen.values()),
                 "system": sum(s for _, s in seen.values()), "busiest": max(u + s for u, s in seen.values()),
-                "peak": peak, "status": status, "failed": failed}
+                "peak": peak, "status": status, "failed": failed, "calls": phases[0], "finish": phases[1]}
     finally:
         if worker.poll() is None:
             os.killpg(worker.pid, signal.SIGTERM)
@@ -179,6 +185,9 @@ def main() -> None:
               f"{ideal:.1f} s; ratio {spread([r['wall'] / ideal for r in runs])} (target <= {TARGET_RATIO:.2f}; "
               f"previous {PREVIOUS['ratio']}); last run {last['status']}, failed items {last['failed'][0]}, "
               f"failed judge calls {last['failed'][1]}")
+        print(f"  of which the calls (the run's start to its last item stored) "
+              f"{spread([r['calls'] for r in runs], '{:.1f}')} s, and the finish after the last item "
+              f"{spread([r['finish'] for r in runs])} s")
         print(f"worker CPU per call, call logs kept: {spread([r['cpu'] / calls * 1000 for r in runs])} ms "
               f"(target <= {TARGET_CPU_MS:.1f} ms; previous {PREVIOUS['cpu']}); in all "
               f"{spread([r['cpu'] for r in runs], '{:.1f}')} s, of which the kernel's (system time) "
