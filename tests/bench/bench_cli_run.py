@@ -2,6 +2,7 @@
 
     .venv/bin/python tests/bench/bench_cli_run.py [--prompts 2000] [--latency-ms 200]
                                                   [--concurrency 50] [--repeat N] [--profile] [--py-spy OUT]
+                                                  [--timeline]
 
 2,000 one-turn prompts with one `$contains` point each, one model, no judges:
 the run is all generation and persistence. The ideal is calls / concurrency x
@@ -14,7 +15,9 @@ beside its target and the figure before issue 37's overlap (PREVIOUS). With
 comes from the cache) and the best and the median are printed: on a shared machine one
 run says little. With --profile the
 command runs under cProfile and the top functions by cumulative and by own
-time are printed, so the figures say where the time goes.
+time are printed, so the figures say where the time goes. With --timeline the command runs in
+tests/bench/cli_timeline.py, which prints when each of its phases ended (seconds since the process
+started, and its CPU so far): what waits for what before the first call and after the last answer.
 """
 
 from __future__ import annotations
@@ -128,6 +131,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1,
                         help="run the command this many times; the best and the median")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--timeline", action="store_true", help="print when each phase of the command ended "
+                        "(tests/bench/cli_timeline.py)")
     parser.add_argument("--py-spy", metavar="OUT", help="sample the command with py-spy (a dev dependency) and write "
                         "its collapsed stacks to OUT; the busiest frames are printed")
     args = parser.parse_args()
@@ -150,6 +155,7 @@ def main() -> None:
     calls = args.prompts
     ideal = calls / args.concurrency * args.latency_ms / 1000
     walls, cpus, startups, startup_cpus, floors, peaks, floor_cpus = [], [], [], [], [], [], []
+    timelines: list[list[str]] = []
     try:
         for attempt in range(max(1, args.repeat)):
             env["EVALSITE_DATA_DIR"] = str(tmp / f"data-{attempt}")  # a fresh cache: every call is sent
@@ -167,6 +173,8 @@ def main() -> None:
             floor_cpus.append(time.process_time() - before)
             command = [sys.executable, str(MANAGE), "run_blueprint", str(path)]
             profile = tmp / "profile.out"
+            if args.timeline:
+                command = [sys.executable, str(REPO / "tests/bench/cli_timeline.py"), str(path)]
             if args.profile:
                 command = [sys.executable, "-m", "cProfile", "-o", str(profile), *command[1:]]
             elif args.py_spy:
@@ -178,6 +186,7 @@ def main() -> None:
             cpu2, peak = child_usage()
             cpus.append(cpu2 - cpu1)
             peaks.append(peak)
+            timelines.append([line for line in out.stderr.splitlines() if line.startswith("timeline: ")])
             if out.returncode != 0:
                 raise SystemExit(f"run_blueprint exited {out.returncode}:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
         ratios = [ideal / w for w in walls]
@@ -202,6 +211,10 @@ def main() -> None:
         print(f"  the raw HTTP exchange alone (our transport, no evalsite): "
               f"{spread([c * 1000 / calls for c in floor_cpus])} ms of CPU a call here")
         print(f"  peak memory {spread([p / 2**20 for p in peaks], '{:.0f}')} MB (largest child process)")
+        for number, lines in enumerate(timelines if args.timeline else [], 1):
+            print(f"\n  run {number}: when each phase ended (since the process started; its CPU so far)")
+            for line in lines:
+                print(f"    {line.removeprefix('timeline: ')}")
         if args.profile:
             import pstats
 
