@@ -10,7 +10,7 @@ would (SQLite, the ORM broker, one ``qcluster`` with one worker process and
 EVALSITE_CONCURRENCY=50). Printed: the wall time from the first task to the
 finished run against the ideal (calls / concurrency x latency; target within
 1.05 times; the same calls over raw HTTP to the same server, measured after the
-runs and printed beside it, take 1.05-1.10 of it on a 2-core machine), our
+runs and printed beside it, take 1.08-1.11 of it on a 2-core machine), our
 CPU time per call with call logs kept (the worker processes' user+system time /
 calls; target <= 0.4 ms), and the worker's peak memory (the largest peak RSS among the cluster's
 processes; target under 300 MB), each beside its target and the figure before issue 37 (PREVIOUS).

@@ -11,7 +11,6 @@ def test_qcluster_is_ours_and_runs_no_system_checks():
     assert command.requires_system_checks == []
 
 
-
 def test_what_a_run_needs_is_imported_before_the_cluster_forks_its_workers(tmp_path):
     """The worker processes are forked from the cluster (django-q2 uses fork where there is one), so what the
     command imports before the cluster starts, every worker has without importing it at its first task or its
