@@ -192,3 +192,27 @@ def test_a_run_that_is_not_a_dry_run_works_out_no_estimate(tmp_path, fake_provid
     assert "overall 1.000" in capsys.readouterr().out
     call_command("run_blueprint", str(path), "--dry-run")
     assert estimated == [1]
+
+
+def test_run_blueprint_readies_its_finish_once_the_first_calls_have_left(tmp_path, fake_provider, monkeypatch,
+                                                                       capsys):
+    """Issue 37: finishing's imports and resamples are made on a thread while the calls wait, started when the first
+    item is stored, so that thread does not hold back the first calls; once, whatever the number of items."""
+    from runs.management.commands import run_blueprint as command
+
+    fake_provider.script([{"model": "steady", "match": ".", "reply": "the word"}])
+    path = tmp_path / "plain.yml"
+    path.write_text("title: Plain\nmodels: [openai:steady]\n---\n" + "".join(
+        f"- id: p{i}\n  prompt: Say word {i}\n  should: [$contains: word]\n" for i in range(PROMPTS)))
+    readied = []
+    real = command._ready_the_finish
+    monkeypatch.setattr(command, "_ready_the_finish", lambda prompts, *modules: readied.append(
+        (prompts, modules, len(fake_provider.requests()))) or real(prompts, *modules))
+
+    call_command("run_blueprint", str(path))
+
+    assert Run.objects.get().status == "done" and "overall 1.000" in capsys.readouterr().out
+    assert len(readied) == 1
+    prompts, modules, calls_sent = readied[0]
+    assert prompts == PROMPTS and modules == ("runs.summaries", "scipy.special")
+    assert calls_sent >= 1  # the first calls had left

@@ -90,10 +90,19 @@ class Command(BaseCommand):
             return
         self.stderr.write(f"run {run.pk}: {run.items_total} items ({blueprint.slug})")
         bar = _Bar(run.items_total, self.stderr)
-        # What finishing (and --json's export) needs, imported while the calls wait instead of before the first.
-        _ready_the_finish(len(parsed_blueprint(run.revision).prompts), "runs.summaries", "scipy.special",
-                          *(("runs.exports",) if options["json"] else ()))
-        run = run_inline(run, progress=Progress(on_item=bar.step, on_wait=bar.wait))
+        # What finishing (and --json's export) needs, imported while the calls wait instead of before the first,
+        # once the first item is stored: by then the first calls have left, which the thread would have delayed.
+        prompts = len(parsed_blueprint(run.revision).prompts)
+        modules = ("runs.summaries", "scipy.special", *(("runs.exports",) if options["json"] else ()))
+        readied = []
+
+        def stored(item):
+            if not readied:
+                readied.append(True)
+                _ready_the_finish(prompts, *modules)
+            bar.step(item)
+
+        run = run_inline(run, progress=Progress(on_item=stored, on_wait=bar.wait))
         bar.close()
         self._table(run)
         if run.stopped_reason:
