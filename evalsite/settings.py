@@ -5,6 +5,7 @@ are safe for one person on one machine: SQLite in the data directory,
 django-q2's ORM broker, DEBUG off, only loopback hosts allowed.
 """
 
+import atexit
 import gc
 import importlib.util
 import os
@@ -159,6 +160,10 @@ EVALSITE_MATRIX_CACHE_MB = env_float("EVALSITE_MATRIX_CACHE_MB", 100.0, minimum=
 # 0.5-1 s (docs/architecture.md, "Where a run's time goes"). Every process: web, worker, command.
 EVALSITE_GC_THRESHOLD = env_int("EVALSITE_GC_THRESHOLD", 20_000, minimum=1)
 gc.set_threshold(EVALSITE_GC_THRESHOLD, *gc.get_threshold()[1:])
+# At exit Python's last collection walks the whole heap for cycles: 0.3-0.4 s of CPU after a `run_blueprint` of
+# 2,000 items is done (tests/bench/bench_cli_run.py --timeline). A process that is ending gets its memory back
+# whole, so the heap is frozen at exit and that walk skipped; objects are still freed as their last references go.
+atexit.register(gc.freeze)
 # The writer of a run's executive summary (provider:model); unset: no summary. Its claims are checked before
 # anyone sees them (docs/results.md "The summary").
 EVALSITE_SUMMARY_MODEL = env_str("EVALSITE_SUMMARY_MODEL")

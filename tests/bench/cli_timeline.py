@@ -5,7 +5,8 @@
 Prints to standard error, after the command's own output, one line a phase: the seconds since the process
 started (as the kernel counts it, so the interpreter's own start is in) and the process's CPU seconds so far.
 The phases are the command's, in order: Django set up, the command imported, the blueprint stored, the run and
-its items written, the first call sent, the last answer read, the run finished. Linux only (/proc).
+its items written, the first call sent, the last answer read, the run finished, the command returned (what is
+left of the bench's wall time after it is the interpreter's exit). Linux only (/proc).
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ def main() -> None:
     after(work, "maybe_finish", "run finished (last look)")
     try:
         call_command("run_blueprint", sys.argv[1])
+        mark("command returned")
     finally:
         if last.get("at") is not None:
             mark("last answer read", last["at"], last["cpu"])
