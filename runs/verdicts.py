@@ -22,6 +22,7 @@ from .templatetags.results import heat, pass_badge, score2
 
 VERDICT_LABELS = {"pass": "pass", "borderline": "borderline", "fail": "fail"}
 
+
 def verdict_cell_html(cell: dict | None) -> str:
     """One cell of the run page's verdicts table (``cell_view``): its score chip, with trials its rule, its pass
     badge and how many trials passed. Plain strings, not a template: a page of 100 prompts and 10 models has
@@ -104,7 +105,6 @@ def run_verdict_rows(matrix: Matrix | None, indices=None) -> list[dict]:
             continue
         cells = matrix.row(index)
         if any(c is not None and (c.k > 1 or c.pass_mark) for c in cells):
-            views = [cell_view(c) for c in cells]
-            rows.append({"prompt_id": matrix.prompts[index].id, "index": index, "cells": views,
-                         "cells_html": mark_safe("".join(verdict_cell_html(v) for v in views))})
+            rows.append({"prompt_id": matrix.prompts[index].id, "index": index,
+                         "cells_html": mark_safe("".join(verdict_cell_html(cell_view(c)) for c in cells))})
     return [{"variants": list(matrix.variants), "rows": rows}] if rows else []

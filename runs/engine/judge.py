@@ -464,22 +464,11 @@ def _fenced(conversation: tuple[Turn, ...], subject_text: str) -> tuple[str, str
     return fenced
 
 
-_SCALE_TEXTS: dict[int, tuple[Scale, str, str]] = {}  # by the scale's identity: (scale, guideline, labels)
-
-
+@lru_cache(maxsize=64)
 def _scale_texts(scale: Scale) -> tuple[str, str]:
     """A scale's guideline (a line a class) and its labels joined, as every judge prompt writes them: made once
-    per scale (a run has one or two), found by identity (hashing a scale reads every class)."""
-    held = _SCALE_TEXTS.get(id(scale))
-    if held is not None and held[0] is scale:
-        return held[1], held[2]
-    guideline = "\n".join(f"- {c.label}: {c.description}" for c in scale.classes)
-    labels = ", ".join(scale.labels)
-    with _FENCED_LOCK:
-        if len(_SCALE_TEXTS) >= 64:
-            _SCALE_TEXTS.clear()
-        _SCALE_TEXTS[id(scale)] = (scale, guideline, labels)
-    return guideline, labels
+    per scale (a run has one or two; a scale's hash is worked out once, ``Scale._hash``)."""
+    return "\n".join(f"- {c.label}: {c.description}" for c in scale.classes), ", ".join(scale.labels)
 
 
 def _user_prompt(task: JudgeTask, judge: JudgeSpec, scale: Scale) -> str:
