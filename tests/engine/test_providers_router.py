@@ -426,3 +426,53 @@ def test_a_blueprint_can_lower_the_limit_but_never_raise_it():
     run(_burst(settings_from_env(env), ["openai:m"] * 8, raised, blueprint_concurrency=50))
     assert lowered.peak["m"] == 1
     assert raised.peak["m"] == 3
+
+
+# -- answers read together ------------------------------------------------------
+
+
+def test_calls_waiting_for_a_slot_leave_before_the_answers_read_together_are_worked_on():
+    """Two slots, four calls: the first two answers arrive at one moment. The two waiting calls are sent before
+    either answer goes back to its caller (whose checks, judges and storing would otherwise hold them back, with
+    both slots standing empty meanwhile)."""
+    from runs.engine.providers.transport import Answer, PooledTransport
+
+    events: list[str] = []
+    held: dict[str, asyncio.Future] = {}
+    body = json.dumps({"choices": [{"message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+                       "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
+
+    class Held(PooledTransport):
+        async def post(self, url, headers, content, *, timeout_s, connect_timeout_s):
+            text = json.loads(content)["messages"][0]["content"]
+            events.append(f"sent {text}")
+            held[text] = asyncio.get_running_loop().create_future()
+            return await held[text]
+
+    async def until(count: int) -> None:
+        for _ in range(100):
+            if len(held) >= count:
+                return
+            await asyncio.sleep(0)
+
+    async def main():
+        settings = settings_from_env({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+                                      "EVALSITE_CONCURRENCY": "2"})
+        async with Router(settings, transport=Held()) as router:
+            async def call(text: str) -> None:
+                result = await router.complete(ask("openai:m", text))
+                assert result.ok, result.error
+                events.append(f"worked on {text}")
+
+            calls = [asyncio.create_task(call(text)) for text in "abcd"]
+            await until(2)
+            for text in "ab":  # read in one turn of the loop, as answers to calls sent together are
+                held[text].set_result(Answer(200, [(b"content-type", b"application/json")], body))
+            await until(4)
+            for text in "cd":
+                held[text].set_result(Answer(200, [(b"content-type", b"application/json")], body))
+            await asyncio.gather(*calls)
+
+    run(main())
+    assert events[:6] == ["sent a", "sent b", "sent c", "sent d", "worked on a", "worked on b"]
+    assert sorted(events[6:]) == ["worked on c", "worked on d"]
