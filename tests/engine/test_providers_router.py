@@ -431,16 +431,9 @@ def test_a_blueprint_can_lower_the_limit_but_never_raise_it():
 # -- answers read together ------------------------------------------------------
 
 
-def test_calls_waiting_for_a_slot_leave_before_the_answers_read_together_are_worked_on():
-    """Two slots, four calls: the first two answers arrive at one moment. The two waiting calls are sent before
-    either answer goes back to its caller (whose checks, judges and storing would otherwise hold them back, with
-    both slots standing empty meanwhile)."""
-    from runs.engine.providers.transport import Answer, PooledTransport
-
-    events: list[str] = []
-    held: dict[str, asyncio.Future] = {}
-    body = json.dumps({"choices": [{"message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
-                       "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
+def _held_transport(events: list[str], held: dict[str, asyncio.Future]):
+    """A transport whose answers the test gives (``held[text].set_result``); it notes each call as it leaves."""
+    from runs.engine.providers.transport import PooledTransport
 
     class Held(PooledTransport):
         async def post(self, url, headers, content, *, timeout_s, connect_timeout_s):
@@ -449,30 +442,74 @@ def test_calls_waiting_for_a_slot_leave_before_the_answers_read_together_are_wor
             held[text] = asyncio.get_running_loop().create_future()
             return await held[text]
 
-    async def until(count: int) -> None:
-        for _ in range(100):
-            if len(held) >= count:
-                return
-            await asyncio.sleep(0)
+    return Held()
+
+
+def _held_answer(status: int = 200):
+    from runs.engine.providers.transport import Answer
+
+    body = {"choices": [{"message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1}} if status == 200 else \
+        {"error": {"message": "bad request", "type": "invalid_request_error"}}
+    return Answer(status, [(b"content-type", b"application/json")], json.dumps(body).encode())
+
+
+async def _until(held: dict, count: int) -> None:
+    for _ in range(100):
+        if len(held) >= count:
+            return
+        await asyncio.sleep(0)
+
+
+def _held_settings(concurrency: int, **overrides) -> ProviderSettings:
+    return settings_from_env({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+                              "EVALSITE_CONCURRENCY": str(concurrency)}, **overrides)
+
+
+def test_calls_waiting_for_a_slot_leave_before_the_answers_read_together_are_worked_on():
+    """Two slots, four calls: the first two answers arrive at one moment. The two waiting calls are sent before
+    either answer goes back to its caller (whose checks, judges and storing would otherwise hold them back, with
+    both slots standing empty meanwhile)."""
+    events: list[str] = []
+    held: dict[str, asyncio.Future] = {}
 
     async def main():
-        settings = settings_from_env({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
-                                      "EVALSITE_CONCURRENCY": "2"})
-        async with Router(settings, transport=Held()) as router:
+        async with Router(_held_settings(2), transport=_held_transport(events, held)) as router:
             async def call(text: str) -> None:
                 result = await router.complete(ask("openai:m", text))
                 assert result.ok, result.error
                 events.append(f"worked on {text}")
 
             calls = [asyncio.create_task(call(text)) for text in "abcd"]
-            await until(2)
+            await _until(held, 2)
             for text in "ab":  # read in one turn of the loop, as answers to calls sent together are
-                held[text].set_result(Answer(200, [(b"content-type", b"application/json")], body))
-            await until(4)
+                held[text].set_result(_held_answer())
+            await _until(held, 4)
             for text in "cd":
-                held[text].set_result(Answer(200, [(b"content-type", b"application/json")], body))
+                held[text].set_result(_held_answer())
             await asyncio.gather(*calls)
 
     run(main())
     assert events[:6] == ["sent a", "sent b", "sent c", "sent d", "worked on a", "worked on b"]
     assert sorted(events[6:]) == ["worked on c", "worked on d"]
+
+
+def test_a_failure_opens_the_breaker_before_a_waiting_call_is_sent():
+    """Only an answer lets the waiting calls go first: a failure is counted before, so a breaker it opens keeps
+    the call waiting for its slot from being sent."""
+    events: list[str] = []
+    held: dict[str, asyncio.Future] = {}
+
+    async def main():
+        # A short timeout: a call sent by mistake is never answered, and fails the test in two seconds.
+        settings = _held_settings(1, breaker_threshold=1, max_attempts=1, timeout_s=2.0)
+        async with Router(settings, transport=_held_transport(events, held)) as router:
+            calls = [asyncio.create_task(router.complete(ask("openai:m", text))) for text in "ab"]
+            await _until(held, 1)
+            held["a"].set_result(_held_answer(400))
+            return await asyncio.gather(*calls)
+
+    first, second = run(main())
+    assert events == ["sent a"]
+    assert "400" in first.error
+    assert "Circuit breaker" in second.error and second.attempts == 0

@@ -600,13 +600,14 @@ class Router:
             finally:
                 waited_for = semaphore.locked()  # full: calls may be waiting for this slot
                 semaphore.release()
-            if waited_for:
-                await _let_waiting_calls_go()
             outcome.attempts = tried
             if outcome.ok:
                 breaker.failures = breaker.rate_limited = breaker.refusals = 0
                 tried.append(_attempt(outcome, None, NO_SECRETS))  # an answer: no reason or body to redact
+                if waited_for:
+                    await _let_waiting_calls_go()
                 return outcome, attempts
+            # A refusal or a failure is counted (it may open the model's breaker) before a waiting call is sent.
             if outcome.rate_limited:
                 self._count_refusal(endpoint, breaker, outcome)
             if outcome.adapt is not None and adaptations < 2:
